@@ -1,0 +1,64 @@
+"""create_app: the API sub-application (routes, middlewares, state) for one gateway process."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from aiohttp import web
+
+from .config import Settings
+from .keys import RUNTIME, SCOPE, SETTINGS, STARTED_AT, STORE, TURNS
+from .middleware import MAX_BODY_BYTES, MIDDLEWARES, add_common_headers
+from .routes import chat, discovery
+from .routes.common import credential_scope
+from .runtimes.base import AgentRuntime, TurnHooks
+from .store.base import Store
+from .turns import TurnRegistry
+
+
+def create_app(settings: Settings, runtime: AgentRuntime, store: Store, hooks: TurnHooks) -> web.Application:
+    """Build the API app. The store is opened on startup; turns are drained before it is closed."""
+    if settings.key is None:
+        raise ValueError("the API server needs API_SERVER_KEY (at least 16 characters)")
+    # Slack above the body limit so the 413 comes from our own check, with the envelope.
+    app = web.Application(middlewares=list(MIDDLEWARES), client_max_size=MAX_BODY_BYTES)
+    app[SETTINGS] = settings
+    app[RUNTIME] = runtime
+    app[STORE] = store
+    app[STARTED_AT] = int(time.time())
+    app[SCOPE] = credential_scope(settings.profile, settings.key)
+    secret_values = tuple(s for s in (settings.key, settings.model.api_key) if s)
+    app[TURNS] = TurnRegistry(
+        runtime, store, hooks, max_concurrent=settings.max_concurrent_runs, secret_values=secret_values
+    )
+
+    app.router.add_get("/health", discovery.health, name="health")
+    app.router.add_get("/v1/health", discovery.health)
+    app.router.add_get("/v1/models", discovery.models, name="models")
+    app.router.add_get("/v1/capabilities", discovery.capabilities, name="capabilities")
+    app.router.add_post("/v1/chat/completions", chat.chat_completions, name="chat_completions")
+
+    app.on_response_prepare.append(add_common_headers)
+    app.on_startup.append(_open_store)
+    app.on_shutdown.append(_drain)
+    app.on_cleanup.append(_close_store)
+    return app
+
+
+async def _open_store(app: web.Application) -> None:
+    await app[STORE].open()
+
+
+async def _drain(app: web.Application) -> None:
+    await app[TURNS].drain()
+
+
+async def _close_store(app: web.Application) -> None:
+    await app[STORE].close()
+
+
+async def shutdown_apps(apps: list[web.Application]) -> None:
+    """Graceful stop: refuse new work (503), settle every turn `cancelled`, then close the stores."""
+    await asyncio.gather(*(app[TURNS].drain() for app in apps))
+    await asyncio.gather(*(app[STORE].close() for app in apps))

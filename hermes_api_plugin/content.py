@@ -1,0 +1,140 @@
+"""Input content: parts (text, image), messages, and their validation (WIRE.md §9).
+
+Every content error names the offending part in `param` (e.g. `messages[1].content[0]`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Union
+
+from .errors import ApiError, invalid_request
+
+MAX_PARTS = 1000
+_TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
+_FILE_TYPES = frozenset({"file", "input_file"})
+_IMAGE_DATA_URL = re.compile(r"^data:image/[A-Za-z0-9.+-]+;base64,", re.IGNORECASE)
+_UNSUPPORTED = "Uploaded files and document inputs are not supported; send images as image_url parts"
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": "text", "text": self.text}
+
+
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    url: str
+    detail: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        image: dict[str, Any] = {"url": self.url}
+        if self.detail is not None:
+            image["detail"] = self.detail
+        return {"type": "image_url", "image_url": image}
+
+
+Part = Union[TextPart, ImagePart]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A conversation message as the agent receives it."""
+
+    role: str  # user | assistant
+    parts: tuple[Part, ...]
+    reasoning: str | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    @property
+    def images(self) -> tuple[ImagePart, ...]:
+        return tuple(p for p in self.parts if isinstance(p, ImagePart))
+
+    @property
+    def visible(self) -> bool:
+        return bool(self.text.strip()) or bool(self.images)
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"role": self.role, "content": [p.to_json() for p in self.parts]}
+        if self.reasoning:
+            body["reasoning"] = self.reasoning
+        return body
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Message:
+        parts = parse_content(data.get("content", ""), "content")
+        return cls(role=str(data.get("role", "user")), parts=parts, reasoning=data.get("reasoning"))
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, compact, UTF-8 (raw non-ASCII): the form identities and derived ids hash."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _unsupported(param: str) -> ApiError:
+    return invalid_request("unsupported_content_type", _UNSUPPORTED, param)
+
+
+def _image(url: Any, detail: Any, param: str) -> ImagePart:
+    if not isinstance(url, str) or not url.strip():
+        raise invalid_request("invalid_image_url", "Image URL must be a non-empty http(s) or data:image URL", param)
+    url = url.strip()
+    lowered = url.lower()
+    if lowered.startswith("data:"):
+        if not lowered.startswith("data:image/"):
+            raise _unsupported(param)
+        if not _IMAGE_DATA_URL.match(url):
+            raise invalid_request("invalid_image_url", "Image data URLs must be base64: data:image/<type>;base64,<data>", param)
+    elif not (lowered.startswith("http://") or lowered.startswith("https://")):
+        raise invalid_request("invalid_image_url", "Image URL must use http, https or a data:image URL", param)
+    if detail is not None and (not isinstance(detail, str) or not detail.strip()):
+        raise invalid_request("invalid_content_part", "Image 'detail' must be a non-empty string", param)
+    return ImagePart(url=url, detail=detail)
+
+
+def parse_part(part: Any, param: str) -> Part:
+    if isinstance(part, str):
+        return TextPart(part)
+    if not isinstance(part, dict):
+        raise invalid_request("invalid_content_part", "A content part must be a string or an object", param)
+    kind = part.get("type")
+    if "file_id" in part or kind in _FILE_TYPES:
+        raise _unsupported(param)
+    if kind in _TEXT_TYPES:
+        text = part.get("text")
+        if not isinstance(text, str):
+            raise invalid_request("invalid_content_part", f"A '{kind}' part needs a string 'text'", param)
+        return TextPart(text)
+    if kind == "image_url":
+        image = part.get("image_url")
+        if isinstance(image, str):
+            return _image(image, part.get("detail"), param)
+        if not isinstance(image, dict):
+            raise invalid_request("invalid_content_part", "An 'image_url' part needs an 'image_url' object or string", param)
+        return _image(image.get("url"), image.get("detail"), param)
+    if kind == "input_image":
+        return _image(part.get("image_url"), part.get("detail"), param)
+    if not isinstance(kind, str):
+        raise invalid_request("invalid_content_part", "A content part needs a string 'type'", param)
+    raise _unsupported(param)
+
+
+def parse_content(content: Any, param: str) -> tuple[Part, ...]:
+    """Validate a content value (string, list of parts, or null) into parts."""
+    if content is None:
+        return ()
+    if isinstance(content, str):
+        return (TextPart(content),) if content else ()
+    if not isinstance(content, list):
+        raise invalid_request("invalid_content_part", "Content must be a string or a list of parts", param)
+    if len(content) > MAX_PARTS:
+        raise invalid_request("invalid_content_part", f"A content list holds at most {MAX_PARTS} parts", param)
+    return tuple(parse_part(part, f"{param}[{i}]") for i, part in enumerate(content))

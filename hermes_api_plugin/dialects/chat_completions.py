@@ -1,0 +1,151 @@
+"""Chat Completions dialect: turn events → `chat.completion.chunk` records and the `chat.completion` body.
+
+Pure: no aiohttp, no I/O. The stream and the JSON body come from the same fold, so they always agree
+(WIRE.md §3).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..events import (
+    ReasoningDelta,
+    TextDelta,
+    ToolCompleted,
+    ToolStarted,
+    TurnEvent,
+    TurnFinished,
+    TurnStatus,
+    TurnTranscript,
+    Usage,
+)
+
+TOOL_PROGRESS_EVENT = "hermes.tool.progress"
+# Chat `data:` payloads stay under 65 536 characters: even a delta of control characters (escaped
+# as \uXXXX, six characters each) plus the chunk envelope fits when deltas are cut at 8 192.
+MAX_DELTA_CHARS = 8192
+_ERROR_TYPES = {
+    "admission_conflict": "invalid_request_error",
+    "unknown_execution": "conflict_error",
+    "admission_expired": "conflict_error",
+}
+
+Record = tuple["str | None", dict[str, Any]]
+
+
+def usage_dict(usage: Usage) -> dict[str, int]:
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+
+
+def _pieces(text: str) -> list[str]:
+    if len(text) <= MAX_DELTA_CHARS:
+        return [text]
+    return [text[i : i + MAX_DELTA_CHARS] for i in range(0, len(text), MAX_DELTA_CHARS)]
+
+
+def finish_fields(finished: TurnFinished, partial: bool) -> tuple[str, dict[str, Any]]:
+    """finish_reason and the root fields (`hermes`, `error`) of a settled turn (WIRE.md §3.6)."""
+    status = finished.status
+    if status is TurnStatus.COMPLETED:
+        return "stop", {}
+    if status is TurnStatus.INCOMPLETE:
+        code = finished.error_code or "iteration_budget_exhausted"
+        return "length", {"hermes": {"completed": False, "partial": True, "failed": False, "error_code": code}}
+    if status is TurnStatus.CANCELLED:
+        return "cancelled", {"hermes": {"completed": False, "partial": partial, "failed": False, "error_code": "cancelled"}}
+    code = finished.error_code or "agent_error"
+    error = {
+        "message": finished.error_message or code,
+        "type": _ERROR_TYPES.get(code, "server_error"),
+        "param": None,
+        "code": code,
+    }
+    return "error", {"error": error, "hermes": {"completed": False, "partial": partial, "failed": True, "error_code": code}}
+
+
+class ChatRenderer:
+    """Renders one turn for one chat request; feed it journal batches in order."""
+
+    def __init__(self, *, completion_id: str, created: int, model: str, tool_progress: bool = True) -> None:
+        self.completion_id = completion_id
+        self.created = created
+        self.model = model
+        self.tool_progress = tool_progress
+        self.transcript = TurnTranscript()
+        self._tools: dict[str, ToolStarted] = {}
+
+    def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        return {
+            "id": self.completion_id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+        }
+
+    def role_chunk(self) -> Record:
+        return None, self._chunk({"role": "assistant", "content": ""})
+
+    def render(self, events: list[TurnEvent]) -> list[Record]:
+        records: list[Record] = []
+        for event in events:
+            emitted = self.transcript.feed(event)
+            if isinstance(event, ReasoningDelta):
+                assert emitted is not None
+                records.extend((None, self._chunk({"content": "", "reasoning_content": p})) for p in _pieces(emitted))
+            elif isinstance(event, TextDelta):
+                records.extend((None, self._chunk({"content": p})) for p in _pieces(event.text))
+            elif isinstance(event, ToolStarted):
+                self._tools[event.call_id] = event
+                if self.tool_progress:
+                    records.append((TOOL_PROGRESS_EVENT, self._progress(event, None)))
+            elif isinstance(event, ToolCompleted):
+                started = self._tools.pop(event.call_id, None)
+                if self.tool_progress and started is not None:
+                    records.append((TOOL_PROGRESS_EVENT, self._progress(started, event)))
+            elif isinstance(event, TurnFinished):
+                records.append((None, self.finish_chunk(event)))
+        return records
+
+    def _progress(self, started: ToolStarted, completed: ToolCompleted | None) -> dict[str, Any]:
+        payload = self._chunk({"content": ""})
+        payload.update(tool=started.name, emoji=started.emoji, label=started.label, toolCallId=started.call_id)
+        if completed is None:
+            payload["status"] = "running"
+            description, done = f"Running {started.name}: {started.label}", False
+        else:
+            verb = "Stopped" if completed.stopped else "Failed" if completed.is_error else "Ran"
+            payload.update(status="completed", duration_ms=completed.duration_ms, is_error=completed.is_error)
+            description, done = f"{verb} {started.name}: {started.label}", True
+        payload["event"] = {"type": "status", "data": {"description": description, "done": done}}
+        return payload
+
+    def finish_chunk(self, finished: TurnFinished) -> dict[str, Any]:
+        reason, extra = finish_fields(finished, self.transcript.any_text)
+        chunk = self._chunk({}, reason)
+        chunk["usage"] = usage_dict(finished.usage)
+        chunk.update(extra)
+        return chunk
+
+    def completion(self) -> dict[str, Any]:
+        """The non-streaming `chat.completion` body; the turn must have settled."""
+        finished = self.transcript.finished
+        assert finished is not None, "completion() needs a settled turn"
+        reason, extra = finish_fields(finished, self.transcript.any_text)
+        message: dict[str, Any] = {"role": "assistant", "content": self.transcript.answer}
+        if self.transcript.reasoning is not None:
+            message["reasoning_content"] = self.transcript.reasoning
+        body: dict[str, Any] = {
+            "id": self.completion_id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": reason}],
+            "usage": usage_dict(finished.usage),
+        }
+        body.update(extra)
+        return body

@@ -1,0 +1,96 @@
+"""ApiError: every client-visible failure, raised anywhere and rendered once by the middleware.
+
+The envelope is `{"error":{"message","type","param","code"}}` (WIRE.md §1.7).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ApiError(Exception):
+    """An error with its HTTP status and envelope fields."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        type: str,
+        code: str | None,
+        param: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.type = type
+        self.code = code
+        self.param = param
+        self.headers = dict(headers or {})
+
+    def envelope(self) -> dict[str, Any]:
+        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+
+
+def invalid_request(code: str, message: str, param: str | None = None, status: int = 400) -> ApiError:
+    return ApiError(status, message, type="invalid_request_error", code=code, param=param)
+
+
+def invalid_parameter(message: str, param: str | None) -> ApiError:
+    return invalid_request("invalid_parameter", message, param)
+
+
+def missing_parameter(param: str) -> ApiError:
+    return invalid_request("missing_required_parameter", f"Missing required parameter: '{param}'", param)
+
+
+def auth_failed() -> ApiError:
+    return ApiError(401, "Invalid API key (API_SERVER_KEY)", type="gateway_auth_error", code="gateway_auth_failed")
+
+
+def origin_not_allowed() -> ApiError:
+    return ApiError(403, "Origin not allowed", type="gateway_auth_error", code="origin_not_allowed")
+
+
+def not_found(message: str = "Not found", code: str = "not_found", param: str | None = None) -> ApiError:
+    return ApiError(404, message, type="not_found_error", code=code, param=param)
+
+
+def method_not_allowed(allowed: set[str]) -> ApiError:
+    allow = ", ".join(sorted(allowed))
+    return ApiError(
+        405,
+        f"Method not allowed; this path accepts {allow}",
+        type="invalid_request_error",
+        code="method_not_allowed",
+        headers={"Allow": allow},
+    )
+
+
+def body_too_large(limit: int) -> ApiError:
+    return invalid_request("body_too_large", f"Request body exceeds {limit} bytes", status=413)
+
+
+def rate_limited(limit: int) -> ApiError:
+    return ApiError(
+        429,
+        f"Too many concurrent runs (max {limit})",
+        type="rate_limit_error",
+        code="rate_limit_exceeded",
+        headers={"Retry-After": "1"},
+    )
+
+
+def draining() -> ApiError:
+    return ApiError(
+        503,
+        "The gateway is shutting down; retry shortly",
+        type="server_error",
+        code="gateway_draining",
+        headers={"Retry-After": "1"},
+    )
+
+
+def internal_error() -> ApiError:
+    return ApiError(500, "Internal server error", type="server_error", code="internal_error")

@@ -1,0 +1,156 @@
+"""The turn event vocabulary: what an agent turn reports, as frozen values.
+
+Journals hold these; dialects render them. No I/O and no aiohttp here.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Union
+
+
+class TurnStatus(str, enum.Enum):
+    """Lifecycle of a turn. The last four are terminal and recorded exactly once."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    INCOMPLETE = "incomplete"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        return self in _TERMINAL
+
+
+_TERMINAL = frozenset({TurnStatus.COMPLETED, TurnStatus.INCOMPLETE, TurnStatus.FAILED, TurnStatus.CANCELLED})
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A non-empty piece of the model's reasoning (empty deltas never reach a journal)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A non-empty piece of answer text streamed by the agent."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStarted:
+    """A server-side tool began. Ids and names are already normalised by the bridge."""
+
+    call_id: str
+    name: str
+    arguments: str  # JSON string
+    label: str
+    emoji: str
+    started_at: float  # loop time, for duration of tools stopped by the end of the turn
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCompleted:
+    call_id: str
+    name: str
+    result: str
+    is_error: bool
+    duration_ms: int
+    stopped: bool = False  # the end of the turn stopped it (cancel, failure, budget)
+
+
+@dataclass(frozen=True, slots=True)
+class Commentary:
+    """Interim assistant text beside tool calls; `already_streamed` when it also came as TextDelta."""
+
+    text: str
+    already_streamed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StatusChanged:
+    """The turn left the queue and started running."""
+
+    status: TurnStatus
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFinished:
+    """The single terminal record of a turn."""
+
+    status: TurnStatus
+    usage: Usage = field(default_factory=Usage)
+    error_code: str | None = None  # iteration_budget_exhausted, output_truncated, cancelled, agent_error, ...
+    error_message: str | None = None
+
+
+TurnEvent = Union[ReasoningDelta, TextDelta, ToolStarted, ToolCompleted, Commentary, StatusChanged, TurnFinished]
+
+
+class TurnTranscript:
+    """Folds a journal into what every surface agrees on.
+
+    Reasoning bursts are joined with a blank line (each burst after the first starts with `\\n\\n`); the
+    final answer is the text after the last tool event; `partial` means answer text was delivered.
+    """
+
+    __slots__ = ("_reasoning", "_answer", "_in_burst", "any_text", "finished")
+
+    def __init__(self) -> None:
+        self._reasoning: list[str] = []
+        self._answer: list[str] = []
+        self._in_burst = False
+        self.any_text = False
+        self.finished: TurnFinished | None = None
+
+    def feed(self, event: TurnEvent) -> str | None:
+        """Record one event; for reasoning, return the text as it must be emitted (burst separator included)."""
+        if isinstance(event, ReasoningDelta):
+            text = event.text
+            if not self._in_burst:
+                self._in_burst = True
+                if self._reasoning:
+                    text = "\n\n" + text
+            self._reasoning.append(text)
+            return text
+        if isinstance(event, TextDelta):
+            self._in_burst = False
+            self._answer.append(event.text)
+            self.any_text = True
+        elif isinstance(event, (ToolStarted, ToolCompleted)):
+            self._in_burst = False
+            self._answer.clear()
+        elif isinstance(event, Commentary):
+            self._in_burst = False
+        elif isinstance(event, TurnFinished):
+            self._in_burst = False
+            self.finished = event
+        return None
+
+    def feed_all(self, events: list[TurnEvent]) -> TurnTranscript:
+        for event in events:
+            self.feed(event)
+        return self
+
+    @property
+    def reasoning(self) -> str | None:
+        return "".join(self._reasoning) if self._reasoning else None
+
+    @property
+    def answer(self) -> str:
+        return "".join(self._answer)

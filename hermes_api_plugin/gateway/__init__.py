@@ -1,0 +1,1 @@
+"""The bundled reference gateway: `hermes-api gateway`."""

@@ -1,0 +1,67 @@
+"""`hermes-api`: `gateway` runs the reference gateway, `init` writes `$HERMES_HOME/.env` with a new key."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import secrets
+import sys
+from pathlib import Path
+
+from ..config import MIN_KEY_LENGTH, default_hermes_home, load_settings, parse_env_file
+from .server import run_gateway
+
+
+def _setup_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO, format="%(message)s", stream=sys.stderr, force=True
+    )
+
+
+def init_env(home: Path) -> tuple[str, bool]:
+    """Ensure `home/.env` enables the API server with a key; returns (key, created). File mode 0600."""
+    home.mkdir(parents=True, exist_ok=True)
+    env_path = home / ".env"
+    existing = env_path.read_text(encoding="utf-8") if env_path.exists() else ""
+    values = parse_env_file(existing)
+    current = values.get("API_SERVER_KEY", "").strip()
+    additions: list[str] = []
+    if values.get("API_SERVER_ENABLED") is None:
+        additions.append("API_SERVER_ENABLED=true")
+    created = len(current) < MIN_KEY_LENGTH
+    key = secrets.token_urlsafe(32) if created else current
+    if created:
+        additions.append(f"API_SERVER_KEY={key}")
+    if additions:
+        prefix = "" if not existing or existing.endswith("\n") else "\n"
+        header = "" if existing else "# Written by `hermes-api init`. Keep this file private.\n"
+        fd = os.open(env_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as fh:
+            fh.write(prefix + header + "\n".join(additions) + "\n")
+    os.chmod(env_path, 0o600)
+    return key, created
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="hermes-api", description="OpenAI-compatible API for a Hermes agent gateway")
+    sub = parser.add_subparsers(dest="command", required=True)
+    gw = sub.add_parser("gateway", help="run the reference gateway (reads $HERMES_HOME/.env and config.yaml)")
+    gw.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub.add_parser("init", help="write $HERMES_HOME/.env with API_SERVER_ENABLED=true and a new API_SERVER_KEY")
+    args = parser.parse_args(argv)
+
+    if args.command == "init":
+        home = default_hermes_home()
+        key, created = init_env(home)
+        where = home / ".env"
+        print(f"{'Wrote a new key to' if created else 'Using the key already in'} {where}")
+        print(f"API_SERVER_KEY={key}")
+        return 0
+
+    _setup_logging(args.verbose)
+    try:
+        return asyncio.run(run_gateway(load_settings()))
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,176 @@
+"""The reference gateway process: settings, plugins through pluggy, one API listener, clean shutdown.
+
+It is a host of the contract in `hookspecs.py`, like the bridge into `hermes gateway`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import inspect
+import ipaddress
+import logging
+import signal
+import socket
+from pathlib import Path
+from typing import Any
+
+import pluggy
+from aiohttp import web
+
+from ..config import Settings
+from ..hookspecs import ENTRY_POINT_GROUP, PROJECT, GatewaySpec
+from ..runtimes import RuntimeUnavailable, select_runtime
+from ..runtimes.base import AgentRuntime, TurnHooks
+from ..runtimes.scripted import ScriptError
+
+log = logging.getLogger("hermes_api_plugin")
+
+# aiohttp answers over-long header lines itself with plain text; let values up to 64 KiB reach our
+# middleware, which rejects oversized ones with the JSON envelope.
+PARSER_LIMIT = 65_536
+
+
+def runner_kwargs() -> dict[str, Any]:
+    """AppRunner settings every host uses: cancel handlers on disconnect, roomy header parser."""
+    return {
+        "handler_cancellation": True,
+        "max_field_size": PARSER_LIMIT,
+        "max_line_size": PARSER_LIMIT,
+        "access_log": None,
+        "shutdown_timeout": 15.0,
+    }
+
+
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1, ::ffff:127.0.0.0/104, `localhost`; names count only if all addresses are loopback."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        try:
+            infos = socket.getaddrinfo(host, None)
+        except OSError:
+            return False
+        return bool(infos) and all(is_loopback(str(info[4][0])) for info in infos)
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback
+
+
+def display_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def build_plugin_manager() -> pluggy.PluginManager:
+    pm = pluggy.PluginManager(PROJECT)
+    pm.add_hookspecs(GatewaySpec)
+    pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+    return pm
+
+
+class ReferenceGateway:
+    """The `Gateway` the reference host hands to plugins."""
+
+    def __init__(self, settings: Settings, runtime: AgentRuntime, pm: pluggy.PluginManager) -> None:
+        self.settings = settings
+        self.runtime = runtime
+        self.pm = pm
+        self.hooks: TurnHooks = pm.hook
+        self._apps: list[web.Application] = []
+
+    def mount(self, app: web.Application) -> None:
+        self._apps.append(app)
+
+    @property
+    def apps(self) -> list[web.Application]:
+        return list(self._apps)
+
+
+def check_startable(settings: Settings) -> bool:
+    """The one-line refusals of WIRE.md §1.2; True when the API server may start."""
+    if not settings.enabled:
+        log.error("[API Server] Not starting: API_SERVER_ENABLED is not true — set it in %s", _env_hint(settings))
+        return False
+    if settings.key is None:
+        log.error(
+            "[API Server] Refusing to start: API_SERVER_KEY is missing or shorter than 16 characters — set it in %s",
+            _env_hint(settings),
+        )
+        return False
+    return True
+
+
+def _env_hint(settings: Settings) -> str:
+    home = "~/.hermes" if settings.hermes_home == Path.home() / ".hermes" else str(settings.hermes_home)
+    return f"{home}/.env"
+
+
+async def _start_sites(runner: web.AppRunner, settings: Settings) -> bool:
+    """Bind the configured address (plus ::1 beside the default 127.0.0.1). None when the port is taken."""
+    try:
+        site = web.TCPSite(runner, settings.host, settings.port, reuse_address=True)
+        await site.start()
+    except OSError as exc:
+        if exc.errno in (errno.EADDRINUSE, errno.EACCES):
+            log.error("[API Server] Port %s is already in use — set API_SERVER_PORT", settings.port)
+            return False
+        raise
+    if settings.host == "127.0.0.1" and settings.port != 0 and socket.has_ipv6:
+        try:
+            await web.TCPSite(runner, "::1", settings.port, reuse_address=True).start()
+        except OSError:
+            pass  # no IPv6 loopback here: 127.0.0.1 alone serves
+    return True
+
+
+async def run_gateway(settings: Settings, stop: asyncio.Event | None = None) -> int:
+    """Run until SIGINT/SIGTERM (or `stop`); the exit status for the process."""
+    for problem in settings.problems:
+        log.warning("[API Server] config: %s", problem)
+    if not check_startable(settings):
+        return 1
+    try:
+        runtime = select_runtime(settings)
+    except (RuntimeUnavailable, ScriptError) as exc:
+        log.error("[API Server] Not starting: %s", exc)
+        return 1
+    pm = build_plugin_manager()
+    gateway = ReferenceGateway(settings, runtime, pm)
+    pm.hook.hermes_api_gateway_startup(gateway=gateway)
+    if not gateway.apps:
+        log.error("[API Server] Not starting: no plugin mounted an API application (is hermes-api-plugin installed?)")
+        await runtime.close()
+        return 1
+    if not is_loopback(settings.host):
+        log.warning(
+            "[API Server] WARNING: %s is reachable from the network. The full agent toolset, terminal commands "
+            "included, sits behind this port. Prefer 127.0.0.1 and reach it through an SSH tunnel or Tailscale.",
+            settings.host,
+        )
+    runner = web.AppRunner(gateway.apps[0], **runner_kwargs())
+    await runner.setup()
+    if not await _start_sites(runner, settings):
+        await runner.cleanup()
+        await runtime.close()
+        return 1
+    port = runner.addresses[0][1] if settings.port == 0 else settings.port
+    log.info("[API Server] API server listening on http://%s:%s", display_host(settings.host), port)
+
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):
+            pass
+    await stop.wait()
+    log.info("[API Server] Shutting down: draining turns")
+    for result in pm.hook.hermes_api_gateway_shutdown(gateway=gateway):
+        if inspect.isawaitable(result):
+            await result
+    await runner.cleanup()
+    await runtime.close()
+    log.info("[API Server] Stopped")
+    return 0

@@ -1,0 +1,17 @@
+"""Every typed application key: the app's state lives here, never in module globals."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from .config import Settings
+from .runtimes.base import AgentRuntime
+from .store.base import Store
+from .turns import TurnRegistry
+
+SETTINGS = web.AppKey("settings", Settings)
+RUNTIME = web.AppKey("runtime", AgentRuntime)
+STORE = web.AppKey("store", Store)
+TURNS = web.AppKey("turns", TurnRegistry)
+STARTED_AT = web.AppKey("started_at", int)
+SCOPE = web.AppKey("scope", str)  # credential scope: sha256(profile + "\0" + key), hex

@@ -1,0 +1,129 @@
+"""Health, models and capabilities (WIRE.md §1.9, §8): what a client can learn before it sends work."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiohttp import web
+
+from .. import __version__
+from ..config import Settings
+from ..keys import RUNTIME, SETTINGS, STARTED_AT, STORE
+
+PLATFORM = "hermes-agent"
+IDEMPOTENCY_ENDPOINTS: list[str] = []  # routes that honour Idempotency-Key (none yet)
+
+
+def json_response(body: Any, status: int = 200) -> web.Response:
+    return web.json_response(body, status=status, content_type="application/json", dumps=_dumps)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+async def health(request: web.Request) -> web.Response:
+    return json_response({"status": "ok", "platform": PLATFORM, "version": __version__})
+
+
+async def models(request: web.Request) -> web.Response:
+    app = request.app
+    entry = {
+        "id": app[SETTINGS].model_name,
+        "object": "model",
+        "created": app[STARTED_AT],
+        "owned_by": "hermes",
+        "metadata": {"runtime": app[RUNTIME].name},
+    }
+    return json_response({"object": "list", "data": [entry]})
+
+
+def served_endpoints(app: web.Application) -> dict[str, dict[str, str]]:
+    """Named routes of this app: the capabilities `endpoints` table is exactly what is served."""
+    endpoints: dict[str, dict[str, str]] = {}
+    for route in app.router.routes():
+        name = route.name
+        if name and route.method != "HEAD":
+            endpoints[name] = {"method": route.method, "path": route.resource.canonical if route.resource else ""}
+    return endpoints
+
+
+def _features(settings: Settings, served: set[str], durable: bool) -> dict[str, Any]:
+    chat = "chat_completions" in served
+    responses = "responses" in served
+    runs = "runs" in served
+    sessions = "sessions" in served
+    idempotent = bool(IDEMPOTENCY_ENDPOINTS)
+    return {
+        "chat_completions": chat,
+        "chat_completions_streaming": chat,
+        "responses_api": responses,
+        "responses_streaming": responses,
+        "responses_store": responses,
+        "responses_durable": responses and durable,
+        "responses_background": responses,
+        "responses_stream_resume": responses,
+        "streaming": chat or responses,
+        "reasoning_streaming": True,
+        "tool_progress_events": settings.tool_progress_events,
+        "commentary_items": settings.interim_assistant_messages,
+        "image_inputs": True,
+        "file_inputs": False,
+        "cancel": responses,
+        "runs": runs,
+        "run_submission": runs,
+        "run_status": runs,
+        "run_events_sse": runs,
+        "run_events_resume": runs,
+        "run_stop": runs,
+        "run_approval_response": False,
+        "run_steer": False,
+        "approval_events": False,
+        "session_resources": sessions,
+        "session_chat": sessions,
+        "session_chat_streaming": sessions,
+        "model_options": "model_options" in served,
+        "session_continuity_header": "X-Hermes-Session-Id",
+        "session_key_header": "X-Hermes-Session-Key",
+        "tool_progress_header": "X-Hermes-Tool-Progress",
+        "run_id_header": "X-Hermes-Run-Id",
+        "idempotency": {
+            "supported": idempotent,
+            "durable": idempotent and durable,
+            "retention_seconds": settings.idempotency_retention_seconds,
+            "header": "Idempotency-Key",
+            "endpoints": list(IDEMPOTENCY_ENDPOINTS),
+        },
+        "runs_idempotency": {
+            "supported": runs and idempotent,
+            "durable": runs and idempotent and durable,
+            "retention_seconds": settings.idempotency_retention_seconds,
+        },
+        "max_concurrent_runs": settings.max_concurrent_runs,
+        "cors": bool(settings.cors_origins),
+        "browser_extension_control": False,
+    }
+
+
+async def capabilities(request: web.Request) -> web.Response:
+    app = request.app
+    settings = app[SETTINGS]
+    runtime = app[RUNTIME]
+    endpoints = served_endpoints(app)
+    body = {
+        "object": "hermes.api_server.capabilities",
+        "platform": PLATFORM,
+        "model": settings.model_name,
+        "auth": {"type": "bearer", "required": True},
+        "runtime": {
+            "mode": "server_agent",
+            "agent": runtime.name,
+            "tool_execution": "server",
+            "split_runtime": False,
+            "description": "Tools execute on the gateway host; clients never execute tool calls.",
+        },
+        "features": _features(settings, set(endpoints), app[STORE].durable),
+        "endpoints": endpoints,
+    }
+    return json_response(body)

@@ -1,0 +1,141 @@
+"""The AgentRuntime protocol and the host side of one agent turn.
+
+A runtime executes an `AgentTurn` and reports through the callbacks that the turn-start hook installed
+on it. `drive_turn` is how a host runs a turn: start hook, execution, end hook, in that order.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol
+
+from ..content import Message
+from ..events import TurnStatus, Usage
+
+ReasoningCallback = Callable[[str], None]
+TextCallback = Callable[["str | None"], None]  # None marks the end of a streamed segment; ignored
+ToolStartCallback = Callable[["str | None", str, Any], None]  # call_id, name, arguments
+ToolCompleteCallback = Callable[["str | None", str, Any, bool], None]  # call_id, name, result, is_error
+InterimCallback = Callable[[str, bool], None]  # text, already_streamed
+
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra")
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    """Everything a runtime needs to run one turn."""
+
+    turn_id: str
+    session_id: str
+    input: Message
+    history: tuple[Message, ...] = ()
+    system_prompt: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    model_options: Mapping[str, Any] = field(default_factory=dict)
+    reasoning_enabled: bool = True
+    reasoning_effort: str | None = None
+    commentary_enabled: bool = True  # display.[platforms.api_server.]interim_assistant_messages
+    max_iterations: int = 90
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """How a runtime says a turn ended."""
+
+    status: TurnStatus
+    final_text: str | None = None  # the final answer as the agent returned it (may not have been streamed)
+    usage: Usage = field(default_factory=Usage)
+    error_code: str | None = None
+    error_message: str | None = None
+
+
+class TurnSink(Protocol):
+    """The receiving end of a turn's callbacks (implemented by the plugin's bridge)."""
+
+    def on_reasoning(self, text: str) -> None: ...
+    def on_text(self, text: str | None) -> None: ...
+    def on_tool_start(self, call_id: str | None, name: str, arguments: Any) -> None: ...
+    def on_tool_complete(self, call_id: str | None, name: str, result: Any, is_error: bool) -> None: ...
+    def on_commentary(self, text: str, already_streamed: bool) -> None: ...
+    def close(self) -> None: ...
+
+
+class AgentTurn:
+    """One agent execution: its request, the callbacks installed on it, and its interrupt switch.
+
+    Callbacks may be invoked from any thread. `interrupt()` is thread-safe and idempotent.
+    """
+
+    def __init__(self, request: TurnRequest, sink: TurnSink) -> None:
+        self.request = request
+        self.sink = sink
+        self.reasoning_callback: ReasoningCallback | None = None
+        self.stream_delta_callback: TextCallback | None = None
+        self.tool_start_callback: ToolStartCallback | None = None
+        self.tool_complete_callback: ToolCompleteCallback | None = None
+        self.interim_assistant_callback: InterimCallback | None = None
+        self._interrupted = threading.Event()
+        self._listeners: list[Callable[[], None]] = []
+        self._lock = threading.Lock()
+
+    @property
+    def interrupted(self) -> bool:
+        return self._interrupted.is_set()
+
+    def on_interrupt(self, listener: Callable[[], None]) -> None:
+        """Register a function called once when the turn is interrupted (at once if it already was)."""
+        with self._lock:
+            if not self._interrupted.is_set():
+                self._listeners.append(listener)
+                return
+        listener()
+
+    def interrupt(self) -> None:
+        with self._lock:
+            if self._interrupted.is_set():
+                return
+            self._interrupted.set()
+            listeners, self._listeners = self._listeners, []
+        for listener in listeners:
+            listener()
+
+
+class AgentRuntime(Protocol):
+    """The one interface to "the agent"."""
+
+    name: str  # "scripted" | "hermes": advertised as metadata.runtime
+
+    def providers(self) -> frozenset[str]:
+        """Provider names a request may select with `provider`."""
+        ...
+
+    async def run(self, turn: AgentTurn) -> TurnOutcome:
+        """Execute the turn, calling the installed callbacks; return promptly after `interrupt()`."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class TurnHooks(Protocol):
+    """The pluggy hook relay subset a host calls around a turn."""
+
+    def hermes_api_agent_turn_start(self, *, turn: AgentTurn) -> Any: ...
+    def hermes_api_agent_turn_end(self, *, turn: AgentTurn, outcome: TurnOutcome) -> Any: ...
+
+
+async def drive_turn(runtime: AgentRuntime, turn: AgentTurn, hooks: TurnHooks) -> TurnOutcome:
+    """Run one turn with the lifecycle hooks around it; runtime crashes become a failed outcome."""
+    hooks.hermes_api_agent_turn_start(turn=turn)
+    try:
+        outcome = await runtime.run(turn)
+    except Exception as exc:  # noqa: BLE001 - any runtime crash settles the turn as failed
+        outcome = TurnOutcome(TurnStatus.FAILED, error_code="agent_error", error_message=f"Agent runtime error: {exc}")
+    if not outcome.status.terminal:
+        outcome = TurnOutcome(
+            TurnStatus.FAILED, error_code="agent_error", error_message=f"Agent runtime ended in {outcome.status.value}"
+        )
+    hooks.hermes_api_agent_turn_end(turn=turn, outcome=outcome)
+    return outcome

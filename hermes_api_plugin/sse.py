@@ -1,0 +1,125 @@
+"""The only code that writes SSE bytes: head, record framing, keepalive comments, `[DONE]`, disconnects.
+
+Records are compact one-line JSON with raw UTF-8. A failed write marks the stream gone and every later
+write becomes a no-op, so handlers stop cleanly instead of raising into the turn.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Mapping
+
+from aiohttp import web
+
+KEEPALIVE = b": keepalive\n\n"
+DONE = b"data: [DONE]\n\n"
+SSE_HEADERS = {
+    "Content-Type": "text/event-stream",
+    "Cache-Control": "no-cache",
+    "X-Accel-Buffering": "no",
+}
+Record = tuple["str | None", Mapping[str, Any]]  # (event name or None, payload)
+
+
+def dumps(payload: Any) -> str:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
+def encode(event: str | None, payload: Mapping[str, Any], event_id: int | None = None) -> bytes:
+    """One SSE record: optional `event:` / `id:` lines, exactly one `data:` line, blank line."""
+    head = ""
+    if event is not None:
+        head = f"event: {event}\n"
+    if event_id is not None:
+        head += f"id: {event_id}\n"
+    return f"{head}data: {dumps(payload)}\n\n".encode()
+
+
+class SseStream:
+    """An open event stream on one request."""
+
+    def __init__(self, response: web.StreamResponse) -> None:
+        self.response = response
+        self.gone = False
+
+    @classmethod
+    async def open(cls, request: web.Request, headers: Mapping[str, str], first: Iterable[Record] = ()) -> SseStream:
+        """Write the head (and the first records in the same flush) before any agent work."""
+        response = web.StreamResponse(status=200, headers={**SSE_HEADERS, **headers})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        stream = cls(response)
+        await stream.send(first)
+        return stream
+
+    async def _write(self, data: bytes) -> bool:
+        if self.gone:
+            return False
+        try:
+            await self.response.write(data)
+        except (ConnectionError, RuntimeError):
+            # ConnectionResetError from a closed transport; RuntimeError when the payload writer is gone.
+            self.gone = True
+            return False
+        return True
+
+    async def send(self, records: Iterable[Record]) -> bool:
+        data = b"".join(encode(event, payload) for event, payload in records)
+        return await self._write(data) if data else not self.gone
+
+    async def keepalive(self) -> bool:
+        return await self._write(KEEPALIVE)
+
+    async def done(self) -> None:
+        """`data: [DONE]` (chat streams) and close: nothing is written after it."""
+        if await self._write(DONE):
+            await self.close()
+
+    async def close(self) -> None:
+        if self.gone:
+            return
+        try:
+            await self.response.write_eof()
+        except (ConnectionError, RuntimeError):
+            pass
+        self.gone = True
+
+
+class EarlyJson:
+    """A non-streaming reply whose head is written at admission (WIRE.md §1.11).
+
+    Newlines pad the body while the turn runs (JSON parsers skip them) and reveal a gone client.
+    """
+
+    PAD = b"\n"
+
+    def __init__(self, response: web.StreamResponse) -> None:
+        self.response = response
+        self.gone = False
+
+    @classmethod
+    async def open(cls, request: web.Request, headers: Mapping[str, str]) -> EarlyJson:
+        response = web.StreamResponse(
+            status=200, headers={**headers, "Content-Type": "application/json; charset=utf-8"}
+        )
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        return cls(response)
+
+    async def pad(self) -> bool:
+        if self.gone:
+            return False
+        try:
+            await self.response.write(self.PAD)
+        except (ConnectionError, RuntimeError):
+            self.gone = True
+        return not self.gone
+
+    async def finish(self, body: Mapping[str, Any]) -> None:
+        if self.gone:
+            return
+        try:
+            await self.response.write(dumps(body).encode())
+            await self.response.write_eof()
+        except (ConnectionError, RuntimeError):
+            self.gone = True

@@ -1,0 +1,498 @@
+"""Turns: the journal of one agent execution, the callback bridge into it, and the registry that runs them.
+
+Agent callbacks (any thread) only enqueue raw tuples; the event loop converts them into events, appends
+them to the append-only journal and wakes subscribers. The terminal record is written exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import secrets
+import threading
+import time
+from collections import deque
+from dataclasses import replace
+from typing import Any, AsyncIterator
+
+from .content import Message, TextPart
+from .errors import draining, rate_limited
+from .events import (
+    Commentary,
+    ReasoningDelta,
+    StatusChanged,
+    TextDelta,
+    ToolCompleted,
+    ToolStarted,
+    TurnEvent,
+    TurnFinished,
+    TurnStatus,
+    TurnTranscript,
+)
+from .redact import redact
+from .runtimes.base import AgentRuntime, AgentTurn, TurnHooks, TurnOutcome, TurnRequest, drive_turn
+from .store.base import Store
+
+log = logging.getLogger("hermes_api_plugin")
+
+LABEL_MAX = 500
+NAME_MAX = 256
+_VISIBLE_ASCII = re.compile(r"^[\x21-\x7e]{1,256}$")
+_LABEL_KEYS = ("command", "cmd", "query", "url", "path", "file_path", "pattern", "code", "prompt", "goal")
+_EMOJI = {
+    "terminal": "💻", "process": "⚙️", "read_file": "📖", "write_file": "✍️", "patch": "🩹",
+    "search_files": "🔎", "web_search": "🔍", "web_extract": "📄", "execute_code": "🐍",
+    "delegate_task": "🔀", "memory": "🧠", "todo": "📋", "vision_analyze": "👁️",
+    "image_generate": "🎨", "send_message": "💬", "clarify": "❓", "browser_exec": "🌐",
+}
+_DRAIN_GRACE_S = 10.0
+
+_REASONING, _TEXT, _TOOL_START, _TOOL_END, _COMMENTARY = range(5)
+
+
+def new_call_id() -> str:
+    return "call_" + secrets.token_hex(12)
+
+
+def display_tool_name(name: Any) -> str:
+    """Visible ASCII names pass; anything else is written as `\\uXXXX` escapes and cut to 256 chars."""
+    text = name if isinstance(name, str) else str(name)
+    if _VISIBLE_ASCII.match(text):
+        return text
+    out: list[str] = []
+    for ch in text:
+        if "\x21" <= ch <= "\x7e":
+            out.append(ch)
+        else:
+            encoded = ch.encode("utf-16-be", "surrogatepass")
+            out.extend(f"\\u{int.from_bytes(encoded[i:i + 2], 'big'):04x}" for i in range(0, len(encoded), 2))
+    return "".join(out)[:NAME_MAX] or "unknown"
+
+
+def _as_json_string(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        return json.dumps(str(value), ensure_ascii=False)
+
+
+def _label(name: str, arguments: Any, secret_values: tuple[str, ...]) -> str:
+    preview: str | None = None
+    args = arguments
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            preview = args
+    if preview is None and isinstance(args, dict):
+        for key in _LABEL_KEYS:
+            if isinstance(args.get(key), str) and args[key].strip():
+                preview = args[key]
+                break
+        else:
+            preview = _as_json_string(args) if args else None
+    text = " ".join((preview or name).split())
+    return redact(text, secret_values)[:LABEL_MAX]
+
+
+class Journal:
+    """Append-only event list with wake-ups for any number of followers."""
+
+    __slots__ = ("events", "finished", "_waiters")
+
+    def __init__(self) -> None:
+        self.events: list[TurnEvent] = []
+        self.finished: TurnFinished | None = None
+        self._waiters: list[asyncio.Future[bool]] = []
+
+    def extend(self, events: list[TurnEvent]) -> None:
+        if self.finished is not None or not events:
+            return
+        self.events.extend(events)
+        last = events[-1]
+        if isinstance(last, TurnFinished):
+            self.finished = last
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(True)
+
+    async def follow(self, start: int = 0, idle_timeout: float | None = None) -> AsyncIterator[list[TurnEvent] | None]:
+        """Yield batches of events from `start` until the terminal record; `None` after each idle period."""
+        loop = asyncio.get_running_loop()
+        position = start
+        while True:
+            if position < len(self.events):
+                batch = self.events[position:]
+                position += len(batch)
+                yield batch
+                continue
+            if self.finished is not None:
+                return
+            waiter: asyncio.Future[bool] = loop.create_future()
+            self._waiters.append(waiter)
+            timer = None
+            if idle_timeout is not None:
+                timer = loop.call_later(idle_timeout, lambda w=waiter: w.done() or w.set_result(False))
+            woken = await waiter
+            if timer is not None:
+                timer.cancel()
+            if not woken:
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+                yield None
+
+
+class TurnBridge:
+    """The TurnSink of one turn: thread-safe enqueue, loop-side normalisation into journal events."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, journal: Journal, secret_values: tuple[str, ...] = ()) -> None:
+        self._loop = loop
+        self._journal = journal
+        self._secrets = secret_values
+        self._lock = threading.Lock()
+        self._pending: list[tuple[Any, ...]] = []
+        self._scheduled = False
+        self._closed = False
+        # Loop-side state: normalised tool ids and the tools still running.
+        self._used_ids: set[str] = set()
+        self._open: dict[str, ToolStarted] = {}
+        self._open_by_raw: dict[Any, deque[str]] = {}
+        self._open_by_name: dict[str, deque[str]] = {}
+
+    # -- agent side (any thread) ------------------------------------------------------------------
+    def on_reasoning(self, text: str) -> None:
+        if text:
+            self._enqueue((_REASONING, text))
+
+    def on_text(self, text: str | None) -> None:
+        if text:
+            self._enqueue((_TEXT, text))
+
+    def on_tool_start(self, call_id: str | None, name: str, arguments: Any) -> None:
+        self._enqueue((_TOOL_START, call_id, name, arguments, time.monotonic()))
+
+    def on_tool_complete(self, call_id: str | None, name: str, result: Any, is_error: bool) -> None:
+        self._enqueue((_TOOL_END, call_id, name, result, bool(is_error), time.monotonic()))
+
+    def on_commentary(self, text: str, already_streamed: bool) -> None:
+        if text:
+            self._enqueue((_COMMENTARY, text, bool(already_streamed)))
+
+    def close(self) -> None:
+        """Stop accepting callbacks and convert what is pending (called on the loop thread)."""
+        with self._lock:
+            self._closed = True
+        self.flush()
+
+    def _enqueue(self, item: tuple[Any, ...]) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._pending.append(item)
+            if self._scheduled:
+                return
+            self._scheduled = True
+        try:
+            self._loop.call_soon_threadsafe(self.flush)
+        except RuntimeError:  # loop closed during shutdown: nothing left to deliver to
+            pass
+
+    # -- loop side --------------------------------------------------------------------------------
+    def flush(self) -> None:
+        with self._lock:
+            items, self._pending = self._pending, []
+            self._scheduled = False
+        if not items:
+            return
+        events: list[TurnEvent] = []
+        for item in items:
+            event = self._convert(item)
+            if event is None:
+                continue
+            # Coalesce adjacent deltas of one kind: fewer records, same text.
+            if events and type(event) is type(events[-1]) and isinstance(event, (ReasoningDelta, TextDelta)):
+                events[-1] = type(event)(events[-1].text + event.text)  # type: ignore[union-attr]
+            else:
+                events.append(event)
+        self._journal.extend(events)
+
+    def _convert(self, item: tuple[Any, ...]) -> TurnEvent | None:
+        kind = item[0]
+        if kind == _REASONING:
+            return ReasoningDelta(item[1])
+        if kind == _TEXT:
+            return TextDelta(item[1])
+        if kind == _COMMENTARY:
+            return Commentary(item[1], item[2])
+        if kind == _TOOL_START:
+            return self._tool_started(item[1], item[2], item[3], item[4])
+        return self._tool_completed(item[1], item[2], item[3], item[4], item[5])
+
+    def _tool_started(self, raw_id: Any, raw_name: Any, arguments: Any, at: float) -> ToolStarted | None:
+        if isinstance(raw_name, str) and raw_name.startswith("_"):
+            return None
+        name = display_tool_name(raw_name)
+        call_id = raw_id if isinstance(raw_id, str) and _VISIBLE_ASCII.match(raw_id) else None
+        if call_id is None or call_id in self._used_ids:
+            call_id = new_call_id()
+        self._used_ids.add(call_id)
+        event = ToolStarted(
+            call_id=call_id,
+            name=name,
+            arguments=_as_json_string(arguments if arguments is not None else {}),
+            label=_label(name, arguments, self._secrets),
+            emoji=_EMOJI.get(name, "🔧"),
+            started_at=at,
+        )
+        self._open[call_id] = event
+        self._open_by_raw.setdefault(raw_id, deque()).append(call_id)
+        self._open_by_name.setdefault(name, deque()).append(call_id)
+        return event
+
+    def _tool_completed(self, raw_id: Any, raw_name: Any, result: Any, is_error: bool, at: float) -> ToolCompleted | None:
+        if isinstance(raw_name, str) and raw_name.startswith("_"):
+            return None
+        queue = self._open_by_raw.get(raw_id) if raw_id is not None else None
+        if not queue:  # no usable id: the oldest running tool of that name
+            queue = self._open_by_name.get(display_tool_name(raw_name))
+        if not queue:
+            return None  # orphan completion: never reported
+        call_id = queue.popleft()
+        started = self._open.pop(call_id)
+        self._forget(started)
+        return ToolCompleted(
+            call_id=call_id,
+            name=started.name,
+            result=_as_json_string(result if result is not None else ""),
+            is_error=is_error,
+            duration_ms=max(0, int((at - started.started_at) * 1000)),
+        )
+
+    def _forget(self, started: ToolStarted) -> None:
+        for index in (self._open_by_raw, self._open_by_name):
+            for key, queue in list(index.items()):
+                if started.call_id in queue:
+                    queue.remove(started.call_id)
+                if not queue:
+                    del index[key]
+
+    def stop_open_tools(self) -> list[TurnEvent]:
+        """`completed` records for tools the end of the turn stopped, in start order."""
+        now = time.monotonic()
+        stopped: list[TurnEvent] = [
+            ToolCompleted(s.call_id, s.name, "[interrupted]", True, max(0, int((now - s.started_at) * 1000)), stopped=True)
+            for s in self._open.values()
+        ]
+        self._open.clear()
+        self._open_by_raw.clear()
+        self._open_by_name.clear()
+        return stopped
+
+
+class Turn:
+    """One admitted agent execution: its run id, journal, and interrupt switch."""
+
+    def __init__(self, run_id: str, agent_turn: AgentTurn, bridge: TurnBridge, journal: Journal, queue_key: str | None,
+                 history_from_session: bool) -> None:
+        self.run_id = run_id
+        self.agent_turn = agent_turn
+        self.bridge = bridge
+        self.journal = journal
+        self.queue_key = queue_key
+        self.history_from_session = history_from_session
+        self.created_at = time.time()
+        self.started = False
+        self.task: asyncio.Task[None] | None = None
+        # Held turns wait for release() (the response head is out) or an interrupt before any agent work.
+        self.gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        agent_turn.on_interrupt(lambda: loop.call_soon_threadsafe(self.release))
+
+    def release(self) -> None:
+        """Let the agent start (called once the response head is written)."""
+        if not self.gate.done():
+            self.gate.set_result(None)
+
+    @property
+    def request(self) -> TurnRequest:
+        return self.agent_turn.request
+
+    @property
+    def status(self) -> TurnStatus:
+        if self.journal.finished is not None:
+            return self.journal.finished.status
+        return TurnStatus.RUNNING if self.started else TurnStatus.QUEUED
+
+    def cancel(self) -> None:
+        self.agent_turn.interrupt()
+
+    async def wait(self) -> TurnFinished:
+        async for _ in self.journal.follow(len(self.journal.events)):
+            pass
+        assert self.journal.finished is not None
+        return self.journal.finished
+
+
+class TurnRegistry:
+    """Admits turns (cap, drain), queues turns per session, runs them and settles them exactly once."""
+
+    def __init__(self, runtime: AgentRuntime, store: Store, hooks: TurnHooks, *, max_concurrent: int,
+                 secret_values: tuple[str, ...] = ()) -> None:
+        self.runtime = runtime
+        self.store = store
+        self.hooks = hooks
+        self.max_concurrent = max_concurrent
+        self.draining = False
+        self._secrets = secret_values
+        self._active: dict[str, Turn] = {}
+        self._session_locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @property
+    def active(self) -> int:
+        return len(self._active)
+
+    def get(self, run_id: str) -> Turn | None:
+        return self._active.get(run_id)
+
+    def admit(self, request: TurnRequest, *, queue_key: str | None = None, history_from_session: bool = False,
+              hold: bool = False) -> Turn:
+        """Reserve a slot and start the turn; raises 503 while draining and 429 at the cap."""
+        if self.draining:
+            raise draining()
+        if self.max_concurrent and len(self._active) >= self.max_concurrent:
+            raise rate_limited(self.max_concurrent)
+        loop = asyncio.get_running_loop()
+        journal = Journal()
+        bridge = TurnBridge(loop, journal, self._secrets)
+        turn = Turn(request.turn_id, AgentTurn(request, bridge), bridge, journal, queue_key, history_from_session)
+        self._active[turn.run_id] = turn
+        if not hold:
+            turn.release()
+        turn.task = loop.create_task(self._drive(turn), name=f"turn {turn.run_id}")
+        return turn
+
+    async def _drive(self, turn: Turn) -> None:
+        try:
+            await turn.gate
+            if turn.queue_key is None:
+                await self._execute(turn)
+            else:
+                await self._execute_queued(turn)
+        except asyncio.CancelledError:
+            self._finish(turn, TurnOutcome(TurnStatus.CANCELLED, error_code="cancelled"))
+            raise
+        finally:
+            self._active.pop(turn.run_id, None)
+
+    async def _execute_queued(self, turn: Turn) -> None:
+        key = turn.queue_key
+        assert key is not None
+        lock, users = self._session_locks.get(key, (asyncio.Lock(), 0))
+        self._session_locks[key] = (lock, users + 1)
+        loop = asyncio.get_running_loop()
+        interrupted: asyncio.Future[None] = loop.create_future()
+        turn.agent_turn.on_interrupt(lambda: loop.call_soon_threadsafe(lambda: interrupted.done() or interrupted.set_result(None)))
+        acquire = asyncio.ensure_future(lock.acquire())
+        try:
+            await asyncio.wait((acquire, interrupted), return_when=asyncio.FIRST_COMPLETED)
+            if not acquire.done():
+                acquire.cancel()
+            elif not acquire.cancelled():
+                try:
+                    await self._execute(turn)
+                finally:
+                    lock.release()
+                return
+            self._finish(turn, TurnOutcome(TurnStatus.CANCELLED, error_code="cancelled"))
+        finally:
+            lock_now, remaining = self._session_locks[key]
+            if remaining <= 1:
+                del self._session_locks[key]
+            else:
+                self._session_locks[key] = (lock_now, remaining - 1)
+
+    async def _execute(self, turn: Turn) -> None:
+        if turn.agent_turn.interrupted:
+            self._finish(turn, TurnOutcome(TurnStatus.CANCELLED, error_code="cancelled"))
+            return
+        try:
+            if turn.history_from_session:
+                history = await self.store.load_session_messages(turn.request.session_id)
+                turn.agent_turn.request = replace(turn.request, history=tuple(history))
+            turn.started = True
+            turn.journal.extend([StatusChanged(TurnStatus.RUNNING)])
+            outcome = await drive_turn(self.runtime, turn.agent_turn, self.hooks)
+        except asyncio.CancelledError:
+            turn.agent_turn.interrupt()
+            self._finish(turn, TurnOutcome(TurnStatus.CANCELLED, error_code="cancelled"))
+            raise
+        except Exception as exc:  # noqa: BLE001 - store or hook failure: the turn fails, the server lives
+            log.exception("[API Server] turn %s failed outside the agent", turn.run_id)
+            outcome = TurnOutcome(TurnStatus.FAILED, error_code="agent_error", error_message=f"Gateway error: {exc}")
+        closing = self._closing_events(turn, outcome)
+        turn.journal.extend(closing)
+        await self._persist(turn)
+        self._finish(turn, outcome)
+
+    def _closing_events(self, turn: Turn, outcome: TurnOutcome) -> list[TurnEvent]:
+        turn.bridge.close()
+        events = turn.bridge.stop_open_tools()
+        if outcome.final_text and outcome.status is not TurnStatus.CANCELLED:
+            streamed = TurnTranscript().feed_all(turn.journal.events + events).answer
+            final = outcome.final_text
+            if not streamed:
+                missing = final
+            elif final.startswith(streamed):
+                missing = final[len(streamed):]
+            else:
+                missing = ""
+            if missing:
+                events.append(TextDelta(missing))
+        return events
+
+    def _finish(self, turn: Turn, outcome: TurnOutcome) -> None:
+        if turn.journal.finished is not None:
+            return
+        turn.bridge.close()
+        pending = turn.bridge.stop_open_tools()
+        if pending:
+            turn.journal.extend(pending)
+        code = outcome.error_code
+        if code is None and outcome.status is TurnStatus.CANCELLED:
+            code = "cancelled"
+        if code is None and outcome.status is TurnStatus.FAILED:
+            code = "agent_error"
+        message = outcome.error_message
+        if outcome.status is TurnStatus.FAILED:
+            message = redact(message or "The agent failed", self._secrets)
+        turn.journal.extend([TurnFinished(outcome.status, outcome.usage, code, message)])
+
+    async def _persist(self, turn: Turn) -> None:
+        """Append the exchange to the turn's server-side session (the history behind X-Hermes-Session-Id)."""
+        transcript = TurnTranscript().feed_all(turn.journal.events)
+        request = turn.request
+        reply = Message("assistant", (TextPart(transcript.answer),) if transcript.answer else (), transcript.reasoning)
+        try:
+            await self.store.append_session_messages(request.session_id, [request.input, reply])
+        except Exception:  # noqa: BLE001 - a store failure must not lose the answer being streamed
+            log.exception("[API Server] could not store session %s", request.session_id)
+
+    async def drain(self, grace_s: float = _DRAIN_GRACE_S) -> None:
+        """Refuse new work, interrupt every unsettled turn and wait until each has settled."""
+        self.draining = True
+        turns = list(self._active.values())
+        for turn in turns:
+            turn.cancel()
+        tasks = [t.task for t in turns if t.task is not None]
+        if not tasks:
+            return
+        _, pending = await asyncio.wait(tasks, timeout=grace_s)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)
