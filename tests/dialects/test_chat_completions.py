@@ -1,0 +1,143 @@
+"""The chat dialect from event lists alone (no server)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hermes_api_plugin.dialects.chat_completions import MAX_DELTA_CHARS, ChatRenderer, finish_fields
+from hermes_api_plugin.events import (
+    Commentary,
+    ReasoningDelta,
+    TextDelta,
+    ToolCompleted,
+    ToolStarted,
+    TurnFinished,
+    TurnStatus,
+    Usage,
+)
+from hermes_api_plugin.sse import dumps
+
+START = ToolStarted("call_1", "terminal", '{"command":"ls"}', "ls", "💻", 0.0)
+
+
+def renderer(progress: bool = True) -> ChatRenderer:
+    return ChatRenderer(completion_id="chatcmpl-" + "a" * 32, created=1700000000, model="hermes-agent",
+                        tool_progress=progress)
+
+
+def test_role_chunk_is_the_only_one_with_role() -> None:
+    """W-3.1"""
+    r = renderer()
+    event, chunk = r.role_chunk()
+    assert event is None and chunk["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    records = r.render([ReasoningDelta("x"), TextDelta("y"), START, TurnFinished(TurnStatus.COMPLETED)])
+    assert all("role" not in payload["choices"][0]["delta"] for _, payload in records)
+
+
+def test_reasoning_and_text_chunk_shapes() -> None:
+    """W-3.3"""
+    records = renderer().render([ReasoningDelta("think"), TextDelta("say")])
+    assert records[0][1]["choices"][0]["delta"] == {"content": "", "reasoning_content": "think"}
+    assert records[1][1]["choices"][0]["delta"] == {"content": "say"}
+
+
+def test_finish_chunk_carries_usage_and_empty_delta() -> None:
+    """W-3.4"""
+    (_, chunk), = renderer().render([TurnFinished(TurnStatus.COMPLETED, Usage(2, 3))])
+    assert chunk["choices"] == [{"index": 0, "delta": {}, "finish_reason": "stop"}]
+    assert chunk["usage"] == {"prompt_tokens": 2, "completion_tokens": 3, "total_tokens": 5}
+    assert "hermes" not in chunk and "error" not in chunk
+
+
+@pytest.mark.parametrize(
+    ("finished", "partial", "reason", "hermes", "error_code"),
+    [
+        (TurnFinished(TurnStatus.INCOMPLETE, error_code="iteration_budget_exhausted"), False, "length",
+         {"completed": False, "partial": True, "failed": False, "error_code": "iteration_budget_exhausted"}, None),
+        (TurnFinished(TurnStatus.INCOMPLETE, error_code="output_truncated"), True, "length",
+         {"completed": False, "partial": True, "failed": False, "error_code": "output_truncated"}, None),
+        (TurnFinished(TurnStatus.CANCELLED, error_code="cancelled"), True, "cancelled",
+         {"completed": False, "partial": True, "failed": False, "error_code": "cancelled"}, None),
+        (TurnFinished(TurnStatus.FAILED, error_code="agent_error", error_message="boom"), False, "error",
+         {"completed": False, "partial": False, "failed": True, "error_code": "agent_error"}, "agent_error"),
+    ],
+)
+def test_finish_fields_follow_the_terminal_table(finished, partial, reason, hermes, error_code) -> None:  # type: ignore[no-untyped-def]
+    """W-3.7 / §3.6"""
+    got_reason, extra = finish_fields(finished, partial)
+    assert got_reason == reason
+    assert extra["hermes"] == hermes
+    if error_code is None:
+        assert "error" not in extra
+    else:
+        assert extra["error"] == {"message": "boom", "type": "server_error", "param": None, "code": error_code}
+
+
+def test_tool_progress_pair_is_chunk_shaped() -> None:
+    """W-3.5"""
+    records = renderer().render([START, ToolCompleted("call_1", "terminal", "ok", False, 12)])
+    (ev1, running), (ev2, done) = records
+    assert ev1 == ev2 == "hermes.tool.progress"
+    for payload in (running, done):
+        assert payload["object"] == "chat.completion.chunk"
+        assert payload["choices"] == [{"index": 0, "delta": {"content": ""}, "finish_reason": None}]
+        assert payload["toolCallId"] == "call_1" and payload["tool"] == "terminal" and payload["emoji"] == "💻"
+    assert running["status"] == "running" and "duration_ms" not in running
+    assert running["event"] == {"type": "status", "data": {"description": "Running terminal: ls", "done": False}}
+    assert done["status"] == "completed" and done["duration_ms"] == 12 and done["is_error"] is False
+    assert done["event"]["data"] == {"description": "Ran terminal: ls", "done": True}
+
+
+def test_failed_and_stopped_tools_say_so() -> None:
+    """W-3.13"""
+    r = renderer()
+    failed = r.render([START, ToolCompleted("call_1", "terminal", "x", True, 1)])[1][1]
+    assert failed["event"]["data"]["description"] == "Failed terminal: ls"
+    stopped = r.render([START, ToolCompleted("call_1", "terminal", "[interrupted]", True, 1, stopped=True)])[1][1]
+    assert stopped["is_error"] is True
+    assert stopped["event"]["data"] == {"description": "Stopped terminal: ls", "done": True}
+
+
+def test_tool_progress_off_and_orphans_render_nothing() -> None:
+    """W-3.6"""
+    assert renderer(progress=False).render([START, ToolCompleted("call_1", "terminal", "ok", False, 1)]) == []
+    assert renderer().render([ToolCompleted("call_9", "terminal", "ok", False, 1)]) == []
+
+
+def test_commentary_is_not_sent_on_chat() -> None:
+    assert renderer().render([Commentary("Listed the files.")]) == []
+
+
+def test_long_deltas_are_split_and_payloads_stay_under_64k() -> None:
+    """§2.2: chat data payloads are at most 65 536 characters, even for escaped control characters."""
+    text = "\x01" * (MAX_DELTA_CHARS * 2 + 5)
+    records = renderer().render([ReasoningDelta(text), TextDelta(text)])
+    assert len(records) == 6
+    assert all(len(dumps(payload)) <= 65536 for _, payload in records)
+    joined = "".join(p["choices"][0]["delta"].get("reasoning_content", "") for _, p in records)
+    assert joined == text
+
+
+def test_completion_body_matches_the_stream() -> None:
+    """W-3.8 / W-3.14: reasoning joined by bursts, content after the last tool, same finish."""
+    events = [ReasoningDelta("a"), START, ToolCompleted("call_1", "terminal", "ok", False, 1), ReasoningDelta("b"),
+              TextDelta("answer"), TurnFinished(TurnStatus.COMPLETED, Usage(1, 2))]
+    stream = renderer()
+    records = stream.render(events)
+    streamed = "".join(p["choices"][0]["delta"].get("reasoning_content", "") for e, p in records if e is None)
+    body = renderer()
+    body.transcript.feed_all(events)
+    completion = body.completion()
+    assert completion["object"] == "chat.completion"
+    assert completion["choices"][0]["message"] == {"role": "assistant", "content": "answer", "reasoning_content": streamed}
+    assert completion["choices"][0]["finish_reason"] == "stop"
+    assert json.loads(dumps(completion)) == completion
+
+
+def test_completion_omits_reasoning_key_without_reasoning() -> None:
+    """W-3.8: message.reasoning_content omitted when the turn emitted no reasoning."""
+    r = renderer()
+    r.transcript.feed_all([TextDelta("x"), TurnFinished(TurnStatus.COMPLETED)])
+    assert "reasoning_content" not in r.completion()["choices"][0]["message"]

@@ -1,0 +1,91 @@
+"""Health, models and capabilities (WIRE.md §1.9, §8)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hermes_api_plugin import __version__
+
+CAPABILITY_KEYS = {
+    "chat_completions", "chat_completions_streaming", "responses_api", "responses_streaming", "responses_store",
+    "responses_durable", "responses_background", "responses_stream_resume", "streaming", "reasoning_streaming",
+    "tool_progress_events", "commentary_items", "image_inputs", "file_inputs", "cancel", "runs", "run_submission",
+    "run_status", "run_events_sse", "run_events_resume", "run_stop", "run_approval_response", "run_steer",
+    "approval_events", "session_resources", "session_chat", "session_chat_streaming", "model_options",
+    "session_continuity_header", "session_key_header", "tool_progress_header", "run_id_header", "idempotency",
+    "runs_idempotency", "max_concurrent_runs", "cors", "browser_extension_control",
+}
+
+
+async def test_health_needs_no_auth_on_both_paths(api: Any) -> None:
+    """§1.9"""
+    for path in ("/health", "/v1/health"):
+        response = await api.get(path)
+        assert response.status == 200
+        assert response.headers["Content-Type"] == "application/json; charset=utf-8"
+        assert await response.json() == {"status": "ok", "platform": "hermes-agent", "version": __version__}
+
+
+async def test_models_lists_the_advertised_model_labelled_scripted(api: Any, auth: dict[str, str]) -> None:
+    """W-8.1"""
+    body = await (await api.get("/v1/models", headers=auth)).json()
+    (entry,) = body["data"]
+    assert body["object"] == "list"
+    assert entry["id"] == "hermes-agent" and entry["object"] == "model" and entry["owned_by"] == "hermes"
+    assert isinstance(entry["created"], int) and entry["metadata"] == {"runtime": "scripted"}
+
+
+async def test_model_name_setting_is_advertised_everywhere(make_api: Any, auth: dict[str, str]) -> None:
+    api = await make_api(env={"API_SERVER_MODEL_NAME": "my-agent"})
+    models = await (await api.get("/v1/models", headers=auth)).json()
+    caps = await (await api.get("/v1/capabilities", headers=auth)).json()
+    assert models["data"][0]["id"] == caps["model"] == "my-agent"
+
+
+async def test_capabilities_document_passes_the_client_probe(api: Any, auth: dict[str, str]) -> None:
+    """W-8.3: the fields hermes-agent-api-client requires, every §8.3 key, runtime.agent = models metadata."""
+    response = await api.get("/v1/capabilities", headers=auth)
+    raw = await response.read()
+    body = await response.json()
+    assert len(raw) < 64 * 1024
+    assert body["object"] == "hermes.api_server.capabilities" and body["platform"] == "hermes-agent"
+    assert body["model"] and body["auth"] == {"type": "bearer", "required": True}
+    features = body["features"]
+    assert CAPABILITY_KEYS <= set(features)
+    assert features["chat_completions"] is True and features["chat_completions_streaming"] is True
+    assert features["reasoning_streaming"] is True and features["browser_extension_control"] is False
+    assert body["runtime"]["agent"] == "scripted" and body["runtime"]["tool_execution"] == "server"
+    assert features["idempotency"]["retention_seconds"] == 86400
+
+
+async def test_capabilities_endpoints_equal_the_served_routes(api: Any, auth: dict[str, str]) -> None:
+    """W-8.4: `endpoints` lists exactly what is served (no /v1/health), and unserved features are false."""
+    body = await (await api.get("/v1/capabilities", headers=auth)).json()
+    endpoints = body["endpoints"]
+    assert endpoints == {
+        "health": {"method": "GET", "path": "/health"},
+        "models": {"method": "GET", "path": "/v1/models"},
+        "capabilities": {"method": "GET", "path": "/v1/capabilities"},
+        "chat_completions": {"method": "POST", "path": "/v1/chat/completions"},
+    }
+    for name, spec in endpoints.items():
+        probe = await api.request(spec["method"], spec["path"], headers=auth, json={})
+        assert probe.status not in (404, 405), name
+    assert body["features"]["responses_api"] is False and body["features"]["runs"] is False
+
+
+async def test_capability_flags_follow_configuration(make_api: Any, auth: dict[str, str]) -> None:
+    """W-8.4 / W-10.3"""
+    api = await make_api(config={
+        "api_server": {"tool_progress_events": False, "cors_origins": ["http://localhost:3000"],
+                       "max_concurrent_runs": 3, "idempotency": {"retention_seconds": 60}},
+        "display": {"show_reasoning": False, "interim_assistant_messages": False,
+                    "platforms": {"api_server": {"show_reasoning": False}}},
+    })
+    features = (await (await api.get("/v1/capabilities", headers=auth)).json())["features"]
+    assert features["tool_progress_events"] is False
+    assert features["cors"] is True
+    assert features["commentary_items"] is False
+    assert features["max_concurrent_runs"] == 3
+    assert features["idempotency"]["retention_seconds"] == 60
+    assert features["reasoning_streaming"] is True

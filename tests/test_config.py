@@ -1,0 +1,106 @@
+"""Settings: sources and precedence, parsing, and problems reported by key path (WIRE.md §12)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hermes_api_plugin.config import load_settings, parse_bool, parse_env_file
+
+
+def home_with(tmp_path: Path, env_text: str = "", config: dict | None = None) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".env").write_text(env_text, encoding="utf-8")
+    if config is not None:
+        (home / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    return home
+
+
+def test_defaults_without_files(tmp_path: Path) -> None:
+    s = load_settings(tmp_path / "empty", environ={})
+    assert (s.enabled, s.key, s.host, s.port) == (False, None, "127.0.0.1", 8642)
+    assert s.model_name == "hermes-agent" and s.max_concurrent_runs == 10 and s.sse_keepalive_seconds == 10
+    assert s.tool_progress_events and s.on_disconnect == "auto" and s.interim_assistant_messages
+    assert s.problems == ()
+
+
+def test_process_env_wins_over_dotenv_which_wins_over_yaml(tmp_path: Path) -> None:
+    home = home_with(
+        tmp_path,
+        "API_SERVER_KEY=from-dotenv-0123456789\nAPI_SERVER_PORT=9000\nAPI_SERVER_ENABLED=yes\n",
+        {"api_server": {"port": 7000, "host": "127.0.0.2", "key": "from-yaml-0123456789"}},
+    )
+    s = load_settings(home, environ={"API_SERVER_PORT": "9100"})
+    assert s.port == 9100
+    assert s.key == "from-dotenv-0123456789"
+    assert s.host == "127.0.0.2"
+    assert s.enabled is True
+
+
+def test_key_is_trimmed_and_must_have_16_chars(tmp_path: Path) -> None:
+    assert load_settings(tmp_path, environ={"API_SERVER_KEY": "  change-me-local-dev  "}).key == "change-me-local-dev"
+    assert load_settings(tmp_path, environ={"API_SERVER_KEY": " 123456789012345 "}).key is None
+
+
+@pytest.mark.parametrize("raw", ["true", "TRUE", " 1 ", "yes", "On"])
+def test_enabled_accepts_true_spellings(tmp_path: Path, raw: str) -> None:
+    assert load_settings(tmp_path, environ={"API_SERVER_ENABLED": raw}).enabled is True
+
+
+def test_dotenv_parsing() -> None:
+    parsed = parse_env_file("# c\nexport A=1\nB = 'two words'\nC=\"q\"\nD=x # note\nbad line\nE=\n")
+    assert parsed == {"A": "1", "B": "two words", "C": "q", "D": "x", "E": ""}
+
+
+def test_parse_bool() -> None:
+    assert parse_bool(True) is True and parse_bool("no") is False and parse_bool("maybe") is None and parse_bool(1) is None
+
+
+def test_invalid_values_fall_back_and_are_reported_by_key_path(tmp_path: Path) -> None:
+    home = home_with(tmp_path, "", {
+        "api_server": {"max_concurrent_runs": -3, "sse_keepalive_seconds": 99, "tool_progress_events": "perhaps",
+                       "on_disconnect": "explode", "port": "abc"},
+        "agent": {"max_turns": "many"},
+    })
+    s = load_settings(home, environ={})
+    assert s.max_concurrent_runs == 10 and s.sse_keepalive_seconds == 10 and s.tool_progress_events
+    assert s.on_disconnect == "auto" and s.port == 8642 and s.max_turns == 90
+    joined = "\n".join(s.problems)
+    for path in ("api_server.max_concurrent_runs", "api_server.sse_keepalive_seconds", "api_server.tool_progress_events",
+                 "api_server.on_disconnect", "api_server.port", "agent.max_turns"):
+        assert path in joined
+
+
+def test_cors_origins_from_env_list_or_yaml_list(tmp_path: Path) -> None:
+    env = load_settings(tmp_path, environ={"API_SERVER_CORS_ORIGINS": " http://a , http://b ,"})
+    assert env.cors_origins == ("http://a", "http://b")
+    home = home_with(tmp_path, "", {"api_server": {"cors_origins": ["*"]}})
+    assert load_settings(home, environ={}).cors_wildcard
+
+
+def test_interim_messages_platform_setting_wins_over_global(tmp_path: Path) -> None:
+    home = home_with(tmp_path, "", {"display": {"interim_assistant_messages": True,
+                                                "platforms": {"api_server": {"interim_assistant_messages": False}}}})
+    assert load_settings(home, environ={}).interim_assistant_messages is False
+
+
+def test_model_name_falls_back_to_profile(tmp_path: Path) -> None:
+    assert load_settings(tmp_path, environ={"HERMES_PROFILE": "work"}).model_name == "work"
+    assert load_settings(tmp_path, environ={"HERMES_PROFILE": "default"}).model_name == "hermes-agent"
+    assert load_settings(tmp_path, environ={"API_SERVER_MODEL_NAME": "mine"}).model_name == "mine"
+
+
+def test_unreadable_yaml_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    home = home_with(tmp_path)
+    (home / "config.yaml").write_text("api_server: [unclosed", encoding="utf-8")
+    s = load_settings(home, environ={})
+    assert any("config.yaml" in p for p in s.problems)
+
+
+def test_script_path_from_env_or_config(tmp_path: Path) -> None:
+    home = home_with(tmp_path, "", {"agent": {"script": "scripts/mine.yaml"}})
+    assert load_settings(home, environ={}).script_path == home / "scripts" / "mine.yaml"
+    assert load_settings(home, environ={"HERMES_API_SCRIPT": "/abs/x.yaml"}).script_path == Path("/abs/x.yaml")
