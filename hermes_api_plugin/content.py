@@ -121,6 +121,8 @@ def parse_part(part: Any, param: str) -> Part:
             raise invalid_request("invalid_content_part", "An 'image_url' part needs an 'image_url' object or string", param)
         return _image(image.get("url"), image.get("detail"), param)
     if kind == "input_image":
+        if part.get("image_url") is None:
+            raise invalid_request("invalid_content_part", "An 'input_image' part needs an 'image_url' string", param)
         return _image(part.get("image_url"), part.get("detail"), param)
     if not isinstance(kind, str):
         raise invalid_request("invalid_content_part", "A content part needs a string 'type'", param)

@@ -152,6 +152,7 @@ class TurnBridge:
 
     def __init__(self, loop: asyncio.AbstractEventLoop, journal: Journal, secret_values: tuple[str, ...] = ()) -> None:
         self._loop = loop
+        self._loop_thread = threading.get_ident()  # bridges are built on the loop thread
         self._journal = journal
         self._secrets = secret_values
         self._lock = threading.Lock()
@@ -197,6 +198,9 @@ class TurnBridge:
             if self._scheduled:
                 return
             self._scheduled = True
+        if threading.get_ident() == self._loop_thread:
+            self._loop.call_soon(self.flush)  # same thread: no self-pipe wake-up syscall
+            return
         try:
             self._loop.call_soon_threadsafe(self.flush)
         except RuntimeError:  # loop closed during shutdown: nothing left to deliver to

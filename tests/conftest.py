@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterator
 
 import pytest
-from aiohttp.test_utils import TestClient
+from aiohttp.test_utils import TestClient, TestServer
 
 from hermes_api_plugin.config import load_settings
 from hermes_api_plugin.gateway.server import ReferenceGateway, build_plugin_manager, runner_kwargs
@@ -40,8 +40,11 @@ async def make_api(aiohttp_client: Any, tmp_path: Path) -> ApiFactory:
         pm = build_plugin_manager()
         gateway = ReferenceGateway(settings, runtime, pm)
         pm.hook.hermes_api_gateway_startup(gateway=gateway)
+        # TestServer turns handler_cancellation on itself; the other runner settings go to start_server.
         kwargs = {k: v for k, v in runner_kwargs().items() if k != "handler_cancellation"}
-        client: TestClient = await aiohttp_client(gateway.apps[0], server_kwargs=kwargs)
+        server = TestServer(gateway.apps[0])
+        await server.start_server(**kwargs)
+        client: TestClient = await aiohttp_client(server)
         client.home = home  # type: ignore[attr-defined]
         return client
 

@@ -6,6 +6,7 @@ Every test drives the real app (built through the plugin manager) over a real so
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from typing import Any, AsyncIterator
 
@@ -79,15 +80,16 @@ def check_envelope(body: Any) -> dict[str, Any]:
     return err
 
 
-async def assert_error(resp: Any, status: int, code: str | None, param: Any = ...) -> dict[str, Any]:
-    """Status, JSON content type, envelope shape, type matching the status, code and (optionally) param."""
+async def assert_error(resp: Any, status: int, code: Any = ..., param: Any = ...) -> dict[str, Any]:
+    """Status, JSON content type, envelope shape, type matching the status, (optionally) code and param."""
     raw = await resp.read()
     assert resp.status == status, (resp.status, raw[:500])
     assert resp.headers.get("Content-Type") == "application/json; charset=utf-8", resp.headers.get("Content-Type")
     assert_security_headers(resp.headers)
     err = check_envelope(json.loads(raw))
     assert err["type"] == TYPE_BY_STATUS[status], err
-    assert err["code"] == code, err
+    if code is not ...:
+        assert err["code"] == code, err
     if param is not ...:
         assert err["param"] == param, err
     return err
@@ -167,15 +169,14 @@ BAD_AUTH = {
 }
 
 
-@pytest.mark.parametrize("method,path", ROUTES, ids=[f"{m} {p}" for m, p in ROUTES])
 @pytest.mark.parametrize("header", list(BAD_AUTH.values()), ids=list(BAD_AUTH))
-async def test_auth_failure_returns_exact_401_envelope_on_every_route(api: TestClient, method: str, path: str,
-                                                                      header: str | None) -> None:
-    """W-1.3: missing / wrong / other-scheme / non-ASCII key → the exact 401 envelope, before routing."""
+async def test_auth_failure_returns_exact_401_envelope_on_every_route(api: TestClient, header: str | None) -> None:
+    """W-1.3: missing / wrong / other-scheme / non-ASCII key → the exact 401 envelope on every route, before routing."""
     headers = {} if header is None else {"Authorization": header}
-    resp = await api.request(method, path, headers=headers, json=HELLO if method == "POST" else None)
-    await assert_error(resp, 401, "gateway_auth_failed")
-    assert json.loads(await resp.read()) == AUTH_FAILED
+    for method, path in ROUTES:
+        resp = await api.request(method, path, headers=headers, json=HELLO if method == "POST" else None)
+        await assert_error(resp, 401, "gateway_auth_failed")
+        assert json.loads(await resp.read()) == AUTH_FAILED, (method, path)
     assert executions(api.home) == []  # type: ignore[attr-defined]
 
 
@@ -184,21 +185,21 @@ async def test_auth_failure_returns_exact_401_envelope_on_every_route(api: TestC
     [b"Bearer \xe9\xe8\xff", b"Bearer " + TEST_KEY.encode() + b"\xe9", b"\xc3\xa9 " + TEST_KEY.encode(), b"Bearer \x80"],
     ids=["latin1_token", "key_plus_latin1_byte", "non_ascii_scheme", "invalid_utf8_byte"],
 )
-@pytest.mark.parametrize("method,path", [("GET", "/v1/models"), ("POST", CHAT), ("GET", "/v1/nope")])
-async def test_non_ascii_authorization_bytes_get_401_never_500(api: TestClient, raw_value: bytes, method: str,
-                                                               path: str) -> None:
+async def test_non_ascii_authorization_bytes_get_401_never_500(api: TestClient, raw_value: bytes) -> None:
     """W-1.3: raw non-ASCII / undecodable Authorization bytes → 401 envelope, never 500."""
-    body = json.dumps(HELLO).encode() if method == "POST" else b""
-    request = (
-        f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-        f"Content-Length: {len(body)}\r\n".encode()
-        + b"Authorization: " + raw_value + b"\r\n\r\n" + body
-    )
-    status, headers, payload = await raw_request(api, request)
-    assert status == 401, (status, payload)
-    assert headers["content-type"] == "application/json; charset=utf-8"
-    assert json.loads(payload) == AUTH_FAILED
-    assert_security_headers(LowerHeaders(headers))
+    for method, path in [("GET", "/v1/models"), ("POST", CHAT), ("GET", "/v1/nope")]:
+        body = json.dumps(HELLO).encode() if method == "POST" else b""
+        request = (
+            f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+            f"Content-Length: {len(body)}\r\n".encode()
+            + b"Authorization: " + raw_value + b"\r\n\r\n" + body
+        )
+        status, headers, payload = await raw_request(api, request)
+        assert status == 401, (method, path, status, payload)
+        assert headers["content-type"] == "application/json; charset=utf-8"
+        assert json.loads(payload) == AUTH_FAILED
+        assert_security_headers(LowerHeaders(headers))
+    assert executions(api.home) == []  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("scheme", ["bearer", "BEARER", "BeArEr"])
@@ -541,11 +542,12 @@ async def test_valid_effort_and_boolean_strings_are_accepted(api: TestClient, au
 async def test_oversized_header_gets_400_envelope(api: TestClient, auth: dict[str, str]) -> None:
     """W-1.7: a 40 000-byte header → 400 with the JSON envelope (never 500, never plain text)."""
     resp = await api.post(CHAT, json=HELLO, headers={**auth, "X-Foo": "a" * 40_000})
-    err = await assert_error(resp, 400, resp.status == 400 and json.loads(await resp.read())["error"]["code"])
-    assert err["code"] in ("invalid_parameter", "invalid_request", "header_too_large") or err["code"]
+    err = await assert_error(resp, 400)
+    assert isinstance(err["code"], str)
     assert executions(api.home) == []  # type: ignore[attr-defined]
     resp = await api.get("/v1/models", headers={**auth, "X-Foo": "b" * 40_000})
-    await assert_error(resp, 400, json.loads(await resp.read())["error"]["code"])
+    err = await assert_error(resp, 400)
+    assert isinstance(err["code"], str)
 
 
 # -- W-1.8 body limit ---------------------------------------------------------------------------------
@@ -564,7 +566,8 @@ async def chunks(data: bytes, size: int = 1 << 20) -> AsyncIterator[bytes]:
 
 async def test_body_over_limit_with_content_length_gets_413(api: TestClient, auth: dict[str, str]) -> None:
     """W-1.8: Content-Length over 10 000 000 → 413 body_too_large."""
-    resp = await api.post(CHAT, data=padded_body(MAX_BODY + 1), headers=auth)
+    resp = await api.post(CHAT, data=io.BytesIO(padded_body(MAX_BODY + 1)), headers=auth)
+    assert resp.request_info.headers.get("Content-Length") == str(MAX_BODY + 1)
     await assert_error(resp, 413, "body_too_large")
     assert executions(api.home) == []  # type: ignore[attr-defined]
 
@@ -581,7 +584,7 @@ async def test_chunked_body_over_limit_gets_413(api: TestClient, auth: dict[str,
 async def test_body_of_exactly_the_limit_is_accepted(api: TestClient, auth: dict[str, str], chunked: bool) -> None:
     """W-1.8: at most 10 000 000 bytes is allowed — exactly the limit is not 413."""
     body = padded_body(MAX_BODY)
-    resp = await api.post(CHAT, data=chunks(body) if chunked else body, headers=auth)
+    resp = await api.post(CHAT, data=chunks(body) if chunked else io.BytesIO(body), headers=auth)
     assert resp.status == 200, await resp.read()
     assert (await resp.json())["object"] == "chat.completion"
 
@@ -639,16 +642,15 @@ BAD_SESSION_IDS = {
 
 
 @pytest.mark.parametrize("value", list(BAD_SESSION_IDS.values()), ids=list(BAD_SESSION_IDS))
-@pytest.mark.parametrize("stream", [False, True])
-async def test_invalid_session_id_header_gets_400(api: TestClient, auth: dict[str, str], value: str,
-                                                  stream: bool) -> None:
+async def test_invalid_session_id_header_gets_400(api: TestClient, auth: dict[str, str], value: str) -> None:
     """W-1.10: X-Hermes-Session-Id with / or \\, . or .., surrounding whitespace, > 256 chars → 400 invalid_session_id.
 
     (SP / HTAB around a field value are optional whitespace the HTTP parser removes, RFC 9110 §5.5; the
     server can only see other Unicode whitespace, hence NBSP / U+3000 here.)
     """
-    resp = await api.post(CHAT, json={**HELLO, "stream": stream}, headers={**auth, "X-Hermes-Session-Id": value})
-    await assert_error(resp, 400, "invalid_session_id", "X-Hermes-Session-Id")
+    for stream in (False, True):
+        resp = await api.post(CHAT, json={**HELLO, "stream": stream}, headers={**auth, "X-Hermes-Session-Id": value})
+        await assert_error(resp, 400, "invalid_session_id", "X-Hermes-Session-Id")
     assert executions(api.home) == []  # type: ignore[attr-defined]
 
 
@@ -671,11 +673,11 @@ async def test_invalid_session_key_header_gets_400(api: TestClient, auth: dict[s
 
 async def test_session_key_of_256_chars_is_accepted_and_echoed(api: TestClient, auth: dict[str, str]) -> None:
     """W-1.10 boundary / §1.6: a 256-char key is valid and echoed unchanged."""
-    key = "k/ é" + "k" * 252
+    key = "team/alpha:" + "k" * 245
+    assert len(key) == 256
     resp = await api.post(CHAT, json=HELLO, headers={**auth, "X-Hermes-Session-Key": key})
     assert resp.status == 200
-    assert resp.headers["X-Hermes-Session-Key"].encode("latin-1", "surrogateescape") == key.encode() or \
-        resp.headers["X-Hermes-Session-Key"] == key
+    assert resp.headers["X-Hermes-Session-Key"] == key
     await resp.read()
 
 
@@ -692,8 +694,8 @@ async def test_known_path_with_other_method_gets_405(api: TestClient, auth: dict
     """W-1.11: known path, unsupported method → 405 method_not_allowed with an Allow header."""
     resp = await api.request(method, path, headers=auth)
     await assert_error(resp, 405, "method_not_allowed", None)
-    assert allowed in header_names(resp.headers.get("Allow", "").upper().lower().upper()) or \
-        allowed.lower() in header_names(resp.headers.get("Allow"))
+    assert allowed.lower() in header_names(resp.headers.get("Allow"))
+    assert method.lower() not in header_names(resp.headers.get("Allow"))
 
 
 @pytest.mark.parametrize(
