@@ -106,7 +106,8 @@ class TurnTranscript:
     """Folds a journal into what every surface agrees on.
 
     Reasoning bursts are joined with a blank line (each burst after the first starts with `\\n\\n`); the
-    final answer is the text after the last tool event; `partial` means answer text was delivered.
+    final answer is the text after the last tool event (tools stopped by the end of the turn do not
+    count); `any_text` means answer text was delivered.
     """
 
     __slots__ = ("_reasoning", "_answer", "_in_burst", "any_text", "finished")
@@ -132,9 +133,11 @@ class TurnTranscript:
             self._in_burst = False
             self._answer.append(event.text)
             self.any_text = True
-        elif isinstance(event, (ToolStarted, ToolCompleted)):
+        elif isinstance(event, ToolStarted) or (isinstance(event, ToolCompleted) and not event.stopped):
             self._in_burst = False
             self._answer.clear()
+        elif isinstance(event, ToolCompleted):  # stopped by the end of the turn: the answer stands
+            self._in_burst = False
         elif isinstance(event, Commentary):
             self._in_burst = False
         elif isinstance(event, TurnFinished):

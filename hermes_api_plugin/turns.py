@@ -32,7 +32,14 @@ from .events import (
     TurnTranscript,
 )
 from .redact import redact
-from .runtimes.base import AgentRuntime, AgentTurn, TurnHooks, TurnOutcome, TurnRequest, drive_turn
+from .runtimes.base import (
+    AgentRuntime,
+    AgentTurn,
+    TurnHooks,
+    TurnOutcome,
+    TurnRequest,
+    drive_turn,
+)
 from .store.base import Store
 
 log = logging.getLogger("hermes_api_plugin")
@@ -447,7 +454,7 @@ class TurnRegistry:
         turn.bridge.close()
         events = turn.bridge.stop_open_tools()
         if outcome.final_text and outcome.status is not TurnStatus.CANCELLED:
-            streamed = TurnTranscript().feed_all(turn.journal.events + events).answer
+            streamed = TurnTranscript().feed_all(turn.journal.events).answer
             final = outcome.final_text
             if not streamed:
                 missing = final

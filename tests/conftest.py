@@ -9,7 +9,11 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from hermes_api_plugin.config import load_settings
-from hermes_api_plugin.gateway.server import ReferenceGateway, build_plugin_manager, runner_kwargs
+from hermes_api_plugin.gateway.server import (
+    ReferenceGateway,
+    build_plugin_manager,
+    runner_kwargs,
+)
 from hermes_api_plugin.runtimes import select_runtime
 
 from .live import TEST_KEY, LiveGateway, start_gateway, write_home

@@ -56,3 +56,9 @@ def test_terminal_statuses() -> None:
     assert {s for s in TurnStatus if s.terminal} == {
         TurnStatus.COMPLETED, TurnStatus.INCOMPLETE, TurnStatus.FAILED, TurnStatus.CANCELLED
     }
+
+
+def test_tools_stopped_by_the_end_of_the_turn_do_not_reset_the_answer() -> None:
+    t = TurnTranscript().feed_all([START, TextDelta("summary"),
+                                   ToolCompleted("call_1", "terminal", "[interrupted]", True, 3, stopped=True)])
+    assert t.answer == "summary"

@@ -26,7 +26,6 @@ from hermes_api_plugin.runtimes.scripted import ScriptedRuntime, load_script
 from hermes_api_plugin.store import MemoryStore
 from hermes_api_plugin.turns import Journal, TurnBridge, TurnRegistry, display_tool_name
 
-
 SCRIPT = Path(__file__).parent / "scripts" / "chat.yaml"
 
 

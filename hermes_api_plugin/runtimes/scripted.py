@@ -205,6 +205,8 @@ class ScriptedRuntime:
         args = spec.get("args", {})
         if turn.tool_start_callback is not None:
             turn.tool_start_callback(call_id, name, args)
+        if spec.get("unfinished"):
+            return  # still running when the next steps (e.g. fail, exhaust_budget) end the turn
         await asyncio.sleep(float(spec.get("seconds", 0)))
         if turn.tool_complete_callback is not None:
             turn.tool_complete_callback(call_id, name, spec.get("result", ""), bool(spec.get("is_error", False)))

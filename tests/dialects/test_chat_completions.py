@@ -6,7 +6,11 @@ import json
 
 import pytest
 
-from hermes_api_plugin.dialects.chat_completions import MAX_DELTA_CHARS, ChatRenderer, finish_fields
+from hermes_api_plugin.dialects.chat_completions import (
+    MAX_DELTA_CHARS,
+    ChatRenderer,
+    finish_fields,
+)
 from hermes_api_plugin.events import (
     Commentary,
     ReasoningDelta,

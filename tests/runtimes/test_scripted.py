@@ -13,7 +13,12 @@ import pytest
 from hermes_api_plugin.content import Message, TextPart
 from hermes_api_plugin.events import TurnStatus
 from hermes_api_plugin.runtimes.base import AgentTurn, TurnRequest
-from hermes_api_plugin.runtimes.scripted import ScriptedRuntime, ScriptError, default_script_path, load_script
+from hermes_api_plugin.runtimes.scripted import (
+    ScriptedRuntime,
+    ScriptError,
+    default_script_path,
+    load_script,
+)
 
 
 class Recorder:

@@ -1,0 +1,291 @@
+"""Responses dialect: turn events → Responses stream events with items, sequence numbers and snapshots.
+
+Pure: no aiohttp, no I/O. Item ids derive from the response id and the output index, so rendering the
+same journal again (replay, resume, GET) yields the same ids and sequence numbers (WIRE.md §4.2–§4.5).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..events import (
+    Commentary,
+    ReasoningDelta,
+    StatusChanged,
+    TextDelta,
+    ToolCompleted,
+    ToolStarted,
+    TurnEvent,
+    TurnFinished,
+    TurnStatus,
+    Usage,
+)
+
+Record = tuple[str, dict[str, Any]]
+
+TERMINAL_EVENTS = {
+    TurnStatus.COMPLETED: "response.completed",
+    TurnStatus.INCOMPLETE: "response.incomplete",
+    TurnStatus.FAILED: "response.failed",
+    TurnStatus.CANCELLED: "response.cancelled",
+}
+_INCOMPLETE_REASONS = {"output_truncated": "max_output_tokens"}
+
+
+@dataclass(frozen=True)
+class ResponseHead:
+    """The request-derived fields of a Response object, fixed at admission."""
+
+    id: str
+    created_at: int
+    model: str
+    background: bool = False
+    store: bool = True
+    instructions: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tools: list[Any] = field(default_factory=list)
+    tool_choice: Any = "auto"
+    parallel_tool_calls: bool = True
+    previous_response_id: str | None = None
+
+
+def usage_object(usage: Usage) -> dict[str, Any]:
+    return {
+        "input_tokens": usage.prompt_tokens,
+        "output_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": 0},
+    }
+
+
+def item_id(prefix: str, response_id: str, index: int) -> str:
+    return f"{prefix}_" + hashlib.sha256(f"{response_id}:{index}".encode()).hexdigest()[:24]
+
+
+def truncate_output(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"…[truncated {len(text) - limit} chars]"
+
+
+def _text_part(text: str) -> dict[str, Any]:
+    return {"type": "output_text", "text": text, "annotations": []}
+
+
+@dataclass
+class _Open:
+    id: str
+    index: int
+    parts: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+class ResponsesRenderer:
+    """Renders one turn as one Response; feed it journal batches in order."""
+
+    def __init__(self, head: ResponseHead, *, commentary: bool = True, tool_output_max_chars: int = 16000) -> None:
+        self.head = head
+        self.commentary = commentary
+        self.tool_output_max_chars = tool_output_max_chars
+        self.sequence = 0
+        self.status = "in_progress"
+        self._done: dict[int, dict[str, Any]] = {}
+        self._next_index = 0
+        self._reasoning: _Open | None = None
+        self._message: _Open | None = None
+        self._tools: dict[str, tuple[dict[str, Any], int]] = {}
+        self._usage: Usage | None = None
+        self._error: dict[str, Any] | None = None
+        self._incomplete: dict[str, Any] | None = None
+        self.terminal: Record | None = None
+
+    # -- object ------------------------------------------------------------------------------------
+    @property
+    def output(self) -> list[dict[str, Any]]:
+        return [self._done[i] for i in sorted(self._done)]
+
+    def snapshot(self, status: str | None = None, *, with_output: bool = True) -> dict[str, Any]:
+        h = self.head
+        return {
+            "id": h.id,
+            "object": "response",
+            "created_at": h.created_at,
+            "status": status or self.status,
+            "background": h.background,
+            "model": h.model,
+            "output": self.output if with_output else [],
+            "parallel_tool_calls": h.parallel_tool_calls,
+            "tool_choice": h.tool_choice,
+            "tools": h.tools,
+            "instructions": h.instructions,
+            "metadata": h.metadata,
+            "error": self._error,
+            "incomplete_details": self._incomplete,
+            "previous_response_id": h.previous_response_id,
+            "store": h.store,
+            "usage": usage_object(self._usage) if self._usage is not None else None,
+        }
+
+    # -- events ------------------------------------------------------------------------------------
+    def _emit(self, records: list[Record], kind: str, **fields: Any) -> None:
+        records.append((kind, {"type": kind, "sequence_number": self.sequence, **fields}))
+        self.sequence += 1
+
+    def created(self, queued: bool = False) -> list[Record]:
+        """`response.created` (sequence 0): `queued` while an earlier turn on the session runs."""
+        records: list[Record] = []
+        self.status = "queued" if queued else "in_progress"
+        self._emit(records, "response.created", response=self.snapshot(with_output=False))
+        return records
+
+    def render(self, events: list[TurnEvent]) -> list[Record]:
+        records: list[Record] = []
+        for event in events:
+            if isinstance(event, ReasoningDelta):
+                self._on_reasoning(records, event.text)
+            elif isinstance(event, TextDelta):
+                self._on_text(records, event.text)
+            elif isinstance(event, ToolStarted):
+                self._close_open(records, "completed")
+                self._on_tool_started(records, event)
+            elif isinstance(event, ToolCompleted):
+                self._on_tool_completed(records, event)
+            elif isinstance(event, Commentary):
+                self._close_open(records, "completed")
+                if self.commentary and not event.already_streamed:
+                    self._on_commentary(records, event.text)
+            elif isinstance(event, StatusChanged) and event.status is TurnStatus.RUNNING:
+                self.status = "in_progress"
+                self._emit(records, "response.in_progress", response=self.snapshot(with_output=False))
+            elif isinstance(event, TurnFinished):
+                self._on_finished(records, event)
+        return records
+
+    def _add(self, records: list[Record], index: int, item: dict[str, Any]) -> None:
+        self._emit(records, "response.output_item.added", output_index=index, item=item)
+
+    def _finish_item(self, records: list[Record], index: int, item: dict[str, Any]) -> None:
+        self._done[index] = item
+        self._emit(records, "response.output_item.done", output_index=index, item=item)
+
+    def _new_index(self) -> int:
+        index = self._next_index
+        self._next_index += 1
+        return index
+
+    def _on_reasoning(self, records: list[Record], text: str) -> None:
+        self._close_message(records, "completed")
+        if self._reasoning is None:
+            index = self._new_index()
+            self._reasoning = _Open(item_id("rs", self.head.id, index), index)
+            self._add(records, index, {"id": self._reasoning.id, "type": "reasoning", "status": "in_progress", "summary": []})
+            self._emit(records, "response.reasoning_summary_part.added", item_id=self._reasoning.id, output_index=index,
+                       summary_index=0, part={"type": "summary_text", "text": ""})
+        self._reasoning.parts.append(text)
+        self._emit(records, "response.reasoning_summary_text.delta", item_id=self._reasoning.id,
+                   output_index=self._reasoning.index, summary_index=0, delta=text)
+
+    def _close_reasoning(self, records: list[Record], status: str) -> None:
+        open_item, self._reasoning = self._reasoning, None
+        if open_item is None:
+            return
+        text, rid, index = open_item.text, open_item.id, open_item.index
+        self._emit(records, "response.reasoning_summary_text.done", item_id=rid, output_index=index, summary_index=0,
+                   text=text)
+        self._emit(records, "response.reasoning_summary_part.done", item_id=rid, output_index=index, summary_index=0,
+                   part={"type": "summary_text", "text": text})
+        self._finish_item(records, index, {"id": rid, "type": "reasoning", "status": status,
+                                           "summary": [{"type": "summary_text", "text": text}]})
+
+    def _open_message(self, records: list[Record]) -> _Open:
+        index = self._new_index()
+        message = _Open(item_id("msg", self.head.id, index), index)
+        self._message = message
+        self._add(records, index, {"id": message.id, "type": "message", "status": "in_progress", "role": "assistant",
+                                   "content": []})
+        self._emit(records, "response.content_part.added", item_id=message.id, output_index=index, content_index=0,
+                   part=_text_part(""))
+        return message
+
+    def _on_text(self, records: list[Record], text: str) -> None:
+        self._close_reasoning(records, "completed")
+        message = self._message or self._open_message(records)
+        message.parts.append(text)
+        self._emit(records, "response.output_text.delta", item_id=message.id, output_index=message.index,
+                   content_index=0, delta=text, logprobs=[])
+
+    def _close_message(self, records: list[Record], status: str, phase: str | None = None) -> None:
+        open_item, self._message = self._message, None
+        if open_item is None:
+            return
+        text, mid, index = open_item.text, open_item.id, open_item.index
+        self._emit(records, "response.output_text.done", item_id=mid, output_index=index, content_index=0, text=text,
+                   logprobs=[])
+        self._emit(records, "response.content_part.done", item_id=mid, output_index=index, content_index=0,
+                   part=_text_part(text))
+        item: dict[str, Any] = {"id": mid, "type": "message", "status": status, "role": "assistant"}
+        if phase is not None:
+            item["phase"] = phase
+        item["content"] = [_text_part(text)]
+        self._finish_item(records, index, item)
+
+    def _close_open(self, records: list[Record], status: str) -> None:
+        self._close_reasoning(records, status)
+        self._close_message(records, status)
+
+    def _on_commentary(self, records: list[Record], text: str) -> None:
+        index = self._new_index()
+        item = {"id": item_id("msg", self.head.id, index), "type": "message", "status": "completed",
+                "role": "assistant", "phase": "commentary", "content": [_text_part(text)]}
+        self._add(records, index, item)
+        self._finish_item(records, index, item)
+
+    def _on_tool_started(self, records: list[Record], event: ToolStarted) -> None:
+        index = self._new_index()
+        item = {"id": item_id("fc", self.head.id, index), "type": "function_call", "status": "in_progress",
+                "call_id": event.call_id, "name": event.name, "arguments": event.arguments}
+        self._tools[event.call_id] = (item, index)
+        self._add(records, index, item)
+        self._emit(records, "response.function_call_arguments.done", item_id=item["id"], output_index=index,
+                   arguments=event.arguments)
+
+    def _on_tool_completed(self, records: list[Record], event: ToolCompleted) -> None:
+        entry = self._tools.pop(event.call_id, None)
+        if entry is None:
+            return  # a completion without a start is never shown
+        started, index = entry
+        self._finish_item(records, index, {**started, "status": "completed"})
+        out_index = self._new_index()
+        output = "[interrupted]" if event.stopped else truncate_output(event.result, self.tool_output_max_chars)
+        item = {"id": item_id("fco", self.head.id, out_index), "type": "function_call_output", "status": "completed",
+                "call_id": event.call_id, "output": output}
+        self._add(records, out_index, item)
+        self._finish_item(records, out_index, item)
+
+    def _on_finished(self, records: list[Record], finished: TurnFinished) -> None:
+        for call_id in list(self._tools):
+            self._on_tool_completed(records, ToolCompleted(call_id, "", "", True, 0, stopped=True))
+        answered = finished.status in (TurnStatus.COMPLETED, TurnStatus.INCOMPLETE)
+        self._close_reasoning(records, "completed" if answered else "incomplete")
+        if answered:
+            if self._message is None:
+                self._open_message(records)  # the turn always ends with a (possibly empty) final message
+            self._close_message(records, "completed", phase="final_answer")
+        else:
+            self._close_message(records, "completed" if finished.status is TurnStatus.FAILED else "incomplete")
+        self.status = finished.status.value
+        self._usage = finished.usage
+        if finished.status is TurnStatus.FAILED:
+            self._error = {"code": finished.error_code or "agent_error", "message": finished.error_message or "failed"}
+        elif finished.status is TurnStatus.INCOMPLETE:
+            code = finished.error_code or "iteration_budget_exhausted"
+            self._incomplete = {"reason": _INCOMPLETE_REASONS.get(code, code)}
+        kind = TERMINAL_EVENTS[finished.status]
+        self._emit(records, kind, response=self.snapshot())
+        self.terminal = records[-1]
