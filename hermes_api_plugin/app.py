@@ -8,9 +8,10 @@ import time
 from aiohttp import web
 
 from .config import Settings
-from .keys import RUNTIME, SCOPE, SETTINGS, STARTED_AT, STORE, TURNS
+from .journals import JournalSaver
+from .keys import JOURNALS, RUNTIME, SCOPE, SETTINGS, STARTED_AT, STORE, TURNS
 from .middleware import MAX_BODY_BYTES, MIDDLEWARES, add_common_headers
-from .routes import chat, discovery
+from .routes import chat, discovery, responses
 from .routes.common import credential_scope
 from .runtimes.base import AgentRuntime, TurnHooks
 from .store.base import Store
@@ -32,12 +33,19 @@ def create_app(settings: Settings, runtime: AgentRuntime, store: Store, hooks: T
     app[TURNS] = TurnRegistry(
         runtime, store, hooks, max_concurrent=settings.max_concurrent_runs, secret_values=secret_values
     )
+    app[JOURNALS] = JournalSaver(store)
 
     app.router.add_get("/health", discovery.health, name="health")
     app.router.add_get("/v1/health", discovery.health)
     app.router.add_get("/v1/models", discovery.models, name="models")
     app.router.add_get("/v1/capabilities", discovery.capabilities, name="capabilities")
     app.router.add_post("/v1/chat/completions", chat.chat_completions, name="chat_completions")
+    app.router.add_post("/v1/responses", responses.create_response, name="responses")
+    app.router.add_get("/v1/responses/{response_id}", responses.get_response, name="response", allow_head=False)
+    app.router.add_delete("/v1/responses/{response_id}", responses.delete_response, name="response_delete")
+    app.router.add_post("/v1/responses/{response_id}/cancel", responses.cancel_response, name="response_cancel")
+    app.router.add_get("/v1/responses/{response_id}/input_items", responses.list_input_items,
+                       name="response_input_items", allow_head=False)
 
     app.on_response_prepare.append(add_common_headers)
     app.on_startup.append(_open_store)
@@ -48,6 +56,7 @@ def create_app(settings: Settings, runtime: AgentRuntime, store: Store, hooks: T
 
 async def _open_store(app: web.Application) -> None:
     await app[STORE].open()
+    await responses.settle_leftovers(app)
 
 
 async def _drain(app: web.Application) -> None:
@@ -55,10 +64,11 @@ async def _drain(app: web.Application) -> None:
 
 
 async def _close_store(app: web.Application) -> None:
+    await app[JOURNALS].close()
     await app[STORE].close()
 
 
 async def shutdown_apps(apps: list[web.Application]) -> None:
     """Graceful stop: refuse new work (503), settle every turn `cancelled`, then close the stores."""
     await asyncio.gather(*(app[TURNS].drain() for app in apps))
-    await asyncio.gather(*(app[STORE].close() for app in apps))
+    await asyncio.gather(*(_close_store(app) for app in apps))

@@ -43,12 +43,26 @@ Part = Union[TextPart, ImagePart]
 
 
 @dataclass(frozen=True, slots=True)
-class Message:
-    """A conversation message as the agent receives it."""
+class ToolCall:
+    """A tool call the agent made (history only: the server executed it)."""
 
-    role: str  # user | assistant
+    id: str
+    name: str
+    arguments: str  # JSON string
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A conversation message as the agent receives it (OpenAI chat message semantics)."""
+
+    role: str  # user | assistant | tool
     parts: tuple[Part, ...]
     reasoning: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()  # assistant messages that called tools
+    tool_call_id: str | None = None  # tool messages: the call this is the result of
 
     @property
     def text(self) -> str:
@@ -66,12 +80,29 @@ class Message:
         body: dict[str, Any] = {"role": self.role, "content": [p.to_json() for p in self.parts]}
         if self.reasoning:
             body["reasoning"] = self.reasoning
+        if self.tool_calls:
+            body["tool_calls"] = [c.to_json() for c in self.tool_calls]
+        if self.tool_call_id is not None:
+            body["tool_call_id"] = self.tool_call_id
         return body
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Message:
         parts = parse_content(data.get("content", ""), "content")
-        return cls(role=str(data.get("role", "user")), parts=parts, reasoning=data.get("reasoning"))
+        calls = tuple(
+            ToolCall(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in data.get("tool_calls") or ()
+        )
+        return cls(
+            role=str(data.get("role", "user")),
+            parts=parts,
+            reasoning=data.get("reasoning"),
+            tool_calls=calls,
+            tool_call_id=data.get("tool_call_id"),
+        )
+
+
+def text_message(role: str, text: str, **fields: Any) -> Message:
+    return Message(role, (TextPart(text),) if text else (), **fields)
 
 
 def canonical_json(value: Any) -> str:

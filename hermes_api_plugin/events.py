@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Any, Union
 
 
 class TurnStatus(str, enum.Enum):
@@ -157,3 +157,31 @@ class TurnTranscript:
     @property
     def answer(self) -> str:
         return "".join(self._answer)
+
+
+_EVENT_TYPES: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (ReasoningDelta, TextDelta, ToolStarted, ToolCompleted, Commentary, StatusChanged, TurnFinished)
+}
+
+
+def event_to_json(event: TurnEvent) -> dict[str, Any]:
+    """A journal event as a JSON object (`t` names the type), for durable journals."""
+    if isinstance(event, TurnFinished):
+        return {"t": "TurnFinished", "status": event.status.value, "prompt_tokens": event.usage.prompt_tokens,
+                "completion_tokens": event.usage.completion_tokens, "error_code": event.error_code,
+                "error_message": event.error_message}
+    if isinstance(event, StatusChanged):
+        return {"t": "StatusChanged", "status": event.status.value}
+    return {"t": type(event).__name__, **{name: getattr(event, name) for name in event.__slots__}}  # type: ignore[union-attr]
+
+
+def event_from_json(data: dict[str, Any]) -> TurnEvent:
+    kind = data["t"]
+    if kind == "TurnFinished":
+        return TurnFinished(TurnStatus(data["status"]), Usage(data["prompt_tokens"], data["completion_tokens"]),
+                            data["error_code"], data["error_message"])
+    if kind == "StatusChanged":
+        return StatusChanged(TurnStatus(data["status"]))
+    fields = {k: v for k, v in data.items() if k != "t"}
+    return _EVENT_TYPES[kind](**fields)  # type: ignore[no-any-return]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from .config import Settings
+from .journals import JournalSaver
 from .runtimes.base import AgentRuntime
 from .store.base import Store
 from .turns import TurnRegistry
@@ -15,3 +16,4 @@ STORE = web.AppKey("store", Store)
 TURNS = web.AppKey("turns", TurnRegistry)
 STARTED_AT = web.AppKey("started_at", int)
 SCOPE = web.AppKey("scope", str)  # credential scope: sha256(profile + "\0" + key), hex
+JOURNALS = web.AppKey("journals", JournalSaver)  # durable journals of stored responses

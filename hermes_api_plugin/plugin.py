@@ -8,13 +8,13 @@ from .app import create_app, shutdown_apps
 from .hookspecs import Gateway, hookimpl
 from .keys import TURNS
 from .runtimes.base import AgentTurn, TurnOutcome
-from .store import FallbackStore, SqliteStore
+from .store import SqliteStore
 
 
 @hookimpl
 def hermes_api_gateway_startup(gateway: Gateway) -> None:
     settings = gateway.settings
-    store = FallbackStore(SqliteStore(settings.store_path))
+    store = SqliteStore(settings.store_path, max_responses=settings.responses_max_stored, fallback_to_memory=True)
     gateway.mount(create_app(settings, gateway.runtime, store, gateway.hooks))
 
 

@@ -15,9 +15,9 @@ import threading
 import time
 from collections import deque
 from dataclasses import replace
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Awaitable, Callable, Sequence
 
-from .content import Message, TextPart
+from .content import Message
 from .errors import draining, rate_limited
 from .events import (
     Commentary,
@@ -31,6 +31,7 @@ from .events import (
     TurnStatus,
     TurnTranscript,
 )
+from .history import turn_messages
 from .redact import redact
 from .runtimes.base import (
     AgentRuntime,
@@ -109,11 +110,12 @@ def _label(name: str, arguments: Any, secret_values: tuple[str, ...]) -> str:
 class Journal:
     """Append-only event list with wake-ups for any number of followers."""
 
-    __slots__ = ("events", "finished", "_waiters")
+    __slots__ = ("events", "finished", "listener", "_waiters")
 
     def __init__(self) -> None:
         self.events: list[TurnEvent] = []
         self.finished: TurnFinished | None = None
+        self.listener: Callable[[Journal], None] | None = None  # e.g. the durable journal saver
         self._waiters: list[asyncio.Future[bool]] = []
 
     def extend(self, events: list[TurnEvent]) -> None:
@@ -127,6 +129,8 @@ class Journal:
         for waiter in waiters:
             if not waiter.done():
                 waiter.set_result(True)
+        if self.listener is not None:
+            self.listener(self)
 
     async def follow(self, start: int = 0, idle_timeout: float | None = None) -> AsyncIterator[list[TurnEvent] | None]:
         """Yield batches of events from `start` until the terminal record; `None` after each idle period."""
@@ -305,23 +309,32 @@ class TurnBridge:
         return stopped
 
 
+HistoryLoader = Callable[[], Awaitable[Sequence[Message]]]
+Persister = Callable[["Turn", TurnFinished], Awaitable[None]]
+
+
 class Turn:
     """One admitted agent execution: its run id, journal, and interrupt switch."""
 
-    def __init__(self, run_id: str, agent_turn: AgentTurn, bridge: TurnBridge, journal: Journal, queue_key: str | None,
-                 history_from_session: bool) -> None:
-        self.run_id = run_id
+    def __init__(self, agent_turn: AgentTurn, bridge: TurnBridge, journal: Journal, *, queue_key: str | None,
+                 queued: bool, inputs: Sequence[Message], history: HistoryLoader | None,
+                 persist: Persister | None) -> None:
+        self.run_id = agent_turn.request.turn_id
         self.agent_turn = agent_turn
         self.bridge = bridge
         self.journal = journal
         self.queue_key = queue_key
-        self.history_from_session = history_from_session
+        self.queued_at_admission = queued  # an earlier turn on the session was unsettled at admission
+        self.inputs = tuple(inputs)  # what this turn adds to its session before the agent speaks
+        self.history = history
+        self.persist = persist
+        self.detached = False  # its client went away and it keeps running
         self.created_at = time.time()
         self.started = False
         self.task: asyncio.Task[None] | None = None
-        # Held turns wait for release() (the response head is out) or an interrupt before any agent work.
-        self.gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         loop = asyncio.get_running_loop()
+        # Held turns wait for release() (the response head is out) or an interrupt before any agent work.
+        self.gate: asyncio.Future[None] = loop.create_future()
         agent_turn.on_interrupt(lambda: loop.call_soon_threadsafe(self.release))
 
     def release(self) -> None:
@@ -361,7 +374,7 @@ class TurnRegistry:
         self.draining = False
         self._secrets = secret_values
         self._active: dict[str, Turn] = {}
-        self._session_locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        self._queues: dict[str, tuple[asyncio.Lock, int]] = {}  # session → (lock, unsettled turns)
 
     @property
     def active(self) -> int:
@@ -370,17 +383,32 @@ class TurnRegistry:
     def get(self, run_id: str) -> Turn | None:
         return self._active.get(run_id)
 
-    def admit(self, request: TurnRequest, *, queue_key: str | None = None, history_from_session: bool = False,
-              hold: bool = False) -> Turn:
-        """Reserve a slot and start the turn; raises 503 while draining and 429 at the cap."""
+    def check_capacity(self) -> None:
+        """Raise what admit() would raise for a new turn now (503 draining, 429 at the cap)."""
         if self.draining:
             raise draining()
         if self.max_concurrent and len(self._active) >= self.max_concurrent:
             raise rate_limited(self.max_concurrent)
+
+    def admit(self, request: TurnRequest, *, queue_key: str | None = None, history: HistoryLoader | None = None,
+              inputs: Sequence[Message] | None = None, persist: Persister | None = None,
+              hold: bool = False) -> Turn:
+        """Reserve a slot and start the turn; raises 503 while draining and 429 at the cap.
+
+        `queue_key` serialises turns of one session; `history` loads the agent's history once the turn
+        may run; `persist` stores surface state after the transcript is saved, before the terminal record.
+        """
+        self.check_capacity()
         loop = asyncio.get_running_loop()
         journal = Journal()
         bridge = TurnBridge(loop, journal, self._secrets)
-        turn = Turn(request.turn_id, AgentTurn(request, bridge), bridge, journal, queue_key, history_from_session)
+        queued = False
+        if queue_key is not None:
+            lock, users = self._queues.get(queue_key) or (asyncio.Lock(), 0)
+            queued = users > 0
+            self._queues[queue_key] = (lock, users + 1)
+        turn = Turn(AgentTurn(request, bridge), bridge, journal, queue_key=queue_key, queued=queued,
+                    inputs=inputs if inputs is not None else (request.input,), history=history, persist=persist)
         self._active[turn.run_id] = turn
         if not hold:
             turn.release()
@@ -393,48 +421,45 @@ class TurnRegistry:
             if turn.queue_key is None:
                 await self._execute(turn)
             else:
-                await self._execute_queued(turn)
+                await self._execute_queued(turn, turn.queue_key)
         except asyncio.CancelledError:
             self._finish(turn, TurnOutcome(TurnStatus.CANCELLED, error_code="cancelled"))
             raise
         finally:
             self._active.pop(turn.run_id, None)
+            if turn.queue_key is not None:
+                lock, users = self._queues[turn.queue_key]
+                if users <= 1:
+                    del self._queues[turn.queue_key]
+                else:
+                    self._queues[turn.queue_key] = (lock, users - 1)
 
-    async def _execute_queued(self, turn: Turn) -> None:
-        key = turn.queue_key
-        assert key is not None
-        lock, users = self._session_locks.get(key, (asyncio.Lock(), 0))
-        self._session_locks[key] = (lock, users + 1)
+    async def _execute_queued(self, turn: Turn, key: str) -> None:
+        lock = self._queues[key][0]
         loop = asyncio.get_running_loop()
         interrupted: asyncio.Future[None] = loop.create_future()
-        turn.agent_turn.on_interrupt(lambda: loop.call_soon_threadsafe(lambda: interrupted.done() or interrupted.set_result(None)))
+        turn.agent_turn.on_interrupt(
+            lambda: loop.call_soon_threadsafe(lambda: interrupted.done() or interrupted.set_result(None))
+        )
         acquire = asyncio.ensure_future(lock.acquire())
-        try:
-            await asyncio.wait((acquire, interrupted), return_when=asyncio.FIRST_COMPLETED)
-            if not acquire.done():
-                acquire.cancel()
-            elif not acquire.cancelled():
-                try:
-                    await self._execute(turn)
-                finally:
-                    lock.release()
-                return
-            self._finish(turn, TurnOutcome(TurnStatus.CANCELLED, error_code="cancelled"))
-        finally:
-            lock_now, remaining = self._session_locks[key]
-            if remaining <= 1:
-                del self._session_locks[key]
-            else:
-                self._session_locks[key] = (lock_now, remaining - 1)
+        await asyncio.wait((acquire, interrupted), return_when=asyncio.FIRST_COMPLETED)
+        if not acquire.done():
+            acquire.cancel()
+        elif not acquire.cancelled():
+            try:
+                await self._execute(turn)
+            finally:
+                lock.release()
+            return
+        self._finish(turn, TurnOutcome(TurnStatus.CANCELLED, error_code="cancelled"))
 
     async def _execute(self, turn: Turn) -> None:
         if turn.agent_turn.interrupted:
             self._finish(turn, TurnOutcome(TurnStatus.CANCELLED, error_code="cancelled"))
             return
         try:
-            if turn.history_from_session:
-                history = await self.store.load_session_messages(turn.request.session_id)
-                turn.agent_turn.request = replace(turn.request, history=tuple(history))
+            if turn.history is not None:
+                turn.agent_turn.request = replace(turn.request, history=tuple(await turn.history()))
             turn.started = True
             turn.journal.extend([StatusChanged(TurnStatus.RUNNING)])
             outcome = await drive_turn(self.runtime, turn.agent_turn, self.hooks)
@@ -445,16 +470,16 @@ class TurnRegistry:
         except Exception as exc:  # noqa: BLE001 - store or hook failure: the turn fails, the server lives
             log.exception("[API Server] turn %s failed outside the agent", turn.run_id)
             outcome = TurnOutcome(TurnStatus.FAILED, error_code="agent_error", error_message=f"Gateway error: {exc}")
-        closing = self._closing_events(turn, outcome)
-        turn.journal.extend(closing)
-        await self._persist(turn)
-        self._finish(turn, outcome)
+        turn.journal.extend(self._closing_events(turn, outcome))
+        finished = self._terminal(outcome)
+        await self._persist(turn, finished)
+        turn.journal.extend([finished])
 
     def _closing_events(self, turn: Turn, outcome: TurnOutcome) -> list[TurnEvent]:
         turn.bridge.close()
+        streamed = TurnTranscript().feed_all(turn.journal.events).answer
         events = turn.bridge.stop_open_tools()
         if outcome.final_text and outcome.status is not TurnStatus.CANCELLED:
-            streamed = TurnTranscript().feed_all(turn.journal.events).answer
             final = outcome.final_text
             if not streamed:
                 missing = final
@@ -466,13 +491,7 @@ class TurnRegistry:
                 events.append(TextDelta(missing))
         return events
 
-    def _finish(self, turn: Turn, outcome: TurnOutcome) -> None:
-        if turn.journal.finished is not None:
-            return
-        turn.bridge.close()
-        pending = turn.bridge.stop_open_tools()
-        if pending:
-            turn.journal.extend(pending)
+    def _terminal(self, outcome: TurnOutcome) -> TurnFinished:
         code = outcome.error_code
         if code is None and outcome.status is TurnStatus.CANCELLED:
             code = "cancelled"
@@ -481,17 +500,25 @@ class TurnRegistry:
         message = outcome.error_message
         if outcome.status is TurnStatus.FAILED:
             message = redact(message or "The agent failed", self._secrets)
-        turn.journal.extend([TurnFinished(outcome.status, outcome.usage, code, message)])
+        return TurnFinished(outcome.status, outcome.usage, code, message)
 
-    async def _persist(self, turn: Turn) -> None:
-        """Append the exchange to the turn's server-side session (the history behind X-Hermes-Session-Id)."""
-        transcript = TurnTranscript().feed_all(turn.journal.events)
-        request = turn.request
-        reply = Message("assistant", (TextPart(transcript.answer),) if transcript.answer else (), transcript.reasoning)
+    def _finish(self, turn: Turn, outcome: TurnOutcome) -> None:
+        """Settle without persistence (cancel paths that must not await)."""
+        if turn.journal.finished is not None:
+            return
+        turn.bridge.close()
+        pending = turn.bridge.stop_open_tools()
+        turn.journal.extend([*pending, self._terminal(outcome)])
+
+    async def _persist(self, turn: Turn, finished: TurnFinished) -> None:
+        """Append the turn's transcript to its session, then the surface's own state."""
         try:
-            await self.store.append_session_messages(request.session_id, [request.input, reply])
+            messages = turn_messages(turn.inputs, turn.journal.events)
+            await self.store.append_session_messages(turn.request.session_id, messages)
+            if turn.persist is not None:
+                await turn.persist(turn, finished)
         except Exception:  # noqa: BLE001 - a store failure must not lose the answer being streamed
-            log.exception("[API Server] could not store session %s", request.session_id)
+            log.exception("[API Server] could not store turn %s of session %s", turn.run_id, turn.request.session_id)
 
     async def drain(self, grace_s: float = _DRAIN_GRACE_S) -> None:
         """Refuse new work, interrupt every unsettled turn and wait until each has settled."""

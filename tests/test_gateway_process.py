@@ -228,9 +228,11 @@ async def test_disconnect_cancels_the_unkeyed_turn(gateway_factory: Callable[...
     db = live.home / "hermes_api.sqlite3"
     with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
         rows = conn.execute("SELECT role, content FROM messages WHERE session_id = ? ORDER BY id", (session_id,)).fetchall()
-    assert [r[0] for r in rows] == ["user", "assistant"]
+    # user input, the assistant's tool call, the stopped tool's result, the (empty) answer
+    assert [r[0] for r in rows] == ["user", "assistant", "tool", "assistant"]
     assert json.loads(rows[0][1]) == [{"type": "text", "text": "hang"}]
-    assert "never reached" not in rows[1][1]
+    assert json.loads(rows[2][1]) == [{"type": "text", "text": "[interrupted]"}]
+    assert all("never reached" not in r[1] for r in rows)
 
 
 # -- hermes-api init -------------------------------------------------------------------------------------

@@ -50,9 +50,15 @@ def request(text: str, session: str = "s1", run: str = "run_1") -> TurnRequest:
     return TurnRequest(turn_id=run, session_id=session, input=Message("user", (TextPart(text),)))
 
 
-def registry(max_concurrent: int = 10, store: Any = None) -> TurnRegistry:
+async def open_store() -> MemoryStore:
+    store = MemoryStore()
+    await store.open()
+    return store
+
+
+async def registry(max_concurrent: int = 10, store: Any = None) -> TurnRegistry:
     runtime = ScriptedRuntime(load_script(SCRIPT))
-    return TurnRegistry(runtime, store or MemoryStore(), PluginHooks(), max_concurrent=max_concurrent)
+    return TurnRegistry(runtime, store or await open_store(), PluginHooks(), max_concurrent=max_concurrent)
 
 
 # -- journal -----------------------------------------------------------------------------------------
@@ -193,8 +199,8 @@ async def test_bridge_stop_open_tools_reports_running_tools_as_stopped() -> None
 # -- registry ----------------------------------------------------------------------------------------
 
 async def test_registry_runs_a_turn_to_one_terminal_record_and_stores_the_exchange() -> None:
-    store = MemoryStore()
-    reg = registry(store=store)
+    store = await open_store()
+    reg = await registry(store=store)
     turn = reg.admit(request("use tool"))
     finished = await asyncio.wait_for(turn.wait(), 5)
     assert finished.status is TurnStatus.COMPLETED
@@ -202,14 +208,17 @@ async def test_registry_runs_a_turn_to_one_terminal_record_and_stores_the_exchan
     assert isinstance(turn.journal.events[0], StatusChanged)
     assert reg.active == 0
     history = await store.load_session_messages("s1")
-    assert [m.role for m in history] == ["user", "assistant"]
-    assert history[1].text == "Your project has README.md and src/."
-    assert history[1].reasoning == "I should look at the files first.\n\nTwo entries."
+    assert [m.role for m in history] == ["user", "assistant", "tool", "assistant"]
+    call = history[1].tool_calls[0]
+    assert (call.name, call.arguments) == ("terminal", '{"command":"ls -la"}')
+    assert history[2].tool_call_id == call.id and history[2].text == "README.md\nsrc/"
+    assert history[3].text == "Your project has README.md and src/."
+    assert history[3].reasoning == "I should look at the files first.\n\nTwo entries."
 
 
 async def test_registry_cap_rejects_with_429_and_drain_with_503() -> None:
     """W-1.9 (cap) / W-1.12 (drain)"""
-    reg = registry(max_concurrent=1)
+    reg = await registry(max_concurrent=1)
     turn = reg.admit(request("hang", run="run_a"))
     with pytest.raises(ApiError) as capped:
         reg.admit(request("hi", run="run_b"))
@@ -225,7 +234,7 @@ async def test_registry_cap_rejects_with_429_and_drain_with_503() -> None:
 
 
 async def test_interrupt_settles_cancelled_within_100ms() -> None:
-    reg = registry()
+    reg = await registry()
     turn = reg.admit(request("hang"))
     await asyncio.sleep(0.05)
     started = time.monotonic()
@@ -237,19 +246,22 @@ async def test_interrupt_settles_cancelled_within_100ms() -> None:
 
 async def test_turns_on_one_session_run_one_at_a_time_in_order() -> None:
     """§1.8: a second turn on the same session is queued until the first settles."""
-    store = MemoryStore()
-    reg = registry(store=store)
-    first = reg.admit(request("use tool", session="q", run="run_1"), queue_key="q", history_from_session=True)
-    second = reg.admit(request("hello", session="q", run="run_2"), queue_key="q", history_from_session=True)
+    store = await open_store()
+    reg = await registry(store=store)
+    first = reg.admit(request("use tool", session="q", run="run_1"), queue_key="q",
+                       history=lambda: store.load_session_messages("q"))
+    second = reg.admit(request("hello", session="q", run="run_2"), queue_key="q",
+                       history=lambda: store.load_session_messages("q"))
     await asyncio.sleep(0.05)
     assert first.status is TurnStatus.RUNNING and second.status is TurnStatus.QUEUED
     await asyncio.wait_for(second.wait(), 5)
     assert first.journal.finished is not None
-    assert [m.text for m in second.request.history] == ["use tool", "Your project has README.md and src/."]
+    assert [m.role for m in second.request.history] == ["user", "assistant", "tool", "assistant"]
+    assert second.request.history[-1].text == "Your project has README.md and src/."
 
 
 async def test_cancelling_a_queued_turn_settles_it_without_running() -> None:
-    reg = registry()
+    reg = await registry()
     first = reg.admit(request("hang", session="q", run="run_1"), queue_key="q")
     second = reg.admit(request("hello", session="q", run="run_2"), queue_key="q")
     await asyncio.sleep(0.02)
@@ -262,7 +274,7 @@ async def test_cancelling_a_queued_turn_settles_it_without_running() -> None:
 
 
 async def test_held_turn_waits_for_release() -> None:
-    reg = registry()
+    reg = await registry()
     turn = reg.admit(request("hello"), hold=True)
     await asyncio.sleep(0.05)
     assert turn.journal.events == []
@@ -272,7 +284,7 @@ async def test_held_turn_waits_for_release() -> None:
 
 async def test_unstreamed_final_answer_is_appended_as_text() -> None:
     """W-3.15"""
-    reg = registry()
+    reg = await registry()
     turn = reg.admit(request("final only"))
     await asyncio.wait_for(turn.wait(), 5)
     texts = [e.text for e in turn.journal.events if isinstance(e, TextDelta)]
@@ -285,7 +297,7 @@ async def test_runtime_crash_settles_failed() -> None:
         async def run(self, turn: AgentTurn) -> TurnOutcome:
             raise RuntimeError("kaput")
 
-    reg = TurnRegistry(Broken(load_script(SCRIPT)), MemoryStore(), PluginHooks(), max_concurrent=1)
+    reg = TurnRegistry(Broken(load_script(SCRIPT)), await open_store(), PluginHooks(), max_concurrent=1)
     finished = await asyncio.wait_for(reg.admit(request("x")).wait(), 2)
     assert finished.status is TurnStatus.FAILED and finished.error_code == "agent_error"
     assert "kaput" in (finished.error_message or "")

@@ -12,7 +12,7 @@ from aiohttp import web
 from ..content import Message, TextPart, parse_content
 from ..dialects.chat_completions import ChatRenderer
 from ..errors import invalid_parameter, invalid_request, missing_parameter
-from ..keys import RUNTIME, SCOPE, SETTINGS, TURNS
+from ..keys import RUNTIME, SCOPE, SETTINGS, STORE, TURNS
 from ..middleware import read_json
 from ..runtimes.base import TurnRequest
 from ..sse import EarlyJson, SseStream
@@ -27,6 +27,7 @@ from .common import (
     parse_hermes_headers,
     parse_model_options,
 )
+from .delivery import await_settled, pump
 
 _CONVERSATION_ROLES = frozenset({"user", "assistant"})
 _SYSTEM_ROLES = frozenset({"system", "developer"})
@@ -137,8 +138,12 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         metadata=chat.metadata,
     )
     # Turns on an explicit session run one at a time; derived sessions are not queued (§1.8).
+    store = app[STORE]
     turn = app[TURNS].admit(
-        turn_request, queue_key=hermes.session_id, history_from_session=hermes.session_id is not None, hold=True
+        turn_request,
+        queue_key=hermes.session_id,
+        history=(lambda: store.load_session_messages(session_id)) if hermes.session_id else None,
+        hold=True,
     )
     renderer = ChatRenderer(
         completion_id=new_completion_id(),
@@ -167,12 +172,10 @@ async def _stream(request: web.Request, turn: Turn, renderer: ChatRenderer, head
                   keepalive: float) -> web.StreamResponse:
     stream = await SseStream.open(request, headers, [renderer.role_chunk()])
     turn.release()
-    async for batch in turn.journal.follow(0, idle_timeout=keepalive):
-        alive = await (stream.keepalive() if batch is None else stream.send(renderer.render(batch)))
-        if not alive:
-            _on_client_gone(request, turn)
-            return stream.response
-    await stream.done()
+    if await pump(stream, turn.journal, renderer.render, keepalive):
+        await stream.done()
+    else:
+        _on_client_gone(request, turn)
     return stream.response
 
 
@@ -180,11 +183,8 @@ async def _json(request: web.Request, turn: Turn, renderer: ChatRenderer, header
                 keepalive: float) -> web.StreamResponse:
     reply = await EarlyJson.open(request, headers)
     turn.release()
-    async for batch in turn.journal.follow(0, idle_timeout=keepalive):
-        if batch is not None:
-            renderer.transcript.feed_all(batch)
-        elif not await reply.pad():
-            _on_client_gone(request, turn)
-            return reply.response
-    await reply.finish(renderer.completion())
+    if await await_settled(reply, turn.journal, renderer.transcript.feed_all, keepalive):
+        await reply.finish(renderer.completion())
+    else:
+        _on_client_gone(request, turn)
     return reply.response

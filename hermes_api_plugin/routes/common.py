@@ -14,6 +14,7 @@ from ..config import parse_bool
 from ..content import canonical_json
 from ..errors import invalid_parameter, invalid_request
 from ..runtimes.base import REASONING_EFFORTS
+from ..sse import dumps
 
 _CONTROL = re.compile(r"[\r\n\x00]")
 
@@ -124,3 +125,8 @@ def new_run_id() -> str:
 
 def new_completion_id() -> str:
     return "chatcmpl-" + secrets.token_hex(16)
+
+
+def json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
+    """Compact UTF-8 JSON with `application/json; charset=utf-8`."""
+    return web.json_response(body, status=status, content_type="application/json", dumps=dumps, headers=headers)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from aiohttp import web
@@ -10,17 +9,10 @@ from aiohttp import web
 from .. import __version__
 from ..config import Settings
 from ..keys import RUNTIME, SETTINGS, STARTED_AT, STORE
+from .common import json_response
 
 PLATFORM = "hermes-agent"
 IDEMPOTENCY_ENDPOINTS: list[str] = []  # routes that honour Idempotency-Key (none yet)
-
-
-def json_response(body: Any, status: int = 200) -> web.Response:
-    return web.json_response(body, status=status, content_type="application/json", dumps=_dumps)
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 async def health(request: web.Request) -> web.Response:

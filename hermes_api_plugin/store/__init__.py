@@ -1,8 +1,6 @@
-"""Durable state: the Store protocol, its SQLite backend and the in-memory fallback."""
+"""Durable state: the Store protocol and its SQLite backend (in memory when no file can be used)."""
 
-from .base import Store, StoreError
-from .fallback import FallbackStore
-from .memory import MemoryStore
-from .sqlite import SqliteStore
+from .base import Eviction, Store, StoredResponse, StoreError
+from .sqlite import MemoryStore, SqliteStore
 
-__all__ = ["FallbackStore", "MemoryStore", "SqliteStore", "Store", "StoreError"]
+__all__ = ["Eviction", "MemoryStore", "SqliteStore", "Store", "StoreError", "StoredResponse"]

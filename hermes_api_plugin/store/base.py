@@ -1,14 +1,43 @@
-"""The Store protocol every backend implements (SQLite embedded default, in-memory fallback)."""
+"""The Store protocol every backend implements, and the values it stores."""
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence
 
 from ..content import Message
 
 
 class StoreError(RuntimeError):
     """The backing store failed (cannot open, disk full, corrupt file)."""
+
+
+@dataclass(frozen=True)
+class StoredResponse:
+    """A Response as stored: its latest object, what rebuilds its chain, and how to re-render it."""
+
+    id: str
+    scope: str
+    turn_id: str
+    session_id: str
+    status: str
+    snapshot: dict[str, Any]
+    previous_response_id: str | None = None
+    conversation: str | None = None
+    input_items: list[dict[str, Any]] = field(default_factory=list)
+    instructions: str | None = None
+    messages: list[Message] = field(default_factory=list)
+    queued: bool = False
+    commentary: bool = True
+    created_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class Eviction:
+    """A response dropped by the LRU cap, and the conversation names that pointed at it."""
+
+    response_id: str
+    conversations: tuple[str, ...]
 
 
 class Store(Protocol):
@@ -18,6 +47,7 @@ class Store(Protocol):
 
     async def close(self) -> None: ...
 
+    # -- sessions ------------------------------------------------------------------------------------
     async def load_session_messages(self, session_id: str) -> list[Message]:
         """The live transcript of a session, oldest first; empty for an unknown session."""
         ...
@@ -25,3 +55,40 @@ class Store(Protocol):
     async def append_session_messages(self, session_id: str, messages: Sequence[Message]) -> None:
         """Append messages to a session, creating it when new."""
         ...
+
+    async def session_for_key(self, scope: str, key: str) -> str | None: ...
+
+    async def bind_session_key(self, scope: str, key: str, session_id: str) -> None: ...
+
+    # -- responses -----------------------------------------------------------------------------------
+    async def put_response(self, response: StoredResponse, items: Sequence[dict[str, Any]]) -> list[Eviction]:
+        """Insert or update a response and its items (input and output); moves its conversation name
+        to it; evicts the least recently accessed responses beyond the cap and returns them."""
+        ...
+
+    async def get_response(self, scope: str, response_id: str) -> StoredResponse | None:
+        """The response (marking it accessed), or None when unknown, deleted, evicted or of another scope."""
+        ...
+
+    async def delete_response(self, scope: str, response_id: str) -> bool: ...
+
+    async def conversation_head(self, scope: str, name: str) -> str | None: ...
+
+    async def chain_messages(self, scope: str, response_id: str) -> list[Message]:
+        """The transcript of the chain ending at `response_id`, oldest first."""
+        ...
+
+    async def find_item(self, scope: str, item_id: str) -> dict[str, Any] | None: ...
+
+    async def find_tool_output(self, scope: str, call_id: str) -> str | None: ...
+
+    async def unsettled_responses(self) -> list[StoredResponse]:
+        """Responses a previous gateway process left queued or in progress."""
+        ...
+
+    # -- journals ------------------------------------------------------------------------------------
+    async def append_journal(self, turn_id: str, first_seq: int, events: Sequence[str]) -> None:
+        """Append JSON-encoded journal events numbered from `first_seq` (one transaction per batch)."""
+        ...
+
+    async def load_journal(self, turn_id: str) -> list[str]: ...

@@ -1,13 +1,15 @@
 """SQLite Store: stdlib sqlite3 on one dedicated thread (never on the event loop), WAL, file mode 0600.
 
 Schema changes are numbered SQL files in `migrations/`, applied in order and recorded in
-`schema_version`, each in its own transaction.
+`schema_version`, each in its own transaction. Without a path (or when the file cannot be opened and
+the fallback is allowed) the same schema lives in memory and `durable` is False (WIRE.md §5.4).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import sqlite3
 import time
@@ -17,9 +19,15 @@ from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
 from ..content import Message
-from .base import StoreError
+from .base import Eviction, StoredResponse, StoreError
 
 T = TypeVar("T")
+log = logging.getLogger("hermes_api_plugin")
+
+_RESPONSE_COLUMNS = (
+    "id, scope, turn_id, session_id, previous_response_id, conversation, status, snapshot, input_items, "
+    "instructions, messages, render, created_at"
+)
 
 
 def migrations() -> list[tuple[int, str]]:
@@ -32,14 +40,52 @@ def migrations() -> list[tuple[int, str]]:
     return sorted(found)
 
 
-class SqliteStore:
-    durable = True
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
-    def __init__(self, path: Path) -> None:
+
+def _messages_json(messages: Sequence[Message]) -> str:
+    return _dumps([m.to_json() for m in messages])
+
+
+def _messages(raw: str) -> list[Message]:
+    return [Message.from_json(m) for m in json.loads(raw)]
+
+
+def _response(row: Sequence[Any]) -> StoredResponse:
+    render = json.loads(row[11])
+    return StoredResponse(
+        id=row[0], scope=row[1], turn_id=row[2], session_id=row[3], previous_response_id=row[4],
+        conversation=row[5], status=row[6], snapshot=json.loads(row[7]), input_items=json.loads(row[8]),
+        instructions=row[9], messages=_messages(row[10]), queued=bool(render.get("queued")),
+        commentary=bool(render.get("commentary", True)), created_at=row[12],
+    )
+
+
+class _Tx:
+    """`with _Tx(conn):` — one IMMEDIATE transaction, rolled back on any error."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type: Any, *_: Any) -> None:
+        self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+class SqliteStore:
+    def __init__(self, path: Path | None, *, max_responses: int = 10000, fallback_to_memory: bool = False) -> None:
         self.path = path
+        self.max_responses = max_responses
+        self.fallback_to_memory = fallback_to_memory
+        self.durable = path is not None
         self._executor: ThreadPoolExecutor | None = None
         self._conn: sqlite3.Connection | None = None
 
+    # -- plumbing ------------------------------------------------------------------------------------
     async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         if self._executor is None or self._conn is None:
             raise StoreError("the store is closed")
@@ -51,29 +97,39 @@ class SqliteStore:
 
     async def open(self) -> None:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hermes-api-store")
+        loop = asyncio.get_running_loop()
         try:
-            self._conn = await asyncio.get_running_loop().run_in_executor(self._executor, self._open_sync)
+            self._conn = await loop.run_in_executor(self._executor, self._open_sync, self.path)
         except (OSError, sqlite3.Error) as exc:
-            self._executor.shutdown(wait=False)
-            self._executor = None
-            raise StoreError(f"cannot open {self.path}: {exc}") from exc
+            if not self.fallback_to_memory:
+                self._executor.shutdown(wait=False)
+                self._executor = None
+                raise StoreError(f"cannot open {self.path}: {exc}") from exc
+            log.error("[API Server] Store unavailable (cannot open %s: %s); keeping state in memory until restart",
+                      self.path, exc)
+            self.durable = False
+            self._conn = await loop.run_in_executor(self._executor, self._open_sync, None)
 
-    def _open_sync(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # Create the file 0600 before sqlite does, so it never exists with wider permissions.
-        fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600)
-        os.close(fd)
-        os.chmod(self.path, 0o600)
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
+    @classmethod
+    def _open_sync(cls, path: Path | None) -> sqlite3.Connection:
+        if path is None:
+            conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # Create the file 0600 before sqlite does, so it never exists with wider permissions.
+            os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+            os.chmod(path, 0o600)
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA busy_timeout=5000")
         conn.execute("PRAGMA foreign_keys=ON")
-        conn.execute("PRAGMA busy_timeout=5000")
-        self._migrate(conn)
-        for suffix in ("-wal", "-shm"):
-            side = Path(f"{self.path}{suffix}")
-            if side.exists():
-                os.chmod(side, 0o600)
+        cls._migrate(conn)
+        if path is not None:
+            for suffix in ("-wal", "-shm"):
+                side = Path(f"{path}{suffix}")
+                if side.exists():
+                    os.chmod(side, 0o600)
         return conn
 
     @staticmethod
@@ -83,16 +139,11 @@ class SqliteStore:
         for version, sql in migrations():
             if version in applied:
                 continue
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with _Tx(conn):
                 for statement in (s.strip() for s in sql.split(";")):
                     if statement and not all(line.strip().startswith("--") for line in statement.splitlines()):
                         conn.execute(statement)
                 conn.execute("INSERT INTO schema_version (version, applied_at) VALUES (?, ?)", (version, time.time()))
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
 
     async def close(self) -> None:
         if self._executor is None:
@@ -106,36 +157,203 @@ class SqliteStore:
     async def schema_version(self) -> int:
         return await self._call(lambda c: c.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0])
 
+    # -- sessions ------------------------------------------------------------------------------------
     async def load_session_messages(self, session_id: str) -> list[Message]:
         def load(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
             return conn.execute(
-                "SELECT role, content, reasoning FROM messages WHERE session_id = ? ORDER BY id", (session_id,)
+                "SELECT role, content, reasoning, extra FROM messages WHERE session_id = ? ORDER BY id", (session_id,)
             ).fetchall()
 
         rows = await self._call(load)
-        return [Message.from_json({"role": r, "content": json.loads(c), "reasoning": rs}) for r, c, rs in rows]
+        return [
+            Message.from_json({"role": r, "content": json.loads(c), "reasoning": rs, **json.loads(extra or "{}")})
+            for r, c, rs, extra in rows
+        ]
 
     async def append_session_messages(self, session_id: str, messages: Sequence[Message]) -> None:
         now = time.time()
-        rows = [
-            (session_id, m.role, json.dumps([p.to_json() for p in m.parts], ensure_ascii=False), m.reasoning, now)
-            for m in messages
-        ]
+        rows = []
+        for m in messages:
+            body = m.to_json()
+            extra = {k: body[k] for k in ("tool_calls", "tool_call_id") if k in body}
+            rows.append((session_id, m.role, _dumps(body["content"]), m.reasoning, _dumps(extra) if extra else None, now))
 
         def append(conn: sqlite3.Connection) -> None:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with _Tx(conn):
                 conn.execute(
                     "INSERT INTO sessions (id, created_at, updated_at) VALUES (?, ?, ?) "
                     "ON CONFLICT(id) DO UPDATE SET updated_at = excluded.updated_at",
                     (session_id, now, now),
                 )
                 conn.executemany(
-                    "INSERT INTO messages (session_id, role, content, reasoning, created_at) VALUES (?, ?, ?, ?, ?)", rows
+                    "INSERT INTO messages (session_id, role, content, reasoning, extra, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?)", rows,
                 )
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
 
         await self._call(append)
+
+    async def session_for_key(self, scope: str, key: str) -> str | None:
+        def find(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute("SELECT session_id FROM session_keys WHERE scope = ? AND key = ?", (scope, key)).fetchone()
+            return row[0] if row else None
+
+        return await self._call(find)
+
+    async def bind_session_key(self, scope: str, key: str, session_id: str) -> None:
+        await self._call(lambda c: c.execute(
+            "INSERT INTO session_keys (scope, key, session_id, updated_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(scope, key) DO UPDATE SET session_id = excluded.session_id, updated_at = excluded.updated_at",
+            (scope, key, session_id, time.time()),
+        ))
+
+    # -- responses -----------------------------------------------------------------------------------
+    async def put_response(self, response: StoredResponse, items: Sequence[dict[str, Any]]) -> list[Eviction]:
+        now = time.time()
+        row = (
+            response.id, response.scope, response.turn_id, response.session_id, response.previous_response_id,
+            response.conversation, response.status, _dumps(response.snapshot), _dumps(response.input_items),
+            response.instructions, _messages_json(response.messages),
+            _dumps({"queued": response.queued, "commentary": response.commentary}), response.created_at or now, now,
+        )
+        item_rows = [
+            (item["id"], response.scope, response.id, item.get("call_id") if item.get("type") == "function_call_output"
+             else None, _dumps(item))
+            for item in items if isinstance(item.get("id"), str)
+        ]
+
+        def put(conn: sqlite3.Connection) -> list[Eviction]:
+            with _Tx(conn):
+                conn.execute(
+                    f"INSERT INTO responses ({_RESPONSE_COLUMNS}, accessed_at) VALUES ({', '.join('?' * 14)}) "
+                    "ON CONFLICT(id) DO UPDATE SET status = excluded.status, snapshot = excluded.snapshot, "
+                    "messages = excluded.messages, accessed_at = excluded.accessed_at",
+                    row,
+                )
+                conn.executemany("INSERT OR REPLACE INTO response_items VALUES (?, ?, ?, ?, ?)", item_rows)
+                if response.conversation is not None:
+                    conn.execute(
+                        "INSERT INTO conversations (scope, name, response_id, updated_at) VALUES (?, ?, ?, ?) "
+                        "ON CONFLICT(scope, name) DO UPDATE SET response_id = excluded.response_id, "
+                        "updated_at = excluded.updated_at",
+                        (response.scope, response.conversation, response.id, now),
+                    )
+                return self._evict(conn)
+
+        return await self._call(put)
+
+    def _evict(self, conn: sqlite3.Connection) -> list[Eviction]:
+        (count,) = conn.execute("SELECT COUNT(*) FROM responses").fetchone()
+        excess = count - self.max_responses
+        if excess <= 0:
+            return []
+        victims = conn.execute(
+            "SELECT id, scope FROM responses WHERE status NOT IN ('queued', 'in_progress') "
+            "ORDER BY accessed_at LIMIT ?", (excess,)
+        ).fetchall()
+        evicted = []
+        for response_id, scope in victims:
+            names = tuple(r[0] for r in conn.execute(
+                "SELECT name FROM conversations WHERE scope = ? AND response_id = ?", (scope, response_id)))
+            self._delete(conn, scope, response_id)
+            evicted.append(Eviction(response_id, names))
+        return evicted
+
+    @staticmethod
+    def _delete(conn: sqlite3.Connection, scope: str, response_id: str) -> bool:
+        row = conn.execute("SELECT turn_id FROM responses WHERE id = ? AND scope = ?", (response_id, scope)).fetchone()
+        if row is None:
+            return False
+        conn.execute("DELETE FROM conversations WHERE scope = ? AND response_id = ?", (scope, response_id))
+        conn.execute("DELETE FROM journal_events WHERE turn_id = ?", (row[0],))
+        conn.execute("DELETE FROM responses WHERE id = ?", (response_id,))
+        return True
+
+    async def get_response(self, scope: str, response_id: str) -> StoredResponse | None:
+        def get(conn: sqlite3.Connection) -> StoredResponse | None:
+            row = conn.execute(
+                f"SELECT {_RESPONSE_COLUMNS} FROM responses WHERE id = ? AND scope = ?", (response_id, scope)
+            ).fetchone()
+            if row is None:
+                return None
+            conn.execute("UPDATE responses SET accessed_at = ? WHERE id = ?", (time.time(), response_id))
+            return _response(row)
+
+        return await self._call(get)
+
+    async def delete_response(self, scope: str, response_id: str) -> bool:
+        def delete(conn: sqlite3.Connection) -> bool:
+            with _Tx(conn):
+                return self._delete(conn, scope, response_id)
+
+        return await self._call(delete)
+
+    async def conversation_head(self, scope: str, name: str) -> str | None:
+        def head(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute("SELECT response_id FROM conversations WHERE scope = ? AND name = ?", (scope, name)).fetchone()
+            return row[0] if row else None
+
+        return await self._call(head)
+
+    async def chain_messages(self, scope: str, response_id: str) -> list[Message]:
+        def chain(conn: sqlite3.Connection) -> list[str]:
+            rows = conn.execute(
+                "WITH RECURSIVE chain(id, prev, messages, depth) AS ("
+                " SELECT id, previous_response_id, messages, 0 FROM responses WHERE id = ? AND scope = ?"
+                " UNION ALL SELECT r.id, r.previous_response_id, r.messages, chain.depth + 1"
+                " FROM responses r JOIN chain ON r.id = chain.prev WHERE r.scope = ?)"
+                " SELECT messages FROM chain ORDER BY depth DESC",
+                (response_id, scope, scope),
+            ).fetchall()
+            return [r[0] for r in rows]
+
+        return [m for raw in await self._call(chain) for m in _messages(raw)]
+
+    async def find_item(self, scope: str, item_id: str) -> dict[str, Any] | None:
+        def find(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute("SELECT item FROM response_items WHERE item_id = ? AND scope = ?", (item_id, scope)).fetchone()
+            return row[0] if row else None
+
+        raw = await self._call(find)
+        return json.loads(raw) if raw is not None else None
+
+    async def find_tool_output(self, scope: str, call_id: str) -> str | None:
+        def find(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute(
+                "SELECT item FROM response_items WHERE scope = ? AND call_id = ? ORDER BY rowid DESC LIMIT 1",
+                (scope, call_id),
+            ).fetchone()
+            return row[0] if row else None
+
+        raw = await self._call(find)
+        return json.loads(raw).get("output") if raw is not None else None
+
+    async def unsettled_responses(self) -> list[StoredResponse]:
+        def find(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+            return conn.execute(
+                f"SELECT {_RESPONSE_COLUMNS} FROM responses WHERE status IN ('queued', 'in_progress')"
+            ).fetchall()
+
+        return [_response(row) for row in await self._call(find)]
+
+    # -- journals ------------------------------------------------------------------------------------
+    async def append_journal(self, turn_id: str, first_seq: int, events: Sequence[str]) -> None:
+        rows = [(turn_id, first_seq + i, event) for i, event in enumerate(events)]
+
+        def append(conn: sqlite3.Connection) -> None:
+            with _Tx(conn):
+                conn.executemany("INSERT OR REPLACE INTO journal_events (turn_id, seq, event) VALUES (?, ?, ?)", rows)
+
+        await self._call(append)
+
+    async def load_journal(self, turn_id: str) -> list[str]:
+        def load(conn: sqlite3.Connection) -> list[str]:
+            return [r[0] for r in conn.execute("SELECT event FROM journal_events WHERE turn_id = ? ORDER BY seq", (turn_id,))]
+
+        return await self._call(load)
+
+
+class MemoryStore(SqliteStore):
+    """The same schema in memory: nothing survives a restart (`durable` is False)."""
+
+    def __init__(self, *, max_responses: int = 10000) -> None:
+        super().__init__(None, max_responses=max_responses)

@@ -67,11 +67,22 @@ async def test_capabilities_endpoints_equal_the_served_routes(api: Any, auth: di
         "models": {"method": "GET", "path": "/v1/models"},
         "capabilities": {"method": "GET", "path": "/v1/capabilities"},
         "chat_completions": {"method": "POST", "path": "/v1/chat/completions"},
+        "responses": {"method": "POST", "path": "/v1/responses"},
+        "response": {"method": "GET", "path": "/v1/responses/{response_id}"},
+        "response_delete": {"method": "DELETE", "path": "/v1/responses/{response_id}"},
+        "response_cancel": {"method": "POST", "path": "/v1/responses/{response_id}/cancel"},
+        "response_input_items": {"method": "GET", "path": "/v1/responses/{response_id}/input_items"},
     }
     for name, spec in endpoints.items():
-        probe = await api.request(spec["method"], spec["path"], headers=auth, json={})
-        assert probe.status not in (404, 405), name
-    assert body["features"]["responses_api"] is False and body["features"]["runs"] is False
+        probe = await api.request(spec["method"], spec["path"].replace("{response_id}", "resp_x"), headers=auth, json={})
+        assert probe.status != 405, name
+        if "{" not in spec["path"]:
+            assert probe.status != 404, name
+        else:  # a route that exists answers with the response_not_found envelope, not the router's not_found
+            assert (await probe.json())["error"]["code"] == "response_not_found", name
+    features = body["features"]
+    assert features["responses_api"] is True and features["responses_durable"] is True
+    assert features["runs"] is False and features["session_resources"] is False
 
 
 async def test_capability_flags_follow_configuration(make_api: Any, auth: dict[str, str]) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hermes_api_plugin.content import ImagePart, Message, TextPart
-from hermes_api_plugin.store import FallbackStore, SqliteStore, StoreError
+from hermes_api_plugin.store import SqliteStore, StoreError
 from hermes_api_plugin.store.sqlite import migrations
 
 
@@ -70,7 +70,7 @@ async def test_closed_store_raises_store_error(tmp_path: Path) -> None:
 async def test_unopenable_store_falls_back_to_memory(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    store = FallbackStore(SqliteStore(blocker / "store.sqlite3"))
+    store = SqliteStore(blocker / "store.sqlite3", fallback_to_memory=True)
     await store.open()
     assert store.durable is False
     await store.append_session_messages("s", [Message("user", (TextPart("x"),))])

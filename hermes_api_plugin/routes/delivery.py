@@ -1,0 +1,30 @@
+"""Delivering a turn's journal to a client: an SSE pump and the padded wait of early-head JSON replies."""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from ..events import TurnEvent
+from ..sse import EarlyJson, Record, SseStream
+from ..turns import Journal
+
+
+async def pump(stream: SseStream, journal: Journal, render: Callable[[list[TurnEvent]], Iterable[Record]],
+               keepalive: float, start: int = 0) -> bool:
+    """Render and write the journal from `start` until its terminal record; False when the client left."""
+    async for batch in journal.follow(start, idle_timeout=keepalive):
+        alive = await (stream.keepalive() if batch is None else stream.send(render(batch)))
+        if not alive:
+            return False
+    return True
+
+
+async def await_settled(reply: EarlyJson, journal: Journal, fold: Callable[[list[TurnEvent]], object],
+                        keepalive: float) -> bool:
+    """Fold the journal until it settles, padding the reply while idle; False when the client left."""
+    async for batch in journal.follow(0, idle_timeout=keepalive):
+        if batch is not None:
+            fold(batch)
+        elif not await reply.pad():
+            return False
+    return True

@@ -1,0 +1,498 @@
+"""The Responses API: POST /v1/responses and the /v1/responses/{id} read-back, cancel and delete routes.
+
+Requests are validated, their chain resolved (WIRE.md §4.7), then admitted as a turn whose journal the
+Responses dialect renders; stored responses keep their object, transcript and journal (§4.6).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import secrets
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
+
+from aiohttp import web
+
+from ..content import Message, TextPart, ToolCall, parse_content, text_message
+from ..dialects.responses import ResponseHead, ResponsesRenderer
+from ..errors import (
+    ApiError,
+    invalid_parameter,
+    invalid_request,
+    missing_parameter,
+    not_found,
+)
+from ..events import ToolCompleted, ToolStarted, TurnFinished, TurnStatus
+from ..history import turn_messages
+from ..journals import decode_events, encode_events
+from ..keys import JOURNALS, RUNTIME, SCOPE, SETTINGS, STORE, TURNS
+from ..middleware import read_json
+from ..runtimes.base import TurnRequest
+from ..sse import EarlyJson, SseStream
+from ..store.base import Eviction, Store, StoredResponse
+from ..turns import Turn
+from .common import (
+    body_bool,
+    json_response,
+    new_run_id,
+    optional_string,
+    parse_hermes_headers,
+    parse_model_options,
+)
+from .delivery import await_settled, pump
+
+log = logging.getLogger("hermes_api_plugin")
+
+TRUNCATION_KEEP = 100
+CANCEL_WAIT_S = 5.0
+RESTART_MESSAGE = "The gateway restarted before this turn settled."
+
+
+def _not_found(param: str | None = None) -> ApiError:
+    return not_found("No response with that id", code="response_not_found", param=param)
+
+
+def _input_item_id(response_id: str, index: int) -> str:
+    return "msg_" + hashlib.sha256(f"{response_id}:input:{index}".encode()).hexdigest()[:24]
+
+
+@dataclass(frozen=True)
+class ResponsesRequest:
+    """A validated POST /v1/responses body (input items not yet resolved)."""
+
+    input: list[Any]
+    instructions: str | None
+    previous_response_id: str | None
+    conversation: str | None
+    conversation_history: list[Message] | None
+    store: bool
+    stream: bool
+    background: bool
+    truncation: str
+    model: str | None
+    provider: str | None
+    model_options: dict[str, Any]
+    reasoning_enabled: bool
+    reasoning_effort: str | None
+    tools: list[Any]
+    tool_choice: Any
+    parallel_tool_calls: bool
+    metadata: dict[str, Any]
+
+
+def parse_responses_request(body: dict[str, Any], providers: frozenset[str]) -> ResponsesRequest:
+    raw_input = body.get("input")
+    if raw_input is None:
+        raise missing_parameter("input")
+    if isinstance(raw_input, str):
+        if not raw_input.strip():
+            raise invalid_request("missing_user_message", "'input' must contain a user message", "input")
+        items: list[Any] = [raw_input]
+    elif isinstance(raw_input, list):
+        if not raw_input:
+            raise invalid_request("missing_user_message", "'input' must contain a user message", "input")
+        items = raw_input
+    else:
+        raise invalid_parameter("'input' must be a string or an array of items", "input")
+    previous = optional_string(body, "previous_response_id")
+    conversation = body.get("conversation")
+    if isinstance(conversation, dict):
+        conversation = conversation.get("id")
+        if not isinstance(conversation, str):
+            raise invalid_parameter("'conversation.id' must be a string", "conversation")
+    if conversation is not None and (not isinstance(conversation, str) or not conversation.strip()):
+        raise invalid_parameter("'conversation' must be a non-empty string or {\"id\": string}", "conversation")
+    if previous is not None and conversation is not None:
+        raise invalid_request("conflicting_parameters",
+                              "Send either 'previous_response_id' or 'conversation', not both", "conversation")
+    history = body.get("conversation_history")
+    explicit: list[Message] | None = None
+    if history is not None:
+        if not isinstance(history, list):
+            raise invalid_parameter("'conversation_history' must be an array", "conversation_history")
+        explicit = []
+        for i, entry in enumerate(history):
+            param = f"conversation_history[{i}]"
+            if not isinstance(entry, dict) or not isinstance(entry.get("role"), str) or "content" not in entry:
+                raise invalid_parameter(f"'{param}' needs 'role' and 'content'", param)
+            if entry["role"] not in ("user", "assistant", "system", "developer"):
+                raise invalid_parameter(f"'{param}.role' must be user, assistant, system or developer", param)
+            parts = parse_content(entry["content"], f"{param}.content")
+            if entry["role"] in ("user", "assistant"):
+                explicit.append(Message(entry["role"], parts))
+    store = body_bool(body, "store", True)
+    background = body_bool(body, "background", False)
+    if background and not store:
+        raise invalid_parameter("'background' requires 'store': true", "background")
+    truncation = body.get("truncation", "disabled")
+    if truncation not in ("auto", "disabled"):
+        raise invalid_parameter("'truncation' must be 'auto' or 'disabled'", "truncation")
+    instructions = body.get("instructions")
+    if instructions is not None and not isinstance(instructions, str):
+        raise invalid_parameter("'instructions' must be a string", "instructions")
+    provider = optional_string(body, "provider")
+    if provider is not None and provider not in providers:
+        raise invalid_parameter(f"Provider '{provider}' is not configured on this gateway", "provider")
+    reasoning = body.get("reasoning")
+    if reasoning is not None and not isinstance(reasoning, dict):
+        raise invalid_parameter("'reasoning' must be an object", "reasoning")
+    choice = parse_model_options(body, alias_effort=(reasoning or {}).get("effort"), alias_param="reasoning.effort")
+    metadata = body.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise invalid_parameter("'metadata' must be an object", "metadata")
+    tools = body.get("tools")
+    if tools is not None and not isinstance(tools, list):
+        raise invalid_parameter("'tools' must be an array", "tools")
+    parallel = body_bool(body, "parallel_tool_calls", True)
+    return ResponsesRequest(
+        input=items, instructions=instructions, previous_response_id=previous, conversation=conversation,
+        conversation_history=explicit, store=store, stream=body_bool(body, "stream", False), background=background,
+        truncation=truncation, model=optional_string(body, "model"), provider=provider,
+        model_options=dict(choice.model_options), reasoning_enabled=choice.reasoning_enabled,
+        reasoning_effort=choice.reasoning_effort, tools=tools or [], tool_choice=body.get("tool_choice", "auto"),
+        parallel_tool_calls=parallel, metadata=metadata or {},
+    )
+
+
+@dataclass(frozen=True)
+class ResolvedInput:
+    messages: list[Message]  # history items first, the turn input last
+    system: list[str]
+    stored_items: list[dict[str, Any]]
+
+
+def _output_text(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        return "".join(p.get("text", "") for p in output if isinstance(p, dict))
+    return "" if output is None else str(output)
+
+
+async def resolve_input(items: Sequence[Any], store: Store, scope: str, response_id: str) -> ResolvedInput:
+    """Input items → messages (item references resolved, stored tool outputs substituted)."""
+    messages: list[Message] = []
+    system: list[str] = []
+    stored: list[dict[str, Any]] = []
+    for i, raw in enumerate(items):
+        param = f"input[{i}]"
+        item = raw
+        if isinstance(item, dict) and item.get("type") == "item_reference":
+            ref = item.get("id")
+            found = await store.find_item(scope, ref) if isinstance(ref, str) else None
+            if found is None:
+                raise invalid_request("item_reference_not_found", f"No stored item with id {ref!r}", param)
+            item = found
+        own_id = _input_item_id(response_id, i)
+        if isinstance(item, str):
+            item = {"type": "message", "role": "user", "content": item}
+        if not isinstance(item, dict):
+            raise invalid_parameter(f"'{param}' must be a string or an object", param)
+        kind = item.get("type", "message")
+        if kind == "reasoning":
+            continue
+        if kind == "message":
+            role = item.get("role")
+            if role not in ("user", "assistant", "system", "developer"):
+                raise invalid_parameter(f"'{param}.role' must be user, assistant, system or developer", param)
+            parts = parse_content(item.get("content"), f"{param}.content")
+            if role in ("system", "developer"):
+                system.append("".join(p.text for p in parts if isinstance(p, TextPart)))
+            else:
+                messages.append(Message(role, parts))
+            content = item.get("content")
+            if isinstance(content, str):
+                content = [{"type": "input_text" if role != "assistant" else "output_text", "text": content}]
+            stored.append({"id": own_id, "type": "message", "role": role, "status": "completed", "content": content})
+        elif kind == "function_call":
+            call_id, name, arguments = item.get("call_id"), item.get("name"), item.get("arguments", "{}")
+            if not isinstance(call_id, str) or not isinstance(name, str) or not isinstance(arguments, str):
+                raise invalid_parameter(f"'{param}' needs string 'call_id', 'name' and 'arguments'", param)
+            messages.append(Message("assistant", (), tool_calls=(ToolCall(call_id, name, arguments),)))
+            stored.append({**item, "id": own_id.replace("msg_", "fc_", 1)})
+        elif kind == "function_call_output":
+            call_id = item.get("call_id")
+            if not isinstance(call_id, str):
+                raise invalid_parameter(f"'{param}' needs a string 'call_id'", param)
+            output = await store.find_tool_output(scope, call_id)  # a tool this server ran: its real output
+            text = output if output is not None else _output_text(item.get("output"))
+            messages.append(text_message("tool", text, tool_call_id=call_id))
+            stored.append({**item, "id": own_id.replace("msg_", "fco_", 1)})
+        else:
+            raise invalid_parameter(f"'{param}' has an unsupported type {kind!r}", param)
+    if not messages or messages[-1].role != "user" or not messages[-1].visible:
+        raise invalid_request("missing_user_message", "The last input item must be a user message with text or an image",
+                              "input")
+    return ResolvedInput(messages, system, stored)
+
+
+def _head_from_snapshot(snapshot: dict[str, Any]) -> ResponseHead:
+    return ResponseHead(
+        id=snapshot["id"], created_at=snapshot["created_at"], model=snapshot["model"],
+        background=snapshot["background"], store=snapshot["store"], instructions=snapshot["instructions"],
+        metadata=snapshot["metadata"], tools=snapshot["tools"], tool_choice=snapshot["tool_choice"],
+        parallel_tool_calls=snapshot["parallel_tool_calls"], previous_response_id=snapshot["previous_response_id"],
+    )
+
+
+def _renderer(app: web.Application, head: ResponseHead, commentary: bool) -> ResponsesRenderer:
+    return ResponsesRenderer(head, commentary=commentary,
+                             tool_output_max_chars=app[SETTINGS].tool_output_max_chars)
+
+
+def _log_evictions(evictions: Sequence[Eviction]) -> None:
+    for eviction in evictions:
+        if eviction.conversations:
+            log.info("[API Server] Evicted response %s (responses.max_stored); conversation name(s) %s no longer "
+                     "resolve", eviction.response_id, ", ".join(eviction.conversations))
+
+
+async def create_response(request: web.Request) -> web.StreamResponse:
+    app = request.app
+    settings, store, scope = app[SETTINGS], app[STORE], app[SCOPE]
+    hermes = parse_hermes_headers(request)
+    body = parse_responses_request(await read_json(request), app[RUNTIME].providers())
+    response_id = "resp_" + secrets.token_hex(16)
+    resolved = await resolve_input(body.input, store, scope, response_id)
+
+    # Which session and history (WIRE.md §4.7): explicit chain, conversation name, session key, or new.
+    previous: StoredResponse | None = None
+    if body.previous_response_id is not None:
+        previous = await store.get_response(scope, body.previous_response_id)
+        if previous is None:
+            raise _not_found("previous_response_id")
+    elif body.conversation is not None:
+        head_id = await store.conversation_head(scope, body.conversation)
+        previous = await store.get_response(scope, head_id) if head_id else None
+    bind_key = False
+    if previous is not None:
+        session_id = previous.session_id
+    elif body.conversation is None and hermes.session_key is not None:
+        session_id = await store.session_for_key(scope, hermes.session_key) or "api-" + secrets.token_hex(8)
+        bind_key = True
+    else:
+        session_id = "api-" + secrets.token_hex(8)
+    instructions = body.instructions if body.instructions is not None else (previous.instructions if previous else None)
+    system = "\n".join(s for s in ([instructions] if instructions else []) + resolved.system if s) or None
+
+    async def history() -> list[Message]:
+        if body.conversation_history is not None:
+            base = list(body.conversation_history)
+        elif previous is not None:
+            base = await store.chain_messages(scope, previous.id)
+        elif bind_key:
+            base = await store.load_session_messages(session_id)
+        else:
+            base = []
+        base += resolved.messages[:-1]
+        return base[-TRUNCATION_KEEP:] if body.truncation == "auto" else base
+
+    app[TURNS].check_capacity()
+    if bind_key:
+        assert hermes.session_key is not None
+        await store.bind_session_key(scope, hermes.session_key, session_id)
+    turn_request = TurnRequest(
+        turn_id=new_run_id(), session_id=session_id, input=resolved.messages[-1], system_prompt=system,
+        model=body.model, provider=body.provider, model_options=body.model_options,
+        reasoning_enabled=body.reasoning_enabled, reasoning_effort=body.reasoning_effort,
+        commentary_enabled=settings.interim_assistant_messages, max_iterations=settings.max_turns,
+        metadata=body.metadata,
+    )
+    head = ResponseHead(
+        id=response_id, created_at=int(time.time()), model=body.model or settings.model_name,
+        background=body.background, store=body.store, instructions=instructions, metadata=body.metadata,
+        tools=body.tools, tool_choice=body.tool_choice, parallel_tool_calls=body.parallel_tool_calls,
+        previous_response_id=previous.id if previous else None,
+    )
+    commentary = settings.interim_assistant_messages
+    record = StoredResponse(
+        id=response_id, scope=scope, turn_id=turn_request.turn_id, session_id=session_id, status="in_progress",
+        snapshot={}, previous_response_id=head.previous_response_id, conversation=body.conversation,
+        input_items=resolved.stored_items, instructions=instructions, commentary=commentary,
+    )
+    saver = app[JOURNALS]
+
+    async def persist(turn: Turn, finished: TurnFinished) -> None:
+        renderer = _renderer(app, head, commentary)
+        renderer.created(turn.queued_at_admission)
+        renderer.render([*turn.journal.events, finished])
+        await saver.write_now(turn.run_id, turn.journal, [finished])
+        final = replace(record, status=renderer.status, snapshot=renderer.snapshot(), queued=turn.queued_at_admission,
+                        messages=turn_messages(turn.inputs, turn.journal.events))
+        _log_evictions(await store.put_response(final, [*record.input_items, *renderer.output]))
+
+    turn = app[TURNS].admit(
+        turn_request, queue_key=session_id, history=history, inputs=resolved.messages,
+        persist=persist if body.store else None, hold=True,
+    )
+    renderer = _renderer(app, head, commentary)
+    first = renderer.created(turn.queued_at_admission)
+    if body.store:
+        saver.watch(turn.run_id, turn.journal)
+        stored = replace(record, status=renderer.status, snapshot=renderer.snapshot(), queued=turn.queued_at_admission)
+        try:
+            _log_evictions(await store.put_response(stored, record.input_items))
+        except Exception:
+            turn.cancel()
+            turn.release()
+            raise
+    headers = {"X-Hermes-Session-Id": session_id, "X-Hermes-Run-Id": turn.run_id}
+    if hermes.session_key is not None:
+        headers["X-Hermes-Session-Key"] = hermes.session_key
+    keepalive = settings.sse_keepalive_seconds
+    try:
+        if body.stream:
+            stream = await SseStream.open(request, headers, first)
+            turn.release()
+            if not await pump(stream, turn.journal, renderer.render, keepalive):
+                _on_client_gone(request, turn, body.background)
+            else:
+                await stream.close()
+            return stream.response
+        if body.background:
+            turn.release()
+            return json_response(renderer.snapshot(), headers=headers)
+        reply = await EarlyJson.open(request, headers)
+        turn.release()
+        if await await_settled(reply, turn.journal, renderer.render, keepalive):
+            await reply.finish(renderer.snapshot())
+        else:
+            _on_client_gone(request, turn, body.background)
+        return reply.response
+    except asyncio.CancelledError:
+        _on_client_gone(request, turn, body.background)
+        raise
+
+
+def _on_client_gone(request: web.Request, turn: Turn, background: bool) -> None:
+    """WIRE.md §5.5: background turns keep running; others follow `api_server.on_disconnect`."""
+    policy = request.app[SETTINGS].on_disconnect
+    if policy == "cancel" or (policy == "auto" and not background):
+        turn.cancel()
+    else:
+        turn.detached = True
+
+
+async def _stored(request: web.Request) -> StoredResponse:
+    record = await request.app[STORE].get_response(request.app[SCOPE], request.match_info["response_id"])
+    if record is None:
+        raise _not_found()
+    return record
+
+
+def _live_snapshot(app: web.Application, record: StoredResponse, turn: Turn) -> dict[str, Any]:
+    renderer = _renderer(app, _head_from_snapshot(record.snapshot), record.commentary)
+    renderer.created(record.queued)
+    renderer.render(list(turn.journal.events))
+    return renderer.snapshot()
+
+
+async def get_response(request: web.Request) -> web.StreamResponse:
+    app = request.app
+    record = await _stored(request)
+    turn = app[TURNS].get(record.turn_id)
+    if request.query.get("stream", "").lower() not in ("true", "1"):
+        return json_response(_live_snapshot(app, record, turn) if turn is not None else record.snapshot)
+    raw_after = request.query.get("starting_after")
+    try:
+        after = int(raw_after) if raw_after is not None else -1
+    except ValueError:
+        raise invalid_parameter("'starting_after' must be an integer", "starting_after") from None
+    renderer = _renderer(app, _head_from_snapshot(record.snapshot), record.commentary)
+
+    def after_n(records: list[Any]) -> list[Any]:
+        return [r for r in records if r[1]["sequence_number"] > after]
+
+    stream = await SseStream.open(request, {"X-Hermes-Session-Id": record.session_id,
+                                            "X-Hermes-Run-Id": record.turn_id},
+                                  after_n(renderer.created(record.queued)))
+    if turn is not None:
+        await pump(stream, turn.journal, lambda batch: after_n(renderer.render(batch)),
+                   app[SETTINGS].sse_keepalive_seconds)
+    else:
+        events = decode_events(await app[STORE].load_journal(record.turn_id))
+        await stream.send(after_n(renderer.render(events)))
+    await stream.close()
+    return stream.response
+
+
+async def delete_response(request: web.Request) -> web.Response:
+    app = request.app
+    record = await _stored(request)
+    if app[TURNS].get(record.turn_id) is not None:
+        raise ApiError(409, "response_in_progress", type="conflict_error", code="response_in_progress")
+    await app[STORE].delete_response(app[SCOPE], record.id)
+    return json_response({"id": record.id, "object": "response", "deleted": True})
+
+
+async def cancel_response(request: web.Request) -> web.Response:
+    app = request.app
+    record = await _stored(request)
+    turn = app[TURNS].get(record.turn_id)
+    background = bool(record.snapshot.get("background"))
+    if turn is None:
+        if background:
+            return json_response(record.snapshot)
+        raise invalid_request("response_not_cancellable", "Only background or detached responses can be cancelled")
+    if not (background or turn.detached):
+        raise invalid_request("response_not_cancellable",
+                              "This response's client is still connected; stop it through its run instead")
+    turn.cancel()
+    try:
+        await asyncio.wait_for(asyncio.shield(turn.wait()), CANCEL_WAIT_S)
+    except asyncio.TimeoutError:
+        return json_response(_live_snapshot(app, record, turn))
+    settled = await app[STORE].get_response(app[SCOPE], record.id)
+    return json_response(settled.snapshot if settled is not None else _live_snapshot(app, record, turn))
+
+
+async def list_input_items(request: web.Request) -> web.Response:
+    record = await _stored(request)
+    query = request.query
+    try:
+        limit = int(query.get("limit", "20"))
+    except ValueError:
+        raise invalid_parameter("'limit' must be an integer from 1 to 100", "limit") from None
+    if not 1 <= limit <= 100:
+        raise invalid_parameter("'limit' must be an integer from 1 to 100", "limit")
+    order = query.get("order", "desc")
+    if order not in ("asc", "desc"):
+        raise invalid_parameter("'order' must be 'asc' or 'desc'", "order")
+    items = list(record.input_items) if order == "asc" else list(reversed(record.input_items))
+    after = query.get("after")
+    if after is not None:
+        ids = [item["id"] for item in items]
+        if after not in ids:
+            raise invalid_parameter("'after' is not an item of this response", "after")
+        items = items[ids.index(after) + 1:]
+    page = items[:limit]
+    return json_response({
+        "object": "list", "data": page, "first_id": page[0]["id"] if page else None,
+        "last_id": page[-1]["id"] if page else None, "has_more": len(items) > limit,
+    })
+
+
+async def settle_leftovers(app: web.Application) -> None:
+    """At startup: responses a previous process left unsettled settle `failed` / unknown_execution (§5.4)."""
+    store = app[STORE]
+    for record in await store.unsettled_responses():
+        events = decode_events(await store.load_journal(record.turn_id))
+        closing: list[Any] = []
+        if not any(isinstance(e, TurnFinished) for e in events):
+            running = {e.call_id: e for e in events if isinstance(e, ToolStarted)}
+            for e in events:
+                if isinstance(e, ToolCompleted):
+                    running.pop(e.call_id, None)
+            closing = [ToolCompleted(s.call_id, s.name, "[interrupted]", True, 0, stopped=True) for s in running.values()]
+            closing.append(TurnFinished(TurnStatus.FAILED, error_code="unknown_execution", error_message=RESTART_MESSAGE))
+            await store.append_journal(record.turn_id, len(events), encode_events(closing))
+        renderer = _renderer(app, _head_from_snapshot(record.snapshot), record.commentary)
+        renderer.created(record.queued)
+        renderer.render([*events, *closing])
+        await store.put_response(replace(record, status=renderer.status, snapshot=renderer.snapshot()),
+                                 [*record.input_items, *renderer.output])
+        log.warning("[API Server] Response %s was left %s by a previous process: settled failed (unknown_execution)",
+                    record.id, record.status)
