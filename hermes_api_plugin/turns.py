@@ -451,11 +451,11 @@ class TurnRegistry:
             finally:
                 lock.release()
             return
-        self._finish(turn, TurnOutcome(TurnStatus.CANCELLED, error_code="cancelled"))
+        await self._settle(turn, TurnOutcome(TurnStatus.CANCELLED, error_code="cancelled"))
 
     async def _execute(self, turn: Turn) -> None:
         if turn.agent_turn.interrupted:
-            self._finish(turn, TurnOutcome(TurnStatus.CANCELLED, error_code="cancelled"))
+            await self._settle(turn, TurnOutcome(TurnStatus.CANCELLED, error_code="cancelled"))
             return
         try:
             if turn.history is not None:
@@ -470,6 +470,11 @@ class TurnRegistry:
         except Exception as exc:  # noqa: BLE001 - store or hook failure: the turn fails, the server lives
             log.exception("[API Server] turn %s failed outside the agent", turn.run_id)
             outcome = TurnOutcome(TurnStatus.FAILED, error_code="agent_error", error_message=f"Gateway error: {exc}")
+        await self._settle(turn, outcome)
+
+    async def _settle(self, turn: Turn, outcome: TurnOutcome) -> None:
+        """Closing events, then persistence, then the terminal record: readers of the store that wait
+        for the terminal record (queued turns, replays) always find the turn's state saved."""
         turn.journal.extend(self._closing_events(turn, outcome))
         finished = self._terminal(outcome)
         await self._persist(turn, finished)
@@ -503,7 +508,7 @@ class TurnRegistry:
         return TurnFinished(outcome.status, outcome.usage, code, message)
 
     def _finish(self, turn: Turn, outcome: TurnOutcome) -> None:
-        """Settle without persistence (cancel paths that must not await)."""
+        """Settle without persistence: only for a driver task that is itself being cancelled."""
         if turn.journal.finished is not None:
             return
         turn.bridge.close()
@@ -513,8 +518,9 @@ class TurnRegistry:
     async def _persist(self, turn: Turn, finished: TurnFinished) -> None:
         """Append the turn's transcript to its session, then the surface's own state."""
         try:
-            messages = turn_messages(turn.inputs, turn.journal.events)
-            await self.store.append_session_messages(turn.request.session_id, messages)
+            if turn.started:  # a turn cancelled before it ran adds nothing to its session
+                messages = turn_messages(turn.inputs, turn.journal.events)
+                await self.store.append_session_messages(turn.request.session_id, messages)
             if turn.persist is not None:
                 await turn.persist(turn, finished)
         except Exception:  # noqa: BLE001 - a store failure must not lose the answer being streamed
