@@ -1,7 +1,9 @@
-"""Durable turn journals: watched journals are written to the store in batches, never per event.
+"""Durable turn journals with group commit: never one disk write per event.
 
-A journal marks itself dirty on append; one timer per saver flushes every dirty journal in one store
-call per journal after `interval` seconds. A terminal record triggers an immediate flush.
+Watched journals are written to the store in one transaction per flush, covering every journal with
+new events. A stream that must not show an event before it is durable awaits `durable(journal)`,
+which joins the next group commit; otherwise a timer flushes `interval` seconds after the first
+unsaved append, and a terminal record flushes at once.
 """
 
 from __future__ import annotations
@@ -30,70 +32,109 @@ class JournalSaver:
     def __init__(self, store: Store, interval: float = 0.25) -> None:
         self.store = store
         self.interval = interval
-        self._ids: dict[int, str] = {}  # id(journal) → turn id
-        self._journals: dict[int, Journal] = {}
+        self._watched: dict[int, tuple[str, Journal]] = {}  # id(journal) → (turn id, journal)
         self._written: dict[int, int] = {}
         self._dirty: set[int] = set()
+        self._waiters: list[asyncio.Future[None]] = []
         self._timer: asyncio.TimerHandle | None = None
-        self._flushing: asyncio.Task[None] | None = None
+        self._flushing: asyncio.Future[None] | None = None
+        self._again = False
 
     def watch(self, turn_id: str, journal: Journal) -> None:
         key = id(journal)
-        self._ids[key] = turn_id
-        self._journals[key] = journal
+        self._watched[key] = (turn_id, journal)
         self._written[key] = 0
         journal.listener = self._on_extend
         if journal.events:
             self._on_extend(journal)
 
+    def watching(self, journal: Journal) -> bool:
+        return id(journal) in self._watched
+
     def _on_extend(self, journal: Journal) -> None:
         self._dirty.add(id(journal))
-        loop = asyncio.get_running_loop()
         if journal.finished is not None:
-            if self._timer is not None:
-                self._timer.cancel()
-            self._timer = loop.call_soon(self._kick)
+            self._schedule(0.0)
         elif self._timer is None:
-            self._timer = loop.call_later(self.interval, self._kick)
+            self._schedule(self.interval)
+
+    def _schedule(self, delay: float) -> None:
+        loop = asyncio.get_running_loop()
+        if self._timer is not None:
+            if delay > 0:
+                return
+            self._timer.cancel()
+        self._timer = loop.call_later(delay, self._kick) if delay > 0 else loop.call_soon(self._kick)
 
     def _kick(self) -> None:
         self._timer = None
-        if self._flushing is None or self._flushing.done():
-            self._flushing = asyncio.ensure_future(self.flush())
-        else:  # a flush is running: look again after it
-            self._timer = asyncio.get_running_loop().call_later(self.interval, self._kick)
+        if self._flushing is not None and not self._flushing.done():
+            self._again = True  # one group commit at a time; another runs right after this one
+            return
+        self._flushing = asyncio.ensure_future(self._flush_loop())
+
+    async def _flush_loop(self) -> None:
+        while True:
+            self._again = False
+            await self.flush()
+            if not self._again:
+                return
+
+    async def durable(self, journal: Journal) -> None:
+        """Return once every event now in `journal` is in the store (joins the next group commit)."""
+        key = id(journal)
+        if key not in self._watched or self._written[key] >= len(journal.events):
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        self._dirty.add(key)
+        self._schedule(0.0)
+        await waiter
 
     async def flush(self) -> None:
-        """Write every dirty journal's new events (one store call per journal)."""
+        """One transaction for every watched journal with unsaved events; wakes the waiters it covers."""
         dirty, self._dirty = self._dirty, set()
+        waiters, self._waiters = self._waiters, []
+        batches: list[tuple[str, int, list[str]]] = []
+        ends: dict[int, int] = {}
         for key in dirty:
-            journal = self._journals.get(key)
-            if journal is None:
+            if key not in self._watched:
                 continue
-            start = self._written[key]
-            events = journal.events[start:]
-            if events:
-                try:
-                    await self.store.append_journal(self._ids[key], start, encode_events(events))
-                except Exception:  # noqa: BLE001 - keep serving; the next flush retries these events
-                    log.exception("[API Server] could not write the journal of %s", self._ids[key])
-                    self._dirty.add(key)
-                    continue
-                self._written[key] = start + len(events)
-            if journal.finished is not None and self._written[key] == len(journal.events):
+            turn_id, journal = self._watched[key]
+            start, end = self._written[key], len(journal.events)
+            if end > start:
+                batches.append((turn_id, start, encode_events(journal.events[start:end])))
+                ends[key] = end
+        try:
+            if batches:
+                await self.store.append_journals(batches)
+        except Exception:  # noqa: BLE001 - keep serving (streams go on); the next flush retries these events
+            log.exception("[API Server] could not write turn journals")
+            self._dirty |= set(ends)
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+            return
+        for key, end in ends.items():
+            self._written[key] = end
+            turn_id, journal = self._watched[key]
+            if journal.finished is not None and end == len(journal.events):
                 journal.listener = None
-                for table in (self._ids, self._journals, self._written):
-                    table.pop(key, None)
+                del self._watched[key], self._written[key]
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     async def write_now(self, turn_id: str, journal: Journal, extra: Sequence[TurnEvent] = ()) -> None:
-        """Write a journal's unwritten events plus `extra` (numbered after them) right now."""
+        """Write a journal's unsaved events plus `extra` (numbered after them) right now."""
         key = id(journal)
         start = self._written.get(key, 0)
-        events = [*journal.events[start:], *extra]
+        pending = journal.events[start:]
+        events = [*pending, *extra]
         if events:
-            await self.store.append_journal(turn_id, start, encode_events(events))
+            await self.store.append_journals([(turn_id, start, encode_events(events))])
         if key in self._written:
-            self._written[key] = start + len(journal.events[start:])
+            self._written[key] = max(self._written[key], start + len(pending))
 
     async def close(self) -> None:
         if self._timer is not None:

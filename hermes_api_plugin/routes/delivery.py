@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Awaitable, Callable, Iterable
 
 from ..events import TurnEvent
 from ..sse import EarlyJson, Record, SseStream
@@ -10,10 +10,19 @@ from ..turns import Journal
 
 
 async def pump(stream: SseStream, journal: Journal, render: Callable[[list[TurnEvent]], Iterable[Record]],
-               keepalive: float, start: int = 0) -> bool:
-    """Render and write the journal from `start` until its terminal record; False when the client left."""
+               keepalive: float, start: int = 0,
+               before_send: Callable[[], Awaitable[None]] | None = None) -> bool:
+    """Render and write the journal from `start` until its terminal record; False when the client left.
+
+    `before_send` runs before each batch is written (e.g. waiting until the batch is durable).
+    """
     async for batch in journal.follow(start, idle_timeout=keepalive):
-        alive = await (stream.keepalive() if batch is None else stream.send(render(batch)))
+        if batch is None:
+            alive = await stream.keepalive()
+        else:
+            if before_send is not None:
+                await before_send()
+            alive = await stream.send(render(batch))
         if not alive:
             return False
     return True

@@ -312,6 +312,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         id=response_id, scope=scope, turn_id=turn_request.turn_id, session_id=session_id, status="in_progress",
         snapshot={}, previous_response_id=head.previous_response_id, conversation=body.conversation,
         input_items=resolved.stored_items, instructions=instructions, commentary=commentary,
+        messages=list(resolved.messages),  # until it settles: what a restart-settled turn leaves in the chain
     )
     saver = app[JOURNALS]
 
@@ -347,7 +348,9 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         if body.stream:
             stream = await SseStream.open(request, headers, first)
             turn.release()
-            if not await pump(stream, turn.journal, renderer.render, keepalive):
+            # Stored responses show no event before it is durable: a resume after a crash loses nothing.
+            durable = (lambda: saver.durable(turn.journal)) if body.store else None
+            if not await pump(stream, turn.journal, renderer.render, keepalive, before_send=durable):
                 _on_client_gone(request, turn, body.background)
             else:
                 await stream.close()
@@ -410,8 +413,9 @@ async def get_response(request: web.Request) -> web.StreamResponse:
                                             "X-Hermes-Run-Id": record.turn_id},
                                   after_n(renderer.created(record.queued)))
     if turn is not None:
+        saver = app[JOURNALS]
         await pump(stream, turn.journal, lambda batch: after_n(renderer.render(batch)),
-                   app[SETTINGS].sse_keepalive_seconds)
+                   app[SETTINGS].sse_keepalive_seconds, before_send=lambda: saver.durable(turn.journal))
     else:
         events = decode_events(await app[STORE].load_journal(record.turn_id))
         await stream.send(after_n(renderer.render(events)))
@@ -488,11 +492,12 @@ async def settle_leftovers(app: web.Application) -> None:
                     running.pop(e.call_id, None)
             closing = [ToolCompleted(s.call_id, s.name, "[interrupted]", True, 0, stopped=True) for s in running.values()]
             closing.append(TurnFinished(TurnStatus.FAILED, error_code="unknown_execution", error_message=RESTART_MESSAGE))
-            await store.append_journal(record.turn_id, len(events), encode_events(closing))
+            await store.append_journals([(record.turn_id, len(events), encode_events(closing))])
         renderer = _renderer(app, _head_from_snapshot(record.snapshot), record.commentary)
         renderer.created(record.queued)
         renderer.render([*events, *closing])
-        await store.put_response(replace(record, status=renderer.status, snapshot=renderer.snapshot()),
-                                 [*record.input_items, *renderer.output])
+        settled = replace(record, status=renderer.status, snapshot=renderer.snapshot(),
+                          messages=turn_messages(record.messages, [*events, *closing]))
+        await store.put_response(settled, [*record.input_items, *renderer.output])
         log.warning("[API Server] Response %s was left %s by a previous process: settled failed (unknown_execution)",
                     record.id, record.status)

@@ -40,6 +40,23 @@ class Eviction:
     conversations: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class AdmissionRecord:
+    """The durable record of a keyed request (WIRE.md §5)."""
+
+    scope: str
+    surface: str
+    key: str
+    identity: str
+    target: str
+    state: str  # running | settled | unknown | tombstone
+    turn_id: str
+    reply: dict[str, Any]
+    owner: str | None = None
+    created_at: float = 0.0
+    settled_at: float | None = None
+
+
 class Store(Protocol):
     durable: bool  # False for the in-memory fallback: capabilities report it
 
@@ -86,9 +103,32 @@ class Store(Protocol):
         """Responses a previous gateway process left queued or in progress."""
         ...
 
+    # -- admissions ----------------------------------------------------------------------------------
+    async def get_admission(self, scope: str, surface: str, key: str) -> AdmissionRecord | None: ...
+
+    async def reserve_admission(self, record: AdmissionRecord) -> AdmissionRecord | None:
+        """Insert `record` atomically; None when reserved, else the record that already holds the key."""
+        ...
+
+    async def replace_admission(self, record: AdmissionRecord) -> None:
+        """Overwrite the record of an expired key with a new reservation."""
+        ...
+
+    async def settle_admission(self, turn_id: str) -> None: ...
+
+    async def tombstone_admission(self, turn_id: str) -> None:
+        """The answer of the turn's admission is gone (deleted or evicted); the key stays consumed."""
+        ...
+
+    async def mark_unknown_admissions(self, owner: str) -> int:
+        """Admissions left running by another (gone) process become `unknown`; returns how many."""
+        ...
+
+    async def delete_admission(self, scope: str, surface: str, key: str) -> None: ...
+
     # -- journals ------------------------------------------------------------------------------------
-    async def append_journal(self, turn_id: str, first_seq: int, events: Sequence[str]) -> None:
-        """Append JSON-encoded journal events numbered from `first_seq` (one transaction per batch)."""
+    async def append_journals(self, batches: Sequence[tuple[str, int, Sequence[str]]]) -> None:
+        """Append JSON-encoded events (turn id, first sequence number, events) in one transaction."""
         ...
 
     async def load_journal(self, turn_id: str) -> list[str]: ...

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
 from ..content import Message
-from .base import Eviction, StoredResponse, StoreError
+from .base import AdmissionRecord, Eviction, StoredResponse, StoreError
 
 T = TypeVar("T")
 log = logging.getLogger("hermes_api_plugin")
@@ -265,6 +265,8 @@ class SqliteStore:
             return False
         conn.execute("DELETE FROM conversations WHERE scope = ? AND response_id = ?", (scope, response_id))
         conn.execute("DELETE FROM journal_events WHERE turn_id = ?", (row[0],))
+        conn.execute("UPDATE admissions SET state = 'tombstone', settled_at = ? WHERE turn_id = ?",
+                     (time.time(), row[0]))
         conn.execute("DELETE FROM responses WHERE id = ?", (response_id,))
         return True
 
@@ -335,9 +337,67 @@ class SqliteStore:
 
         return [_response(row) for row in await self._call(find)]
 
+    # -- admissions ----------------------------------------------------------------------------------
+    _ADMISSION_COLUMNS = "scope, surface, key, identity, target, state, turn_id, reply, owner, created_at, settled_at"
+
+    @staticmethod
+    def _admission(row: Sequence[Any] | None) -> AdmissionRecord | None:
+        if row is None:
+            return None
+        return AdmissionRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6], json.loads(row[7]), row[8],
+                               row[9], row[10])
+
+    @staticmethod
+    def _admission_row(r: AdmissionRecord) -> tuple[Any, ...]:
+        return (r.scope, r.surface, r.key, r.identity, r.target, r.state, r.turn_id, _dumps(r.reply), r.owner,
+                r.created_at or time.time(), r.settled_at)
+
+    async def get_admission(self, scope: str, surface: str, key: str) -> AdmissionRecord | None:
+        return await self._call(lambda c: self._admission(c.execute(
+            f"SELECT {self._ADMISSION_COLUMNS} FROM admissions WHERE scope = ? AND surface = ? AND key = ?",
+            (scope, surface, key)).fetchone()))
+
+    async def reserve_admission(self, record: AdmissionRecord) -> AdmissionRecord | None:
+        row = self._admission_row(record)
+
+        def reserve(conn: sqlite3.Connection) -> AdmissionRecord | None:
+            with _Tx(conn):
+                existing = conn.execute(
+                    f"SELECT {self._ADMISSION_COLUMNS} FROM admissions WHERE scope = ? AND surface = ? AND key = ?",
+                    row[:3]).fetchone()
+                if existing is not None:
+                    return self._admission(existing)
+                conn.execute(f"INSERT INTO admissions ({self._ADMISSION_COLUMNS}) VALUES ({', '.join('?' * 11)})", row)
+                return None
+
+        return await self._call(reserve)
+
+    async def replace_admission(self, record: AdmissionRecord) -> None:
+        row = self._admission_row(record)
+        await self._call(lambda c: c.execute(
+            f"INSERT OR REPLACE INTO admissions ({self._ADMISSION_COLUMNS}) VALUES ({', '.join('?' * 11)})", row))
+
+    async def settle_admission(self, turn_id: str) -> None:
+        await self._call(lambda c: c.execute(
+            "UPDATE admissions SET state = 'settled', settled_at = ? WHERE turn_id = ? AND state = 'running'",
+            (time.time(), turn_id)))
+
+    async def tombstone_admission(self, turn_id: str) -> None:
+        await self._call(lambda c: c.execute(
+            "UPDATE admissions SET state = 'tombstone', settled_at = ? WHERE turn_id = ?", (time.time(), turn_id)))
+
+    async def mark_unknown_admissions(self, owner: str) -> int:
+        return await self._call(lambda c: c.execute(
+            "UPDATE admissions SET state = 'unknown', settled_at = ? WHERE state = 'running' AND owner IS NOT ?",
+            (time.time(), owner)).rowcount)
+
+    async def delete_admission(self, scope: str, surface: str, key: str) -> None:
+        await self._call(lambda c: c.execute(
+            "DELETE FROM admissions WHERE scope = ? AND surface = ? AND key = ?", (scope, surface, key)))
+
     # -- journals ------------------------------------------------------------------------------------
-    async def append_journal(self, turn_id: str, first_seq: int, events: Sequence[str]) -> None:
-        rows = [(turn_id, first_seq + i, event) for i, event in enumerate(events)]
+    async def append_journals(self, batches: Sequence[tuple[str, int, Sequence[str]]]) -> None:
+        rows = [(turn_id, first + i, event) for turn_id, first, events in batches for i, event in enumerate(events)]
 
         def append(conn: sqlite3.Connection) -> None:
             with _Tx(conn):
