@@ -215,8 +215,12 @@ class SqliteStore:
             response.instructions, _messages_json(response.messages),
             _dumps({"queued": response.queued, "commentary": response.commentary}), response.created_at or now, now,
         )
+        # Only outputs of tools this server ran are indexed by call_id: a client's own
+        # function_call_output for that call (sent back as input) must never replace the real one.
+        input_ids = {item.get("id") for item in response.input_items}
         item_rows = [
-            (item["id"], response.scope, response.id, item.get("call_id") if item.get("type") == "function_call_output"
+            (item["id"], response.scope, response.id,
+             item.get("call_id") if item.get("type") == "function_call_output" and item["id"] not in input_ids
              else None, _dumps(item))
             for item in items if isinstance(item.get("id"), str)
         ]
