@@ -15,13 +15,13 @@ import hashlib
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Literal, Mapping
+from typing import Any, AsyncIterator, Callable, Literal, Mapping
 
 from aiohttp import web
 
 from .content import canonical_json
 from .errors import ApiError, invalid_request
-from .store.base import AdmissionRecord, Store, StoreError
+from .store.base import AdmissionRecord, Store
 
 SURFACES = ("chat", "responses", "runs", "session_chat")
 _KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
@@ -63,7 +63,18 @@ def storage_unavailable() -> ApiError:
                     headers={"Retry-After": "1"})
 
 
-OUTCOME_ERRORS = {"conflict": conflict, "unknown": unknown_execution, "expired": admission_expired}
+ERRORS = {
+    "admission_conflict": conflict,
+    "unknown_execution": unknown_execution,
+    "admission_expired": admission_expired,
+    "storage_unavailable": storage_unavailable,
+}
+_CODES = {"conflict": "admission_conflict", "unknown": "unknown_execution", "expired": "admission_expired"}
+
+
+def error_for(code: str) -> ApiError:
+    """The HTTP error of an admission outcome that executes nothing (WIRE.md §5.3)."""
+    return ERRORS[code]()
 
 
 @dataclass(frozen=True)
@@ -72,9 +83,10 @@ class Decision:
     record: AdmissionRecord | None = None  # the existing record (every outcome but "new")
     free_expired: bool = False  # "new" over a record whose tombstone ran out: replace it
 
-    def error(self) -> ApiError | None:
-        maker = OUTCOME_ERRORS.get(self.outcome)
-        return maker() if maker else None
+    @property
+    def code(self) -> str | None:
+        """The error code of a refusing outcome (conflict, unknown, expired), else None."""
+        return _CODES.get(self.outcome)
 
 
 class Admissions:
@@ -104,8 +116,8 @@ class Admissions:
                 self._locks[slot] = (lock, users - 1)
 
     async def decide(self, scope: str, surface: str, key: str, identity: str, target: str,
-                     live: bool) -> Decision:
-        """What to do with a keyed request. `live` tells whether the record's turn runs in this process.
+                     live: Callable[[str], bool]) -> Decision:
+        """What to do with a keyed request. `live(turn_id)` tells whether a turn runs in this process.
 
         Raises StoreError when the store fails (the caller answers storage_unavailable).
         """
@@ -128,7 +140,7 @@ class Admissions:
         if state == "unknown":
             return Decision("unknown", record)
         if state == "running":
-            return Decision("attach" if live else "unknown", record)
+            return Decision("attach" if live(record.turn_id) else "unknown", record)
         return Decision("replay", record)
 
     async def reserve(self, scope: str, surface: str, key: str, identity: str, target: str, turn_id: str,
@@ -149,4 +161,4 @@ class Admissions:
         return await self.store.mark_unknown_admissions(self.boot_id)
 
 
-__all__ = ["Admissions", "Decision", "StoreError", "identity_hash", "idempotency_key", "storage_unavailable"]
+__all__ = ["Admissions", "Decision", "error_for", "identity_hash", "idempotency_key"]

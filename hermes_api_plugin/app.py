@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 
 from aiohttp import web
 
+from .admissions import Admissions
 from .config import Settings
 from .journals import JournalSaver
-from .keys import JOURNALS, RUNTIME, SCOPE, SETTINGS, STARTED_AT, STORE, TURNS
+from .keys import (
+    ADMISSIONS,
+    JOURNALS,
+    RUNTIME,
+    SCOPE,
+    SETTINGS,
+    STARTED_AT,
+    STORE,
+    TURNS,
+)
 from .middleware import MAX_BODY_BYTES, MIDDLEWARES, add_common_headers
 from .routes import chat, discovery, responses
 from .routes.common import credential_scope
@@ -34,6 +45,10 @@ def create_app(settings: Settings, runtime: AgentRuntime, store: Store, hooks: T
         runtime, store, hooks, max_concurrent=settings.max_concurrent_runs, secret_values=secret_values
     )
     app[JOURNALS] = JournalSaver(store)
+    app[ADMISSIONS] = Admissions(
+        store, secrets.token_hex(8), retention_s=settings.idempotency_retention_seconds,
+        tombstone_s=settings.idempotency_tombstone_seconds,
+    )
 
     app.router.add_get("/health", discovery.health, name="health")
     app.router.add_get("/v1/health", discovery.health)
@@ -57,6 +72,7 @@ def create_app(settings: Settings, runtime: AgentRuntime, store: Store, hooks: T
 async def _open_store(app: web.Application) -> None:
     await app[STORE].open()
     await responses.settle_leftovers(app)
+    await app[ADMISSIONS].recover()
 
 
 async def _drain(app: web.Application) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from .admissions import Admissions
 from .config import Settings
 from .journals import JournalSaver
 from .runtimes.base import AgentRuntime
@@ -17,3 +18,4 @@ TURNS = web.AppKey("turns", TurnRegistry)
 STARTED_AT = web.AppKey("started_at", int)
 SCOPE = web.AppKey("scope", str)  # credential scope: sha256(profile + "\0" + key), hex
 JOURNALS = web.AppKey("journals", JournalSaver)  # durable journals of stored responses
+ADMISSIONS = web.AppKey("admissions", Admissions)

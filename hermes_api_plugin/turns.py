@@ -118,6 +118,13 @@ class Journal:
         self.listener: Callable[[Journal], None] | None = None  # e.g. the durable journal saver
         self._waiters: list[asyncio.Future[bool]] = []
 
+    @classmethod
+    def settled(cls, events: list[TurnEvent]) -> Journal:
+        """A journal holding recorded events (a replay); settled when they end with the terminal record."""
+        journal = cls()
+        journal.extend(events)
+        return journal
+
     def extend(self, events: list[TurnEvent]) -> None:
         if self.finished is not None or not events:
             return
@@ -382,6 +389,9 @@ class TurnRegistry:
 
     def get(self, run_id: str) -> Turn | None:
         return self._active.get(run_id)
+
+    def is_live(self, run_id: str) -> bool:
+        return run_id in self._active
 
     def check_capacity(self) -> None:
         """Raise what admit() would raise for a new turn now (503 draining, 429 at the cap)."""

@@ -9,14 +9,18 @@ from typing import Any
 
 from aiohttp import web
 
-from ..content import Message, TextPart, parse_content
+from ..admissions import error_for, idempotency_key, identity_hash
+from ..content import Message, TextPart, canonical_json, parse_content
 from ..dialects.chat_completions import ChatRenderer
-from ..errors import invalid_parameter, invalid_request, missing_parameter
-from ..keys import RUNTIME, SCOPE, SETTINGS, STORE, TURNS
+from ..errors import draining, invalid_parameter, invalid_request, missing_parameter
+from ..events import TurnFinished, TurnStatus
+from ..journals import decode_events
+from ..keys import ADMISSIONS, JOURNALS, RUNTIME, SCOPE, SETTINGS, STORE, TURNS
 from ..middleware import read_json
 from ..runtimes.base import TurnRequest
 from ..sse import EarlyJson, SseStream
-from ..turns import Turn
+from ..store.base import StoreError
+from ..turns import Journal, Turn
 from .common import (
     HermesHeaders,
     body_bool,
@@ -108,83 +112,198 @@ def parse_chat_request(body: dict[str, Any], providers: frozenset[str]) -> ChatR
     )
 
 
-def _on_client_gone(request: web.Request, turn: Turn) -> None:
-    """WIRE.md §5.5: without an Idempotency-Key a disconnect cancels the turn (unless `continue`)."""
-    if request.app[SETTINGS].on_disconnect != "continue":
+def _on_client_gone(request: web.Request, turn: Turn, keyed: bool) -> None:
+    """WIRE.md §5.5: under `auto` a disconnect cancels an unkeyed turn; a keyed one keeps running."""
+    policy = request.app[SETTINGS].on_disconnect
+    if policy == "cancel" or (policy == "auto" and not keyed):
         turn.cancel()
+    else:
+        turn.detached = True
+
+
+def chat_identity(chat: ChatRequest, session_header: str | None) -> str:
+    """WIRE.md §5.2: input, earlier messages (or the sent session id), system prompt, model, provider, options."""
+    options = dict(chat.model_options)
+    if chat.reasoning_effort is not None:  # reasoning_effort folds into model_options.reasoning.effort
+        options["reasoning"] = {**(options.get("reasoning") or {}), "effort": chat.reasoning_effort}
+    fields: dict[str, Any] = {
+        "input": chat.input.to_json(), "system": chat.system_prompt, "model": chat.model,
+        "provider": chat.provider, "model_options": options,
+    }
+    if session_header is not None:
+        fields["session_id"] = session_header
+    else:
+        fields["history"] = [m.to_json() for m in chat.history]
+    return identity_hash(fields)
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     app = request.app
-    settings = app[SETTINGS]
     hermes = parse_hermes_headers(request)
     chat = parse_chat_request(await read_json(request), app[RUNTIME].providers())
+    key = idempotency_key(request)
+    registry = app[TURNS]
+    if registry.draining:
+        raise draining()
     session_id = hermes.session_id or derived_session_id(
         app[SCOPE], chat.system_prompt or "", chat.first_user_content
     )
-    turn_request = TurnRequest(
-        turn_id=new_run_id(),
-        session_id=session_id,
-        input=chat.input,
-        history=() if hermes.session_id else chat.history,
-        system_prompt=chat.system_prompt,
-        model=chat.model,
-        provider=chat.provider,
-        model_options=chat.model_options,
-        reasoning_enabled=chat.reasoning_enabled,
-        reasoning_effort=chat.reasoning_effort,
-        commentary_enabled=settings.interim_assistant_messages,
-        max_iterations=settings.max_turns,
-        metadata=chat.metadata,
-    )
-    # Turns on an explicit session run one at a time; derived sessions are not queued (§1.8).
-    store = app[STORE]
-    turn = app[TURNS].admit(
-        turn_request,
-        queue_key=hermes.session_id,
-        history=(lambda: store.load_session_messages(session_id)) if hermes.session_id else None,
-        hold=True,
-    )
-    renderer = ChatRenderer(
-        completion_id=new_completion_id(),
-        created=int(time.time()),
-        model=chat.model or settings.model_name,
-        tool_progress=settings.tool_progress_events and hermes.tool_progress,
-    )
-    headers = _reply_headers(hermes, session_id, turn)
+    view = _View(request, chat, hermes, session_id, key)
+    if key is None:
+        registry.check_capacity()
+        turn = view.admit()
+        return await view.deliver(turn.journal, turn, view.new_renderer(), replayed=False)
+    admissions = app[ADMISSIONS]
+    identity = chat_identity(chat, hermes.session_id)
+    target = canonical_json([session_id, hermes.session_key])
+    scope = app[SCOPE]
+    async with admissions.serialised(scope, "chat", key):
+        try:
+            decision = await admissions.decide(scope, "chat", key, identity, target, registry.is_live)
+        except StoreError:
+            return await view.refuse("storage_unavailable")
+        if decision.outcome == "new":
+            registry.check_capacity()
+            renderer = view.new_renderer()
+            turn = view.admit(keyed=True)
+            stream = await view.open_stream(renderer, turn) if chat.stream else None
+            try:
+                holder = await admissions.reserve(scope, "chat", key, identity, target, turn.run_id,
+                                                  view.reply_info(renderer), decision.free_expired)
+            except StoreError:
+                holder = None
+                failed = "storage_unavailable"
+            else:
+                failed = None if holder is None else "admission_conflict"
+            if failed is not None:
+                turn.cancel()
+                turn.release()
+                return await view.refuse(failed, stream)
+            return await view.deliver(turn.journal, turn, renderer, replayed=False, stream=stream)
+    if decision.code is not None:
+        return await view.refuse(decision.code)
+    record = decision.record
+    assert record is not None
+    renderer = view.renderer_from(record.reply)
+    live = registry.get(record.turn_id)
+    if decision.outcome == "attach" and live is not None:
+        return await view.deliver(live.journal, live, renderer, replayed=True, run_id=record.turn_id)
     try:
-        if chat.stream:
-            return await _stream(request, turn, renderer, headers, settings.sse_keepalive_seconds)
-        return await _json(request, turn, renderer, headers, settings.sse_keepalive_seconds)
-    except asyncio.CancelledError:
-        _on_client_gone(request, turn)
-        raise
+        journal = Journal.settled(decode_events(await app[STORE].load_journal(record.turn_id)))
+    except StoreError:
+        return await view.refuse("storage_unavailable")
+    return await view.deliver(journal, None, renderer, replayed=True, run_id=record.turn_id,
+                              session_id=record.reply.get("session_id"))
 
 
-def _reply_headers(hermes: HermesHeaders, session_id: str, turn: Turn) -> dict[str, str]:
-    headers = {"X-Hermes-Session-Id": session_id, "X-Hermes-Run-Id": turn.run_id}
-    if hermes.session_key is not None:
-        headers["X-Hermes-Session-Key"] = hermes.session_key
-    return headers
+class _View:
+    """One chat request's rendering and delivery: new turns, attaches and replays alike."""
 
+    def __init__(self, request: web.Request, chat: ChatRequest, hermes: HermesHeaders, session_id: str,
+                 key: str | None) -> None:
+        self.request = request
+        self.app = request.app
+        self.settings = request.app[SETTINGS]
+        self.chat = chat
+        self.hermes = hermes
+        self.session_id = session_id
+        self.key = key
 
-async def _stream(request: web.Request, turn: Turn, renderer: ChatRenderer, headers: dict[str, str],
-                  keepalive: float) -> web.StreamResponse:
-    stream = await SseStream.open(request, headers, [renderer.role_chunk()])
-    turn.release()
-    if await pump(stream, turn.journal, renderer.render, keepalive):
+    def new_renderer(self) -> ChatRenderer:
+        return self._renderer(new_completion_id(), int(time.time()), self.chat.model or self.settings.model_name)
+
+    def _renderer(self, completion_id: str, created: int, model: str) -> ChatRenderer:
+        return ChatRenderer(completion_id=completion_id, created=created, model=model,
+                            tool_progress=self.settings.tool_progress_events and self.hermes.tool_progress)
+
+    def renderer_from(self, reply: dict[str, Any]) -> ChatRenderer:
+        return self._renderer(reply["completion_id"], reply["created"], reply["model"])
+
+    def reply_info(self, renderer: ChatRenderer) -> dict[str, Any]:
+        return {"completion_id": renderer.completion_id, "created": renderer.created, "model": renderer.model,
+                "session_id": self.session_id}
+
+    def admit(self, keyed: bool = False) -> Turn:
+        chat, settings, store = self.chat, self.settings, self.app[STORE]
+        explicit = self.hermes.session_id is not None
+        session_id = self.session_id
+        turn_request = TurnRequest(
+            turn_id=new_run_id(), session_id=session_id, input=chat.input, history=() if explicit else chat.history,
+            system_prompt=chat.system_prompt, model=chat.model, provider=chat.provider,
+            model_options=chat.model_options, reasoning_enabled=chat.reasoning_enabled,
+            reasoning_effort=chat.reasoning_effort, commentary_enabled=settings.interim_assistant_messages,
+            max_iterations=settings.max_turns, metadata=chat.metadata,
+        )
+        saver, admissions = self.app[JOURNALS], self.app[ADMISSIONS]
+
+        async def settle_admission(turn: Turn, finished: TurnFinished) -> None:
+            await saver.write_now(turn.run_id, turn.journal, [finished])
+            await admissions.settle(turn.run_id)
+
+        # Turns on an explicit session run one at a time; derived sessions are not queued (§1.8).
+        turn = self.app[TURNS].admit(
+            turn_request,
+            queue_key=self.hermes.session_id,
+            history=(lambda: store.load_session_messages(session_id)) if explicit else None,
+            persist=settle_admission if keyed else None,
+            hold=True,
+        )
+        if keyed:
+            saver.watch(turn.run_id, turn.journal)
+        return turn
+
+    def headers(self, run_id: str | None, replayed: bool, session_id: str | None = None) -> dict[str, str]:
+        headers = {"X-Hermes-Session-Id": self.hermes.session_id or session_id or self.session_id}
+        if run_id is not None:
+            headers["X-Hermes-Run-Id"] = run_id
+        if self.hermes.session_key is not None:
+            headers["X-Hermes-Session-Key"] = self.hermes.session_key
+        if replayed:
+            headers["Idempotency-Replayed"] = "true"
+        return headers
+
+    async def open_stream(self, renderer: ChatRenderer, turn: Turn | None, replayed: bool = False,
+                          run_id: str | None = None, session_id: str | None = None) -> SseStream:
+        run = run_id or (turn.run_id if turn is not None else None)
+        return await SseStream.open(self.request, self.headers(run, replayed, session_id), [renderer.role_chunk()])
+
+    async def refuse(self, code: str, stream: SseStream | None = None) -> web.StreamResponse:
+        """An admission outcome that executes nothing: HTTP error, or the §3.5 chunk on a keyed chat stream."""
+        if not self.chat.stream:
+            raise error_for(code)
+        renderer = self.new_renderer()
+        if stream is None:
+            stream = await self.open_stream(renderer, None)
+        await stream.send(renderer.render([TurnFinished(TurnStatus.FAILED, error_code=code, error_message=code)]))
         await stream.done()
-    else:
-        _on_client_gone(request, turn)
-    return stream.response
+        return stream.response
 
-
-async def _json(request: web.Request, turn: Turn, renderer: ChatRenderer, headers: dict[str, str],
-                keepalive: float) -> web.StreamResponse:
-    reply = await EarlyJson.open(request, headers)
-    turn.release()
-    if await await_settled(reply, turn.journal, renderer.transcript.feed_all, keepalive):
-        await reply.finish(renderer.completion())
-    else:
-        _on_client_gone(request, turn)
-    return reply.response
+    async def deliver(self, journal: Journal, turn: Turn | None, renderer: ChatRenderer, *, replayed: bool,
+                      stream: SseStream | None = None, run_id: str | None = None,
+                      session_id: str | None = None) -> web.StreamResponse:
+        """Render `journal` (live or replayed) as the requested mode; a gone client follows §5.5."""
+        keepalive = self.settings.sse_keepalive_seconds
+        run = run_id or (turn.run_id if turn is not None else None)
+        try:
+            if self.chat.stream:
+                if stream is None:
+                    stream = await self.open_stream(renderer, turn, replayed, run, session_id)
+                if turn is not None:
+                    turn.release()
+                if await pump(stream, journal, renderer.render, keepalive):
+                    await stream.done()
+                elif turn is not None:
+                    _on_client_gone(self.request, turn, self.key is not None)
+                return stream.response
+            reply = await EarlyJson.open(self.request, self.headers(run, replayed, session_id))
+            if turn is not None:
+                turn.release()
+            if await await_settled(reply, journal, renderer.transcript.feed_all, keepalive):
+                await reply.finish(renderer.completion())
+            elif turn is not None:
+                _on_client_gone(self.request, turn, self.key is not None)
+            return reply.response
+        except asyncio.CancelledError:
+            if turn is not None:
+                _on_client_gone(self.request, turn, self.key is not None)
+            raise

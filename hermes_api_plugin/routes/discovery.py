@@ -12,7 +12,8 @@ from ..keys import RUNTIME, SETTINGS, STARTED_AT, STORE
 from .common import json_response
 
 PLATFORM = "hermes-agent"
-IDEMPOTENCY_ENDPOINTS: list[str] = []  # routes that honour Idempotency-Key (none yet)
+# Named routes that admit work through the idempotency mechanism (WIRE.md §5), in the §8.3 order.
+IDEMPOTENT_ROUTES = ("chat_completions", "responses", "runs", "session_chat", "session_chat_stream")
 
 
 async def health(request: web.Request) -> web.Response:
@@ -41,12 +42,13 @@ def served_endpoints(app: web.Application) -> dict[str, dict[str, str]]:
     return endpoints
 
 
-def _features(settings: Settings, served: set[str], durable: bool) -> dict[str, Any]:
+def _features(settings: Settings, served: dict[str, dict[str, str]], durable: bool) -> dict[str, Any]:
     chat = "chat_completions" in served
     responses = "responses" in served
     runs = "runs" in served
     sessions = "sessions" in served
-    idempotent = bool(IDEMPOTENCY_ENDPOINTS)
+    idempotent_paths = [served[name]["path"] for name in IDEMPOTENT_ROUTES if name in served]
+    idempotent = bool(idempotent_paths)
     return {
         "chat_completions": chat,
         "chat_completions_streaming": chat,
@@ -85,7 +87,7 @@ def _features(settings: Settings, served: set[str], durable: bool) -> dict[str, 
             "durable": idempotent and durable,
             "retention_seconds": settings.idempotency_retention_seconds,
             "header": "Idempotency-Key",
-            "endpoints": list(IDEMPOTENCY_ENDPOINTS),
+            "endpoints": idempotent_paths,
         },
         "runs_idempotency": {
             "supported": runs and idempotent,
@@ -115,7 +117,7 @@ async def capabilities(request: web.Request) -> web.Response:
             "split_runtime": False,
             "description": "Tools execute on the gateway host; clients never execute tool calls.",
         },
-        "features": _features(settings, set(endpoints), app[STORE].durable),
+        "features": _features(settings, endpoints, app[STORE].durable),
         "endpoints": endpoints,
     }
     return json_response(body)

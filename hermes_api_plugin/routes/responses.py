@@ -11,15 +11,24 @@ import hashlib
 import logging
 import secrets
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Sequence
 
 from aiohttp import web
 
-from ..content import Message, TextPart, ToolCall, parse_content, text_message
+from ..admissions import error_for, idempotency_key, identity_hash
+from ..content import (
+    Message,
+    TextPart,
+    ToolCall,
+    canonical_json,
+    parse_content,
+    text_message,
+)
 from ..dialects.responses import ResponseHead, ResponsesRenderer
 from ..errors import (
     ApiError,
+    draining,
     invalid_parameter,
     invalid_request,
     missing_parameter,
@@ -28,13 +37,14 @@ from ..errors import (
 from ..events import ToolCompleted, ToolStarted, TurnFinished, TurnStatus
 from ..history import turn_messages
 from ..journals import decode_events, encode_events
-from ..keys import JOURNALS, RUNTIME, SCOPE, SETTINGS, STORE, TURNS
+from ..keys import ADMISSIONS, JOURNALS, RUNTIME, SCOPE, SETTINGS, STORE, TURNS
 from ..middleware import read_json
 from ..runtimes.base import TurnRequest
 from ..sse import EarlyJson, SseStream
-from ..store.base import Eviction, Store, StoredResponse
-from ..turns import Turn
+from ..store.base import Eviction, Store, StoredResponse, StoreError
+from ..turns import Journal, Turn
 from .common import (
+    HermesHeaders,
     body_bool,
     json_response,
     new_run_id,
@@ -250,130 +260,247 @@ def _log_evictions(evictions: Sequence[Eviction]) -> None:
                      "resolve", eviction.response_id, ", ".join(eviction.conversations))
 
 
+def responses_identity(raw: dict[str, Any], body: ResponsesRequest) -> str:
+    """WIRE.md §5.2: the identity fields as sent, string input and effort spellings folded."""
+    value = raw.get("input")
+    options = dict(body.model_options)
+    if body.reasoning_effort is not None:
+        options["reasoning"] = {**(options.get("reasoning") or {}), "effort": body.reasoning_effort}
+    fields: dict[str, Any] = {
+        "input": [{"role": "user", "content": value}] if isinstance(value, str) else value,
+        "instructions": body.instructions, "previous_response_id": body.previous_response_id,
+        "conversation": body.conversation, "conversation_history": raw.get("conversation_history"),
+        "model": body.model, "provider": body.provider, "model_options": options, "tools": raw.get("tools"),
+    }
+    if "truncation" in raw:
+        fields["truncation"] = raw["truncation"]
+    return identity_hash(fields)
+
+
 async def create_response(request: web.Request) -> web.StreamResponse:
     app = request.app
-    settings, store, scope = app[SETTINGS], app[STORE], app[SCOPE]
     hermes = parse_hermes_headers(request)
-    body = parse_responses_request(await read_json(request), app[RUNTIME].providers())
-    response_id = "resp_" + secrets.token_hex(16)
-    resolved = await resolve_input(body.input, store, scope, response_id)
-
-    # Which session and history (WIRE.md §4.7): explicit chain, conversation name, session key, or new.
-    previous: StoredResponse | None = None
-    if body.previous_response_id is not None:
-        previous = await store.get_response(scope, body.previous_response_id)
-        if previous is None:
-            raise _not_found("previous_response_id")
-    elif body.conversation is not None:
-        head_id = await store.conversation_head(scope, body.conversation)
-        previous = await store.get_response(scope, head_id) if head_id else None
-    bind_key = False
-    if previous is not None:
-        session_id = previous.session_id
-    elif body.conversation is None and hermes.session_key is not None:
-        session_id = await store.session_for_key(scope, hermes.session_key) or "api-" + secrets.token_hex(8)
-        bind_key = True
-    else:
-        session_id = "api-" + secrets.token_hex(8)
-    instructions = body.instructions if body.instructions is not None else (previous.instructions if previous else None)
-    system = "\n".join(s for s in ([instructions] if instructions else []) + resolved.system if s) or None
-
-    async def history() -> list[Message]:
-        if body.conversation_history is not None:
-            base = list(body.conversation_history)
-        elif previous is not None:
-            base = await store.chain_messages(scope, previous.id)
-        elif bind_key:
-            base = await store.load_session_messages(session_id)
-        else:
-            base = []
-        base += resolved.messages[:-1]
-        return base[-TRUNCATION_KEEP:] if body.truncation == "auto" else base
-
-    app[TURNS].check_capacity()
-    if bind_key:
-        assert hermes.session_key is not None
-        await store.bind_session_key(scope, hermes.session_key, session_id)
-    turn_request = TurnRequest(
-        turn_id=new_run_id(), session_id=session_id, input=resolved.messages[-1], system_prompt=system,
-        model=body.model, provider=body.provider, model_options=body.model_options,
-        reasoning_enabled=body.reasoning_enabled, reasoning_effort=body.reasoning_effort,
-        commentary_enabled=settings.interim_assistant_messages, max_iterations=settings.max_turns,
-        metadata=body.metadata,
-    )
-    head = ResponseHead(
-        id=response_id, created_at=int(time.time()), model=body.model or settings.model_name,
-        background=body.background, store=body.store, instructions=instructions, metadata=body.metadata,
-        tools=body.tools, tool_choice=body.tool_choice, parallel_tool_calls=body.parallel_tool_calls,
-        previous_response_id=previous.id if previous else None,
-    )
-    commentary = settings.interim_assistant_messages
-    record = StoredResponse(
-        id=response_id, scope=scope, turn_id=turn_request.turn_id, session_id=session_id, status="in_progress",
-        snapshot={}, previous_response_id=head.previous_response_id, conversation=body.conversation,
-        input_items=resolved.stored_items, instructions=instructions, commentary=commentary,
-        messages=list(resolved.messages),  # until it settles: what a restart-settled turn leaves in the chain
-    )
-    saver = app[JOURNALS]
-
-    async def persist(turn: Turn, finished: TurnFinished) -> None:
-        renderer = _renderer(app, head, commentary)
-        renderer.created(turn.queued_at_admission)
-        renderer.render([*turn.journal.events, finished])
-        await saver.write_now(turn.run_id, turn.journal, [finished])
-        final = replace(record, status=renderer.status, snapshot=renderer.snapshot(), queued=turn.queued_at_admission,
-                        messages=turn_messages(turn.inputs, turn.journal.events))
-        _log_evictions(await store.put_response(final, [*record.input_items, *renderer.output]))
-
-    turn = app[TURNS].admit(
-        turn_request, queue_key=session_id, history=history, inputs=resolved.messages,
-        persist=persist if body.store else None, hold=True,
-    )
-    renderer = _renderer(app, head, commentary)
-    first = renderer.created(turn.queued_at_admission)
-    if body.store:
-        saver.watch(turn.run_id, turn.journal)
-        stored = replace(record, status=renderer.status, snapshot=renderer.snapshot(), queued=turn.queued_at_admission)
+    raw = await read_json(request)
+    body = parse_responses_request(raw, app[RUNTIME].providers())
+    key = idempotency_key(request)
+    registry = app[TURNS]
+    if registry.draining:
+        raise draining()
+    if key is None:
+        return await _Creation(request, body, hermes, None).run()
+    admissions, scope = app[ADMISSIONS], app[SCOPE]
+    identity = responses_identity(raw, body)
+    target = canonical_json([hermes.session_key])
+    async with admissions.serialised(scope, "responses", key):
         try:
-            _log_evictions(await store.put_response(stored, record.input_items))
-        except Exception:
+            decision = await admissions.decide(scope, "responses", key, identity, target, registry.is_live)
+        except StoreError:
+            raise error_for("storage_unavailable") from None
+        if decision.outcome == "new":
+            keyed = _Keyed(key, identity, target, decision.free_expired)
+            return await _Creation(request, body, hermes, keyed).run()
+    if decision.code is not None:
+        raise error_for(decision.code)
+    record = decision.record
+    assert record is not None
+    reply = record.reply
+    head = ResponseHead(**reply["head"])
+    renderer = _renderer(app, head, reply["commentary"])
+    first = renderer.created(reply["queued"])
+    headers = _headers(reply["session_id"], record.turn_id, hermes.session_key, replayed=True)
+    live = registry.get(record.turn_id)
+    if decision.outcome == "attach" and live is not None:
+        if body.background and not body.stream:
+            renderer.render(list(live.journal.events))
+            return json_response(renderer.snapshot(), headers=headers)
+        return await _deliver(request, body, live.journal, None, renderer, first, headers)
+    try:
+        journal = Journal.settled(decode_events(await app[STORE].load_journal(record.turn_id)))
+    except StoreError:
+        raise error_for("storage_unavailable") from None
+    return await _deliver(request, body, journal, None, renderer, first, headers)
+
+
+def _headers(session_id: str, run_id: str, session_key: str | None, replayed: bool = False) -> dict[str, str]:
+    headers = {"X-Hermes-Session-Id": session_id, "X-Hermes-Run-Id": run_id}
+    if session_key is not None:
+        headers["X-Hermes-Session-Key"] = session_key
+    if replayed:
+        headers["Idempotency-Replayed"] = "true"
+    return headers
+
+
+@dataclass(frozen=True)
+class _Keyed:
+    key: str
+    identity: str
+    target: str
+    replace_expired: bool
+
+
+class _Creation:
+    """A new Response: resolve its input and chain, admit the turn, reserve its key, store it, deliver it."""
+
+    def __init__(self, request: web.Request, body: ResponsesRequest, hermes: HermesHeaders,
+                 keyed: _Keyed | None) -> None:
+        self.request = request
+        self.app = request.app
+        self.body = body
+        self.hermes = hermes
+        self.keyed = keyed
+
+    async def run(self) -> web.StreamResponse:
+        app, body, hermes = self.app, self.body, self.hermes
+        settings, store, scope = app[SETTINGS], app[STORE], app[SCOPE]
+        response_id = "resp_" + secrets.token_hex(16)
+        resolved = await resolve_input(body.input, store, scope, response_id)
+
+        # Which session and history (WIRE.md §4.7): explicit chain, conversation name, session key, or new.
+        previous: StoredResponse | None = None
+        if body.previous_response_id is not None:
+            previous = await store.get_response(scope, body.previous_response_id)
+            if previous is None:
+                raise _not_found("previous_response_id")
+        elif body.conversation is not None:
+            head_id = await store.conversation_head(scope, body.conversation)
+            previous = await store.get_response(scope, head_id) if head_id else None
+        bind_key = False
+        if previous is not None:
+            session_id = previous.session_id
+        elif body.conversation is None and hermes.session_key is not None:
+            session_id = await store.session_for_key(scope, hermes.session_key) or "api-" + secrets.token_hex(8)
+            bind_key = True
+        else:
+            session_id = "api-" + secrets.token_hex(8)
+        inherited = previous.instructions if previous else None
+        instructions = body.instructions if body.instructions is not None else inherited
+        system = "\n".join(s for s in ([instructions] if instructions else []) + resolved.system if s) or None
+
+        async def history() -> list[Message]:
+            if body.conversation_history is not None:
+                base = list(body.conversation_history)
+            elif previous is not None:
+                base = await store.chain_messages(scope, previous.id)
+            elif bind_key:
+                base = await store.load_session_messages(session_id)
+            else:
+                base = []
+            base += resolved.messages[:-1]
+            return base[-TRUNCATION_KEEP:] if body.truncation == "auto" else base
+
+        registry = app[TURNS]
+        registry.check_capacity()
+        if bind_key:
+            assert hermes.session_key is not None
+            await store.bind_session_key(scope, hermes.session_key, session_id)
+        turn_request = TurnRequest(
+            turn_id=new_run_id(), session_id=session_id, input=resolved.messages[-1], system_prompt=system,
+            model=body.model, provider=body.provider, model_options=body.model_options,
+            reasoning_enabled=body.reasoning_enabled, reasoning_effort=body.reasoning_effort,
+            commentary_enabled=settings.interim_assistant_messages, max_iterations=settings.max_turns,
+            metadata=body.metadata,
+        )
+        head = ResponseHead(
+            id=response_id, created_at=int(time.time()), model=body.model or settings.model_name,
+            background=body.background, store=body.store, instructions=instructions, metadata=body.metadata,
+            tools=body.tools, tool_choice=body.tool_choice, parallel_tool_calls=body.parallel_tool_calls,
+            previous_response_id=previous.id if previous else None,
+        )
+        commentary = settings.interim_assistant_messages
+        record = StoredResponse(
+            id=response_id, scope=scope, turn_id=turn_request.turn_id, session_id=session_id, status="in_progress",
+            snapshot={}, previous_response_id=head.previous_response_id, conversation=body.conversation,
+            input_items=resolved.stored_items, instructions=instructions, commentary=commentary,
+            messages=list(resolved.messages),  # until it settles: what a restart-settled turn leaves in the chain
+        )
+        saver, admissions = app[JOURNALS], app[ADMISSIONS]
+        keyed = self.keyed
+
+        async def persist(turn: Turn, finished: TurnFinished) -> None:
+            if body.store:
+                renderer = _renderer(app, head, commentary)
+                renderer.created(turn.queued_at_admission)
+                renderer.render([*turn.journal.events, finished])
+                final = replace(record, status=renderer.status, snapshot=renderer.snapshot(),
+                                queued=turn.queued_at_admission,
+                                messages=turn_messages(turn.inputs, turn.journal.events))
+                await saver.write_now(turn.run_id, turn.journal, [finished])
+                _log_evictions(await store.put_response(final, [*record.input_items, *renderer.output]))
+            if keyed is not None:
+                await saver.write_now(turn.run_id, turn.journal, [finished])
+                await admissions.settle(turn.run_id)
+
+        turn = registry.admit(
+            turn_request, queue_key=session_id, history=history, inputs=resolved.messages,
+            persist=persist if body.store or keyed else None, hold=True,
+        )
+        renderer = _renderer(app, head, commentary)
+        first = renderer.created(turn.queued_at_admission)
+        try:
+            if keyed is not None:
+                reply = {"head": asdict(head), "commentary": commentary, "queued": turn.queued_at_admission,
+                         "session_id": session_id}
+                holder = await admissions.reserve(app[SCOPE], "responses", keyed.key, keyed.identity, keyed.target,
+                                                  turn.run_id, reply, keyed.replace_expired)
+                if holder is not None:
+                    raise error_for("admission_conflict")
+            if body.store:
+                stored = replace(record, status=renderer.status, snapshot=renderer.snapshot(),
+                                 queued=turn.queued_at_admission)
+                _log_evictions(await store.put_response(stored, record.input_items))
+        except BaseException as exc:
             turn.cancel()
             turn.release()
+            if isinstance(exc, StoreError):
+                raise error_for("storage_unavailable") from exc
             raise
-    headers = {"X-Hermes-Session-Id": session_id, "X-Hermes-Run-Id": turn.run_id}
-    if hermes.session_key is not None:
-        headers["X-Hermes-Session-Key"] = hermes.session_key
-    keepalive = settings.sse_keepalive_seconds
+        if body.store or keyed is not None:
+            saver.watch(turn.run_id, turn.journal)
+        headers = _headers(session_id, turn.run_id, hermes.session_key)
+        if body.background and not body.stream:
+            turn.release()
+            return json_response(renderer.snapshot(), headers=headers)
+        return await _deliver(self.request, body, turn.journal, turn, renderer, first, headers,
+                              keyed=keyed is not None)
+
+
+async def _deliver(request: web.Request, body: ResponsesRequest, journal: Journal, turn: Turn | None,
+                   renderer: ResponsesRenderer, first: list[Any], headers: dict[str, str],
+                   keyed: bool = True) -> web.StreamResponse:
+    """Render a journal (a new turn's, an attached one's, or a replayed one) as SSE or the final object."""
+    app = request.app
+    keepalive = app[SETTINGS].sse_keepalive_seconds
+    saver = app[JOURNALS]
     try:
         if body.stream:
             stream = await SseStream.open(request, headers, first)
-            turn.release()
-            # Stored responses show no event before it is durable: a resume after a crash loses nothing.
-            durable = (lambda: saver.durable(turn.journal)) if body.store else None
-            if not await pump(stream, turn.journal, renderer.render, keepalive, before_send=durable):
-                _on_client_gone(request, turn, body.background)
-            else:
+            if turn is not None:
+                turn.release()
+            # Durable journals show no event before it is saved: a resume after a crash loses nothing.
+            durable = (lambda: saver.durable(journal)) if saver.watching(journal) else None
+            if await pump(stream, journal, renderer.render, keepalive, before_send=durable):
                 await stream.close()
+            elif turn is not None:
+                _on_client_gone(request, turn, body.background or keyed)
             return stream.response
-        if body.background:
-            turn.release()
-            return json_response(renderer.snapshot(), headers=headers)
         reply = await EarlyJson.open(request, headers)
-        turn.release()
-        if await await_settled(reply, turn.journal, renderer.render, keepalive):
+        if turn is not None:
+            turn.release()
+        if await await_settled(reply, journal, renderer.render, keepalive):
             await reply.finish(renderer.snapshot())
-        else:
-            _on_client_gone(request, turn, body.background)
+        elif turn is not None:
+            _on_client_gone(request, turn, body.background or keyed)
         return reply.response
     except asyncio.CancelledError:
-        _on_client_gone(request, turn, body.background)
+        if turn is not None:
+            _on_client_gone(request, turn, body.background or keyed)
         raise
 
 
-def _on_client_gone(request: web.Request, turn: Turn, background: bool) -> None:
-    """WIRE.md §5.5: background turns keep running; others follow `api_server.on_disconnect`."""
+def _on_client_gone(request: web.Request, turn: Turn, keep: bool) -> None:
+    """WIRE.md §5.5: under `auto` keyed and background turns keep running; others are cancelled."""
     policy = request.app[SETTINGS].on_disconnect
-    if policy == "cancel" or (policy == "auto" and not background):
+    if policy == "cancel" or (policy == "auto" and not keep):
         turn.cancel()
     else:
         turn.detached = True
