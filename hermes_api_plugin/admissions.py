@@ -21,6 +21,7 @@ from aiohttp import web
 
 from .content import canonical_json
 from .errors import ApiError, invalid_request
+from .journals import close_journal
 from .store.base import AdmissionRecord, Store
 
 SURFACES = ("chat", "responses", "runs", "session_chat")
@@ -156,9 +157,13 @@ class Admissions:
     async def settle(self, turn_id: str) -> None:
         await self.store.settle_admission(turn_id)
 
-    async def recover(self) -> int:
-        """At startup: admissions another process left running become `unknown` (never re-run)."""
-        return await self.store.mark_unknown_admissions(self.boot_id)
+    async def recover(self) -> list[str]:
+        """At startup: admissions another process left running become `unknown` (never re-run); their
+        journals are closed with a failed/unknown_execution terminal record. Returns their turn ids."""
+        turn_ids = await self.store.mark_unknown_admissions(self.boot_id)
+        for turn_id in turn_ids:
+            await close_journal(self.store, turn_id)
+        return turn_ids
 
 
 __all__ = ["Admissions", "Decision", "error_for", "identity_hash", "idempotency_key"]

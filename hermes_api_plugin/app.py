@@ -22,7 +22,7 @@ from .keys import (
     TURNS,
 )
 from .middleware import MAX_BODY_BYTES, MIDDLEWARES, add_common_headers
-from .routes import chat, discovery, responses
+from .routes import chat, discovery, responses, runs
 from .routes.common import credential_scope
 from .runtimes.base import AgentRuntime, TurnHooks
 from .store.base import Store
@@ -61,6 +61,10 @@ def create_app(settings: Settings, runtime: AgentRuntime, store: Store, hooks: T
     app.router.add_post("/v1/responses/{response_id}/cancel", responses.cancel_response, name="response_cancel")
     app.router.add_get("/v1/responses/{response_id}/input_items", responses.list_input_items,
                        name="response_input_items", allow_head=False)
+    app.router.add_post("/v1/runs", runs.create_run, name="runs")
+    app.router.add_get("/v1/runs/{run_id}", runs.get_run, name="run_status", allow_head=False)
+    app.router.add_get("/v1/runs/{run_id}/events", runs.run_events, name="run_events", allow_head=False)
+    app.router.add_post("/v1/runs/{run_id}/stop", runs.stop_run, name="run_stop")
 
     app.on_response_prepare.append(add_common_headers)
     app.on_startup.append(_open_store)

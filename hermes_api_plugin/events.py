@@ -83,6 +83,13 @@ class Commentary:
 
 
 @dataclass(frozen=True, slots=True)
+class Compacted:
+    """The agent compacted its context: earlier turns are archived behind `summary`."""
+
+    summary: str
+
+
+@dataclass(frozen=True, slots=True)
 class StatusChanged:
     """The turn left the queue and started running."""
 
@@ -99,7 +106,9 @@ class TurnFinished:
     error_message: str | None = None
 
 
-TurnEvent = Union[ReasoningDelta, TextDelta, ToolStarted, ToolCompleted, Commentary, StatusChanged, TurnFinished]
+TurnEvent = Union[
+    ReasoningDelta, TextDelta, ToolStarted, ToolCompleted, Commentary, Compacted, StatusChanged, TurnFinished
+]
 
 
 class TurnTranscript:
@@ -161,7 +170,8 @@ class TurnTranscript:
 
 _EVENT_TYPES: dict[str, type] = {
     cls.__name__: cls
-    for cls in (ReasoningDelta, TextDelta, ToolStarted, ToolCompleted, Commentary, StatusChanged, TurnFinished)
+    for cls in (ReasoningDelta, TextDelta, ToolStarted, ToolCompleted, Commentary, Compacted, StatusChanged,
+                TurnFinished)
 }
 
 

@@ -70,7 +70,7 @@ class GatewaySpec:
         When: once per turn, on the event loop, before the runtime executes it.
         Arguments: `turn` — the request, the sink of the turn's events, and the callback slots
         (`reasoning_callback`, `stream_delta_callback`, `tool_start_callback`,
-        `tool_complete_callback`, `interim_assistant_callback`) the runtime will call.
+        `tool_complete_callback`, `interim_assistant_callback`, `compaction_callback`) the runtime will call.
         Return: nothing; implementations install callbacks on `turn`.
         """
 

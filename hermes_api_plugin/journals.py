@@ -11,21 +11,44 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from typing import Sequence
 
-from .events import TurnEvent, event_from_json, event_to_json
+from .events import (
+    ToolCompleted,
+    ToolStarted,
+    TurnEvent,
+    TurnFinished,
+    TurnStatus,
+    event_from_json,
+    event_to_json,
+)
 from .store.base import Store
 from .turns import Journal
 
 log = logging.getLogger("hermes_api_plugin")
 
 
-def encode_events(events: Sequence[TurnEvent]) -> list[str]:
-    return [json.dumps(event_to_json(e), ensure_ascii=False, separators=(",", ":")) for e in events]
+def encode_events(events: Sequence[TurnEvent], stamps: Sequence[float] | None = None) -> list[str]:
+    """Events as stored rows; each carries its journal time under `ts`."""
+    times = stamps if stamps is not None else [time.time()] * len(events)
+    return [json.dumps({**event_to_json(e), "ts": ts}, ensure_ascii=False, separators=(",", ":"))
+            for e, ts in zip(events, times)]
 
 
 def decode_events(rows: Sequence[str]) -> list[TurnEvent]:
-    return [event_from_json(json.loads(row)) for row in rows]
+    return decode_journal(rows).events
+
+
+def decode_journal(rows: Sequence[str]) -> Journal:
+    """Stored rows as a journal (settled when they end with the terminal record)."""
+    events: list[TurnEvent] = []
+    stamps: list[float] = []
+    for row in rows:
+        data = json.loads(row)
+        stamps.append(float(data.pop("ts", 0.0)))
+        events.append(event_from_json(data))
+    return Journal.settled(events, stamps)
 
 
 class JournalSaver:
@@ -103,7 +126,7 @@ class JournalSaver:
             turn_id, journal = self._watched[key]
             start, end = self._written[key], len(journal.events)
             if end > start:
-                batches.append((turn_id, start, encode_events(journal.events[start:end])))
+                batches.append((turn_id, start, encode_events(journal.events[start:end], journal.stamps[start:end])))
                 ends[key] = end
         try:
             if batches:
@@ -132,7 +155,8 @@ class JournalSaver:
         pending = journal.events[start:]
         events = [*pending, *extra]
         if events:
-            await self.store.append_journals([(turn_id, start, encode_events(events))])
+            stamps = [*journal.stamps[start:], *(time.time() for _ in extra)]
+            await self.store.append_journals([(turn_id, start, encode_events(events, stamps))])
         if key in self._written:
             self._written[key] = max(self._written[key], start + len(pending))
 
@@ -143,3 +167,26 @@ class JournalSaver:
         if self._flushing is not None:
             await asyncio.gather(self._flushing, return_exceptions=True)
         await self.flush()
+
+
+RESTART_MESSAGE = "The gateway restarted before this turn settled."
+
+
+async def close_journal(store: Store, turn_id: str) -> tuple[Journal, list[TurnEvent]]:
+    """Load a stored journal; if a gone process left it open, close it (running tools stopped, then a
+    failed/unknown_execution terminal record, WIRE.md §5.4). Returns the journal and what was added."""
+    journal = decode_journal(await store.load_journal(turn_id))
+    if journal.finished is not None:
+        return journal, []
+    running = {e.call_id: e for e in journal.events if isinstance(e, ToolStarted)}
+    for event in journal.events:
+        if isinstance(event, ToolCompleted):
+            running.pop(event.call_id, None)
+    closing: list[TurnEvent] = [
+        ToolCompleted(s.call_id, s.name, "[interrupted]", True, 0, stopped=True) for s in running.values()
+    ]
+    closing.append(TurnFinished(TurnStatus.FAILED, error_code="unknown_execution", error_message=RESTART_MESSAGE))
+    start = len(journal.events)
+    stamps = [time.time()] * len(closing)
+    await store.append_journals([(turn_id, start, encode_events(closing, stamps))])
+    return Journal.settled([*journal.events, *closing], [*journal.stamps, *stamps]), closing

@@ -34,6 +34,7 @@ def hermes_api_agent_turn_start(turn: AgentTurn) -> None:
     turn.tool_complete_callback = sink.on_tool_complete
     if request.commentary_enabled:
         turn.interim_assistant_callback = sink.on_commentary
+    turn.compaction_callback = sink.on_compaction
 
 
 @hookimpl

@@ -18,7 +18,8 @@ SSE_HEADERS = {
     "Cache-Control": "no-cache",
     "X-Accel-Buffering": "no",
 }
-Record = tuple["str | None", Mapping[str, Any]]  # (event name or None, payload)
+# (event name or None, payload) or, on streams with `id:` lines, (event name or None, payload, id)
+Record = tuple[Any, ...]
 
 
 def dumps(payload: Any) -> str:
@@ -64,7 +65,7 @@ class SseStream:
         return True
 
     async def send(self, records: Iterable[Record]) -> bool:
-        data = b"".join(encode(event, payload) for event, payload in records)
+        data = b"".join(encode(*record) for record in records)
         return await self._write(data) if data else not self.gone
 
     async def keepalive(self) -> bool:

@@ -13,7 +13,7 @@ import re
 import secrets
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import replace
 from typing import Any, AsyncIterator, Awaitable, Callable, Sequence
 
@@ -21,6 +21,7 @@ from .content import Message
 from .errors import draining, rate_limited
 from .events import (
     Commentary,
+    Compacted,
     ReasoningDelta,
     StatusChanged,
     TextDelta,
@@ -56,8 +57,9 @@ _EMOJI = {
     "image_generate": "🎨", "send_message": "💬", "clarify": "❓", "browser_exec": "🌐",
 }
 _DRAIN_GRACE_S = 10.0
+RECENT_S = 3600.0  # settled runs stay readable in memory this long (WIRE.md §6.2)
 
-_REASONING, _TEXT, _TOOL_START, _TOOL_END, _COMMENTARY = range(5)
+_REASONING, _TEXT, _TOOL_START, _TOOL_END, _COMMENTARY, _COMPACTION = range(6)
 
 
 def new_call_id() -> str:
@@ -108,27 +110,36 @@ def _label(name: str, arguments: Any, secret_values: tuple[str, ...]) -> str:
 
 
 class Journal:
-    """Append-only event list with wake-ups for any number of followers."""
+    """Append-only event list with wake-ups for any number of followers.
 
-    __slots__ = ("events", "finished", "listener", "_waiters")
+    `stamps[i]` is the wall-clock time event `i` was journaled (runs and session streams show it).
+    """
+
+    __slots__ = ("events", "stamps", "finished", "listener", "_waiters")
 
     def __init__(self) -> None:
         self.events: list[TurnEvent] = []
+        self.stamps: list[float] = []
         self.finished: TurnFinished | None = None
         self.listener: Callable[[Journal], None] | None = None  # e.g. the durable journal saver
         self._waiters: list[asyncio.Future[bool]] = []
 
     @classmethod
-    def settled(cls, events: list[TurnEvent]) -> Journal:
+    def settled(cls, events: Sequence[TurnEvent], stamps: Sequence[float] | None = None) -> Journal:
         """A journal holding recorded events (a replay); settled when they end with the terminal record."""
         journal = cls()
-        journal.extend(events)
+        journal.events.extend(events)
+        journal.stamps.extend(stamps if stamps is not None else [0.0] * len(events))
+        if events and isinstance(events[-1], TurnFinished):
+            journal.finished = events[-1]
         return journal
 
     def extend(self, events: list[TurnEvent]) -> None:
         if self.finished is not None or not events:
             return
         self.events.extend(events)
+        now = time.time()
+        self.stamps.extend(now for _ in events)
         last = events[-1]
         if isinstance(last, TurnFinished):
             self.finished = last
@@ -202,6 +213,9 @@ class TurnBridge:
         if text:
             self._enqueue((_COMMENTARY, text, bool(already_streamed)))
 
+    def on_compaction(self, summary: str) -> None:
+        self._enqueue((_COMPACTION, summary or ""))
+
     def close(self) -> None:
         """Stop accepting callbacks and convert what is pending (called on the loop thread)."""
         with self._lock:
@@ -251,6 +265,8 @@ class TurnBridge:
             return TextDelta(item[1])
         if kind == _COMMENTARY:
             return Commentary(item[1], item[2])
+        if kind == _COMPACTION:
+            return Compacted(item[1])
         if kind == _TOOL_START:
             return self._tool_started(item[1], item[2], item[3], item[4])
         return self._tool_completed(item[1], item[2], item[3], item[4], item[5])
@@ -381,6 +397,7 @@ class TurnRegistry:
         self.draining = False
         self._secrets = secret_values
         self._active: dict[str, Turn] = {}
+        self._recent: OrderedDict[str, tuple[Turn, float]] = OrderedDict()  # settled runs, oldest first
         self._queues: dict[str, tuple[asyncio.Lock, int]] = {}  # session → (lock, unsettled turns)
 
     @property
@@ -392,6 +409,23 @@ class TurnRegistry:
 
     def is_live(self, run_id: str) -> bool:
         return run_id in self._active
+
+    def find(self, run_id: str) -> Turn | None:
+        """A running turn, or one that settled within the last RECENT_S seconds (runs read them)."""
+        turn = self._active.get(run_id)
+        if turn is not None:
+            return turn
+        self._prune()
+        entry = self._recent.get(run_id)
+        return entry[0] if entry is not None else None
+
+    def _prune(self) -> None:
+        horizon = time.monotonic() - RECENT_S
+        while self._recent:
+            _, (_, settled_at) = next(iter(self._recent.items()))
+            if settled_at >= horizon:
+                break
+            self._recent.popitem(last=False)
 
     def check_capacity(self) -> None:
         """Raise what admit() would raise for a new turn now (503 draining, 429 at the cap)."""
@@ -437,6 +471,8 @@ class TurnRegistry:
             raise
         finally:
             self._active.pop(turn.run_id, None)
+            self._recent[turn.run_id] = (turn, time.monotonic())
+            self._prune()
             if turn.queue_key is not None:
                 lock, users = self._queues[turn.queue_key]
                 if users <= 1:

@@ -38,6 +38,7 @@ class RecordingSink:
     def on_tool_start(self, call_id, name, arguments) -> None: ...  # type: ignore[no-untyped-def]
     def on_tool_complete(self, call_id, name, result, is_error) -> None: ...  # type: ignore[no-untyped-def]
     def on_commentary(self, text: str, already_streamed: bool) -> None: ...
+    def on_compaction(self, summary: str) -> None: ...
 
     def close(self) -> None:
         self.closed = True
@@ -122,6 +123,7 @@ def test_hook_hermes_api_agent_turn_start() -> None:
     assert turn.tool_start_callback == sink.on_tool_start
     assert turn.tool_complete_callback == sink.on_tool_complete
     assert turn.interim_assistant_callback == sink.on_commentary
+    assert turn.compaction_callback == sink.on_compaction
 
 
 def test_hook_agent_turn_start_respects_reasoning_and_commentary_opt_outs() -> None:

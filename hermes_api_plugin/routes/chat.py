@@ -14,7 +14,7 @@ from ..content import Message, TextPart, canonical_json, parse_content
 from ..dialects.chat_completions import ChatRenderer
 from ..errors import draining, invalid_parameter, invalid_request, missing_parameter
 from ..events import TurnFinished, TurnStatus
-from ..journals import decode_events
+from ..journals import decode_journal
 from ..keys import ADMISSIONS, JOURNALS, RUNTIME, SCOPE, SETTINGS, STORE, TURNS
 from ..middleware import read_json
 from ..runtimes.base import TurnRequest
@@ -189,7 +189,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     if decision.outcome == "attach" and live is not None:
         return await view.deliver(live.journal, live, renderer, replayed=True, run_id=record.turn_id)
     try:
-        journal = Journal.settled(decode_events(await app[STORE].load_journal(record.turn_id)))
+        journal = decode_journal(await app[STORE].load_journal(record.turn_id))
     except StoreError:
         return await view.refuse("storage_unavailable")
     return await view.deliver(journal, None, renderer, replayed=True, run_id=record.turn_id,

@@ -26,10 +26,9 @@ class HermesHeaders:
     tool_progress: bool
 
 
-def parse_hermes_headers(request: web.Request) -> HermesHeaders:
-    """Validate X-Hermes-Session-Id / -Session-Key / -Tool-Progress (WIRE.md §1.6)."""
-    sid = request.headers.get("X-Hermes-Session-Id")
-    if sid is not None and (
+def check_session_id(sid: str, param: str) -> None:
+    """Session id rules (WIRE.md §1.6): 1-256 chars, no CR/LF/NUL, no slashes, not `.`/`..`, no outer spaces."""
+    if (
         not 1 <= len(sid) <= 256
         or _CONTROL.search(sid)
         or "/" in sid
@@ -39,9 +38,16 @@ def parse_hermes_headers(request: web.Request) -> HermesHeaders:
     ):
         raise invalid_request(
             "invalid_session_id",
-            "X-Hermes-Session-Id must be 1-256 characters without '/', '\\', CR, LF, NUL or surrounding spaces",
-            "X-Hermes-Session-Id",
+            f"{param} must be 1-256 characters without '/', '\\', CR, LF, NUL or surrounding spaces",
+            param,
         )
+
+
+def parse_hermes_headers(request: web.Request) -> HermesHeaders:
+    """Validate X-Hermes-Session-Id / -Session-Key / -Tool-Progress (WIRE.md §1.6)."""
+    sid = request.headers.get("X-Hermes-Session-Id")
+    if sid is not None:
+        check_session_id(sid, "X-Hermes-Session-Id")
     key = request.headers.get("X-Hermes-Session-Key")
     if key is not None and (not 1 <= len(key) <= 256 or _CONTROL.search(key)):
         raise invalid_request(

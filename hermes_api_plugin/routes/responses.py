@@ -34,9 +34,9 @@ from ..errors import (
     missing_parameter,
     not_found,
 )
-from ..events import ToolCompleted, ToolStarted, TurnFinished, TurnStatus
+from ..events import TurnFinished
 from ..history import turn_messages
-from ..journals import decode_events, encode_events
+from ..journals import close_journal, decode_events, decode_journal
 from ..keys import ADMISSIONS, JOURNALS, RUNTIME, SCOPE, SETTINGS, STORE, TURNS
 from ..middleware import read_json
 from ..runtimes.base import TurnRequest
@@ -58,7 +58,6 @@ log = logging.getLogger("hermes_api_plugin")
 
 TRUNCATION_KEEP = 100
 CANCEL_WAIT_S = 5.0
-RESTART_MESSAGE = "The gateway restarted before this turn settled."
 
 
 def _not_found(param: str | None = None) -> ApiError:
@@ -315,7 +314,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
             return json_response(renderer.snapshot(), headers=headers)
         return await _deliver(request, body, live.journal, None, renderer, first, headers)
     try:
-        journal = Journal.settled(decode_events(await app[STORE].load_journal(record.turn_id)))
+        journal = decode_journal(await app[STORE].load_journal(record.turn_id))
     except StoreError:
         raise error_for("storage_unavailable") from None
     return await _deliver(request, body, journal, None, renderer, first, headers)
@@ -610,21 +609,12 @@ async def settle_leftovers(app: web.Application) -> None:
     """At startup: responses a previous process left unsettled settle `failed` / unknown_execution (§5.4)."""
     store = app[STORE]
     for record in await store.unsettled_responses():
-        events = decode_events(await store.load_journal(record.turn_id))
-        closing: list[Any] = []
-        if not any(isinstance(e, TurnFinished) for e in events):
-            running = {e.call_id: e for e in events if isinstance(e, ToolStarted)}
-            for e in events:
-                if isinstance(e, ToolCompleted):
-                    running.pop(e.call_id, None)
-            closing = [ToolCompleted(s.call_id, s.name, "[interrupted]", True, 0, stopped=True) for s in running.values()]
-            closing.append(TurnFinished(TurnStatus.FAILED, error_code="unknown_execution", error_message=RESTART_MESSAGE))
-            await store.append_journals([(record.turn_id, len(events), encode_events(closing))])
+        journal, _ = await close_journal(store, record.turn_id)
         renderer = _renderer(app, _head_from_snapshot(record.snapshot), record.commentary)
         renderer.created(record.queued)
-        renderer.render([*events, *closing])
+        renderer.render(journal.events)
         settled = replace(record, status=renderer.status, snapshot=renderer.snapshot(),
-                          messages=turn_messages(record.messages, [*events, *closing]))
+                          messages=turn_messages(record.messages, journal.events))
         await store.put_response(settled, [*record.input_items, *renderer.output])
         log.warning("[API Server] Response %s was left %s by a previous process: settled failed (unknown_execution)",
                     record.id, record.status)

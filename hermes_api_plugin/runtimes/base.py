@@ -18,6 +18,7 @@ TextCallback = Callable[["str | None"], None]  # None marks the end of a streame
 ToolStartCallback = Callable[["str | None", str, Any], None]  # call_id, name, arguments
 ToolCompleteCallback = Callable[["str | None", str, Any, bool], None]  # call_id, name, result, is_error
 InterimCallback = Callable[[str, bool], None]  # text, already_streamed
+CompactionCallback = Callable[[str], None]  # summary of the archived turns
 
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra")
 
@@ -60,6 +61,7 @@ class TurnSink(Protocol):
     def on_tool_start(self, call_id: str | None, name: str, arguments: Any) -> None: ...
     def on_tool_complete(self, call_id: str | None, name: str, result: Any, is_error: bool) -> None: ...
     def on_commentary(self, text: str, already_streamed: bool) -> None: ...
+    def on_compaction(self, summary: str) -> None: ...
     def close(self) -> None: ...
 
 
@@ -77,6 +79,7 @@ class AgentTurn:
         self.tool_start_callback: ToolStartCallback | None = None
         self.tool_complete_callback: ToolCompleteCallback | None = None
         self.interim_assistant_callback: InterimCallback | None = None
+        self.compaction_callback: CompactionCallback | None = None
         self._interrupted = threading.Event()
         self._listeners: list[Callable[[], None]] = []
         self._lock = threading.Lock()

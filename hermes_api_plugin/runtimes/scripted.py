@@ -21,7 +21,7 @@ import yaml
 from ..events import TurnStatus, Usage
 from .base import AgentTurn, TurnOutcome
 
-STEP_KINDS = ("reasoning", "text", "commentary", "tool", "sleep", "fail", "exhaust_budget", "usage", "final")
+STEP_KINDS = ("reasoning", "text", "commentary", "tool", "sleep", "fail", "exhaust_budget", "usage", "final", "compact")
 
 
 class ScriptError(ValueError):
@@ -64,7 +64,9 @@ def _check_step(step: Any, where: str) -> Mapping[str, Any]:
     kind, value = next(iter(step.items()))
     if kind not in STEP_KINDS:
         raise ScriptError(f"{where}: unknown step {kind!r}; expected one of {', '.join(STEP_KINDS)}")
-    if kind in ("reasoning", "text", "commentary", "fail", "exhaust_budget", "final") and not isinstance(value, str):
+    if kind in ("reasoning", "text", "commentary", "fail", "exhaust_budget", "final", "compact") and not isinstance(
+        value, str
+    ):
         raise ScriptError(f"{where}.{kind}: expected a string")
     if kind == "sleep" and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
         raise ScriptError(f"{where}.sleep: expected a non-negative number of seconds")
@@ -172,6 +174,9 @@ class ScriptedRuntime:
                     answer.append(value)
                 elif kind == "final":
                     answer.append(value)  # returned as the final response, never streamed
+                elif kind == "compact":
+                    if turn.compaction_callback is not None:
+                        turn.compaction_callback(value)
                 elif kind == "commentary":
                     if turn.interim_assistant_callback is not None:
                         turn.interim_assistant_callback(value, False)

@@ -120,9 +120,11 @@ class Store(Protocol):
         """The answer of the turn's admission is gone (deleted or evicted); the key stays consumed."""
         ...
 
-    async def mark_unknown_admissions(self, owner: str) -> int:
-        """Admissions left running by another (gone) process become `unknown`; returns how many."""
+    async def mark_unknown_admissions(self, owner: str) -> list[str]:
+        """Admissions left running by another (gone) process become `unknown`; returns their turn ids."""
         ...
+
+    async def admission_for_turn(self, scope: str, turn_id: str) -> AdmissionRecord | None: ...
 
     async def delete_admission(self, scope: str, surface: str, key: str) -> None: ...
 

@@ -390,10 +390,21 @@ class SqliteStore:
         await self._call(lambda c: c.execute(
             "UPDATE admissions SET state = 'tombstone', settled_at = ? WHERE turn_id = ?", (time.time(), turn_id)))
 
-    async def mark_unknown_admissions(self, owner: str) -> int:
-        return await self._call(lambda c: c.execute(
-            "UPDATE admissions SET state = 'unknown', settled_at = ? WHERE state = 'running' AND owner IS NOT ?",
-            (time.time(), owner)).rowcount)
+    async def mark_unknown_admissions(self, owner: str) -> list[str]:
+        def mark(conn: sqlite3.Connection) -> list[str]:
+            with _Tx(conn):
+                turns = [r[0] for r in conn.execute(
+                    "SELECT turn_id FROM admissions WHERE state = 'running' AND owner IS NOT ?", (owner,))]
+                conn.execute("UPDATE admissions SET state = 'unknown', settled_at = ? "
+                             "WHERE state = 'running' AND owner IS NOT ?", (time.time(), owner))
+                return turns
+
+        return await self._call(mark)
+
+    async def admission_for_turn(self, scope: str, turn_id: str) -> AdmissionRecord | None:
+        return await self._call(lambda c: self._admission(c.execute(
+            f"SELECT {self._ADMISSION_COLUMNS} FROM admissions WHERE turn_id = ? AND scope = ?",
+            (turn_id, scope)).fetchone()))
 
     async def delete_admission(self, scope: str, surface: str, key: str) -> None:
         await self._call(lambda c: c.execute(

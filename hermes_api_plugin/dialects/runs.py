@@ -1,0 +1,102 @@
+"""Runs dialect: turn events → `/v1/runs/{id}/events` records and the `hermes.run` object (WIRE.md §6).
+
+Pure: no aiohttp. Records carry their `id:` (1…n per run); payloads carry the event name, the run id
+and the time the event was journaled. The settled status and the terminal event name always agree.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..events import (
+    Commentary,
+    ReasoningDelta,
+    TextDelta,
+    ToolCompleted,
+    ToolStarted,
+    TurnEvent,
+    TurnFinished,
+    TurnStatus,
+    TurnTranscript,
+    Usage,
+)
+
+Record = tuple[int, dict[str, Any]]  # (id, payload)
+
+
+def run_usage(usage: Usage) -> dict[str, int]:
+    return {"input_tokens": usage.prompt_tokens, "output_tokens": usage.completion_tokens,
+            "total_tokens": usage.total_tokens}
+
+
+def terminal_fields(finished: TurnFinished) -> dict[str, Any]:
+    """`error` and `turn_exit_reason` of a settled turn, as runs and session chat report them."""
+    error = None
+    if finished.status is TurnStatus.FAILED:
+        error = {"code": finished.error_code or "agent_error", "message": finished.error_message or "failed"}
+    reason = None
+    if finished.status is TurnStatus.INCOMPLETE:
+        reason = finished.error_code or "iteration_budget_exhausted"
+    return {"error": error, "turn_exit_reason": reason}
+
+
+class RunEventsRenderer:
+    """Renders one run's journal; `stamps[i]` is when event `i` was journaled."""
+
+    def __init__(self, run_id: str, stamps: Sequence[float]) -> None:
+        self.run_id = run_id
+        self.stamps = stamps
+        self.transcript = TurnTranscript()
+        self._position = 0
+        self._next_id = 1
+        self._tools: dict[str, ToolStarted] = {}
+        self.last_event: str | None = None
+
+    def _record(self, records: list[Record], name: str, at: float, **fields: Any) -> None:
+        records.append((self._next_id, {"event": name, "run_id": self.run_id, "timestamp": round(at, 3), **fields}))
+        self._next_id += 1
+        self.last_event = name
+
+    def render(self, events: Sequence[TurnEvent]) -> list[Record]:
+        records: list[Record] = []
+        for event in events:
+            at = self.stamps[self._position] if self._position < len(self.stamps) else 0.0
+            self._position += 1
+            emitted = self.transcript.feed(event)
+            if isinstance(event, ReasoningDelta):
+                self._record(records, "reasoning.delta", at, delta=emitted)
+            elif isinstance(event, TextDelta):
+                self._record(records, "message.delta", at, delta=event.text)
+            elif isinstance(event, Commentary):
+                self._record(records, "message.interim", at, text=event.text, already_streamed=event.already_streamed)
+            elif isinstance(event, ToolStarted):
+                self._tools[event.call_id] = event
+                self._record(records, "tool.started", at, tool=event.name, tool_call_id=event.call_id,
+                             preview=event.label)
+            elif isinstance(event, ToolCompleted):
+                if self._tools.pop(event.call_id, None) is not None:
+                    self._record(records, "tool.completed", at, tool=event.name, tool_call_id=event.call_id,
+                                 duration=round(event.duration_ms / 1000, 3), error=event.is_error)
+            elif isinstance(event, TurnFinished):
+                fields: dict[str, Any] = {"output": self.transcript.answer, "usage": run_usage(event.usage)}
+                extra = terminal_fields(event)
+                if event.status is TurnStatus.INCOMPLETE:
+                    fields["turn_exit_reason"] = extra["turn_exit_reason"]
+                elif event.status is TurnStatus.FAILED:
+                    fields["error"] = extra["error"]
+                self._record(records, f"run.{event.status.value}", at, **fields)
+        return records
+
+
+def run_object(run_id: str, *, status: str, created_at: float, updated_at: float, session_id: str, model: str,
+               renderer: RunEventsRenderer) -> dict[str, Any]:
+    """The `hermes.run` object from a renderer that has seen the journal so far."""
+    finished = renderer.transcript.finished
+    extra = terminal_fields(finished) if finished is not None else {"error": None, "turn_exit_reason": None}
+    return {
+        "object": "hermes.run", "run_id": run_id, "status": status, "created_at": round(created_at, 3),
+        "updated_at": round(updated_at, 3), "session_id": session_id, "model": model,
+        "last_event": renderer.last_event, "output": renderer.transcript.answer,
+        "usage": run_usage(finished.usage) if finished is not None else None,
+        **extra,
+    }
