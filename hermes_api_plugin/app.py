@@ -14,6 +14,7 @@ from .journals import JournalSaver
 from .keys import (
     ADMISSIONS,
     JOURNALS,
+    MODEL_OPTIONS,
     RUNTIME,
     SCOPE,
     SETTINGS,
@@ -22,7 +23,8 @@ from .keys import (
     TURNS,
 )
 from .middleware import MAX_BODY_BYTES, MIDDLEWARES, add_common_headers
-from .routes import chat, discovery, responses, runs
+from .model_options import ModelOptionsCache
+from .routes import chat, discovery, responses, runs, sessions
 from .routes.common import credential_scope
 from .runtimes.base import AgentRuntime, TurnHooks
 from .store.base import Store
@@ -45,6 +47,7 @@ def create_app(settings: Settings, runtime: AgentRuntime, store: Store, hooks: T
         runtime, store, hooks, max_concurrent=settings.max_concurrent_runs, secret_values=secret_values
     )
     app[JOURNALS] = JournalSaver(store)
+    app[MODEL_OPTIONS] = ModelOptionsCache()
     app[ADMISSIONS] = Admissions(
         store, secrets.token_hex(8), retention_s=settings.idempotency_retention_seconds,
         tombstone_s=settings.idempotency_tombstone_seconds,
@@ -54,6 +57,8 @@ def create_app(settings: Settings, runtime: AgentRuntime, store: Store, hooks: T
     app.router.add_get("/v1/health", discovery.health)
     app.router.add_get("/v1/models", discovery.models, name="models")
     app.router.add_get("/v1/capabilities", discovery.capabilities, name="capabilities")
+    app.router.add_get("/api/model/options", discovery.model_options, name="model_options", allow_head=False)
+    app.router.add_get("/openapi.json", discovery.openapi, name="openapi", allow_head=False)
     app.router.add_post("/v1/chat/completions", chat.chat_completions, name="chat_completions")
     app.router.add_post("/v1/responses", responses.create_response, name="responses")
     app.router.add_get("/v1/responses/{response_id}", responses.get_response, name="response", allow_head=False)
@@ -65,6 +70,22 @@ def create_app(settings: Settings, runtime: AgentRuntime, store: Store, hooks: T
     app.router.add_get("/v1/runs/{run_id}", runs.get_run, name="run_status", allow_head=False)
     app.router.add_get("/v1/runs/{run_id}/events", runs.run_events, name="run_events", allow_head=False)
     app.router.add_post("/v1/runs/{run_id}/stop", runs.stop_run, name="run_stop")
+    app.router.add_get("/api/sessions", sessions.list_sessions, name="sessions", allow_head=False)
+    app.router.add_post("/api/sessions", sessions.create_session, name="session_create")
+    app.router.add_get("/api/sessions/{session_id}", sessions.get_session, name="session", allow_head=False)
+    app.router.add_patch("/api/sessions/{session_id}", sessions.update_session, name="session_update")
+    app.router.add_delete("/api/sessions/{session_id}", sessions.delete_session, name="session_delete")
+    app.router.add_get("/api/sessions/{session_id}/messages", sessions.session_messages, name="session_messages",
+                       allow_head=False)
+    app.router.add_post("/api/sessions/{session_id}/chat", sessions.session_chat, name="session_chat")
+    app.router.add_post("/api/sessions/{session_id}/chat/stream", sessions.session_chat_stream,
+                        name="session_chat_stream")
+
+    # Retired (410 after authentication); unnamed, so capabilities do not list them.
+    app.router.add_route("*", "/v1/browser-control/register", discovery.retired)
+    app.router.add_route("*", "/v1/browser-control/ws", discovery.retired)
+    app.router.add_route("*", "/v1/artifacts/{tail:.*}", discovery.retired)
+    app.router.add_route("*", "/v1/artifacts", discovery.retired)
 
     app.on_response_prepare.append(add_common_headers)
     app.on_startup.append(_open_store)

@@ -7,6 +7,7 @@ from aiohttp import web
 from .admissions import Admissions
 from .config import Settings
 from .journals import JournalSaver
+from .model_options import ModelOptionsCache
 from .runtimes.base import AgentRuntime
 from .store.base import Store
 from .turns import TurnRegistry
@@ -19,3 +20,4 @@ STARTED_AT = web.AppKey("started_at", int)
 SCOPE = web.AppKey("scope", str)  # credential scope: sha256(profile + "\0" + key), hex
 JOURNALS = web.AppKey("journals", JournalSaver)  # durable journals of stored responses
 ADMISSIONS = web.AppKey("admissions", Admissions)
+MODEL_OPTIONS = web.AppKey("model_options", ModelOptionsCache)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .app import create_app, shutdown_apps
+from .config_migration import migrate_config
 from .hookspecs import Gateway, hookimpl
 from .keys import TURNS
 from .runtimes.base import AgentTurn, TurnOutcome
@@ -14,6 +15,7 @@ from .store import SqliteStore
 @hookimpl
 def hermes_api_gateway_startup(gateway: Gateway) -> None:
     settings = gateway.settings
+    migrate_config(settings.config_file)
     store = SqliteStore(settings.store_path, max_responses=settings.responses_max_stored, fallback_to_memory=True)
     gateway.mount(create_app(settings, gateway.runtime, store, gateway.hooks))
 

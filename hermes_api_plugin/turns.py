@@ -410,6 +410,10 @@ class TurnRegistry:
     def is_live(self, run_id: str) -> bool:
         return run_id in self._active
 
+    def active_on(self, session_id: str) -> bool:
+        """Whether an unsettled turn (running or queued) belongs to this session."""
+        return any(t.request.session_id == session_id for t in self._active.values())
+
     def find(self, run_id: str) -> Turn | None:
         """A running turn, or one that settled within the last RECENT_S seconds (runs read them)."""
         turn = self._active.get(run_id)
@@ -565,8 +569,14 @@ class TurnRegistry:
         """Append the turn's transcript to its session, then the surface's own state."""
         try:
             if turn.started:  # a turn cancelled before it ran adds nothing to its session
-                messages = turn_messages(turn.inputs, turn.journal.events)
-                await self.store.append_session_messages(turn.request.session_id, messages)
+                events = turn.journal.events
+                messages = turn_messages(turn.inputs, events)
+                compactions = [e.summary for e in events if isinstance(e, Compacted)]
+                await self.store.append_session_messages(
+                    turn.request.session_id, messages, model=turn.request.model,
+                    usage=(finished.usage.prompt_tokens, finished.usage.completion_tokens),
+                    compaction=compactions[-1] if compactions else None,
+                )
             if turn.persist is not None:
                 await turn.persist(turn, finished)
         except Exception:  # noqa: BLE001 - a store failure must not lose the answer being streamed

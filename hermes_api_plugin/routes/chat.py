@@ -31,7 +31,7 @@ from .common import (
     parse_hermes_headers,
     parse_model_options,
 )
-from .delivery import await_settled, pump
+from .delivery import await_settled, on_client_gone, pump
 
 _CONVERSATION_ROLES = frozenset({"user", "assistant"})
 _SYSTEM_ROLES = frozenset({"system", "developer"})
@@ -111,14 +111,6 @@ def parse_chat_request(body: dict[str, Any], providers: frozenset[str]) -> ChatR
         metadata=metadata or {},
     )
 
-
-def _on_client_gone(request: web.Request, turn: Turn, keyed: bool) -> None:
-    """WIRE.md §5.5: under `auto` a disconnect cancels an unkeyed turn; a keyed one keeps running."""
-    policy = request.app[SETTINGS].on_disconnect
-    if policy == "cancel" or (policy == "auto" and not keyed):
-        turn.cancel()
-    else:
-        turn.detached = True
 
 
 def chat_identity(chat: ChatRequest, session_header: str | None) -> str:
@@ -293,7 +285,7 @@ class _View:
                 if await pump(stream, journal, renderer.render, keepalive):
                     await stream.done()
                 elif turn is not None:
-                    _on_client_gone(self.request, turn, self.key is not None)
+                    on_client_gone(self.request, turn, self.key is not None)
                 return stream.response
             reply = await EarlyJson.open(self.request, self.headers(run, replayed, session_id))
             if turn is not None:
@@ -301,9 +293,9 @@ class _View:
             if await await_settled(reply, journal, renderer.transcript.feed_all, keepalive):
                 await reply.finish(renderer.completion())
             elif turn is not None:
-                _on_client_gone(self.request, turn, self.key is not None)
+                on_client_gone(self.request, turn, self.key is not None)
             return reply.response
         except asyncio.CancelledError:
             if turn is not None:
-                _on_client_gone(self.request, turn, self.key is not None)
+                on_client_gone(self.request, turn, self.key is not None)
             raise

@@ -4,9 +4,22 @@ from __future__ import annotations
 
 from typing import Awaitable, Callable, Iterable
 
+from aiohttp import web
+
 from ..events import TurnEvent
+from ..keys import SETTINGS
 from ..sse import EarlyJson, Record, SseStream
-from ..turns import Journal
+from ..turns import Journal, Turn
+
+
+def on_client_gone(request: web.Request, turn: Turn, keep: bool) -> None:
+    """WIRE.md §5.5: under `auto` keyed and background turns keep running (detached), others are
+    cancelled; `cancel` always cancels, `continue` never does."""
+    policy = request.app[SETTINGS].on_disconnect
+    if policy == "cancel" or (policy == "auto" and not keep):
+        turn.cancel()
+    else:
+        turn.detached = True
 
 
 async def pump(stream: SseStream, journal: Journal, render: Callable[[list[TurnEvent]], Iterable[Record]],

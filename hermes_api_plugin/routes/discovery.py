@@ -8,7 +8,9 @@ from aiohttp import web
 
 from .. import __version__
 from ..config import Settings
-from ..keys import RUNTIME, SETTINGS, STARTED_AT, STORE
+from ..errors import ApiError
+from ..keys import MODEL_OPTIONS, RUNTIME, SETTINGS, STARTED_AT, STORE
+from ..openapi import build_openapi
 from .common import json_response
 
 PLATFORM = "hermes-agent"
@@ -121,3 +123,35 @@ async def capabilities(request: web.Request) -> web.Response:
         "endpoints": endpoints,
     }
     return json_response(body)
+
+
+async def model_options(request: web.Request) -> web.Response:
+    app = request.app
+    refresh = request.query.get("refresh", "").lower() in ("1", "true", "yes")
+    try:
+        options, cached = await app[MODEL_OPTIONS].get(app[RUNTIME], app[SETTINGS].model_options, refresh)
+    except Exception as exc:  # noqa: BLE001 - a failed probe is a reported error, not a crash
+        raise ApiError(500, f"Could not list model options: {exc}", type="server_error",
+                       code="model_options_failed") from exc
+    model = app[SETTINGS].model
+    body = {
+        "object": "hermes.model_options",
+        "current": {"provider": model.provider, "model": model.default or app[SETTINGS].model_name},
+        "options": options, "cached": cached, "fetched_at": app[MODEL_OPTIONS].fetched_at,
+    }
+    return json_response(body)
+
+
+RETIRED_MESSAGE = (
+    "Browser extension control was removed. Point browser.cdp_url in config.yaml at your browser's DevTools "
+    "endpoint (or use /browser connect); automation runs through browser_exec over CDP."
+)
+
+
+async def retired(request: web.Request) -> web.Response:
+    """WIRE.md §11: the browser-extension control protocol is gone."""
+    raise ApiError(410, RETIRED_MESSAGE, type="not_found_error", code="endpoint_removed")
+
+
+async def openapi(request: web.Request) -> web.Response:
+    return json_response(build_openapi(request.app))

@@ -52,7 +52,7 @@ from .common import (
     parse_hermes_headers,
     parse_model_options,
 )
-from .delivery import await_settled, pump
+from .delivery import await_settled, on_client_gone, pump
 
 log = logging.getLogger("hermes_api_plugin")
 
@@ -480,7 +480,7 @@ async def _deliver(request: web.Request, body: ResponsesRequest, journal: Journa
             if await pump(stream, journal, renderer.render, keepalive, before_send=durable):
                 await stream.close()
             elif turn is not None:
-                _on_client_gone(request, turn, body.background or keyed)
+                on_client_gone(request, turn, body.background or keyed)
             return stream.response
         reply = await EarlyJson.open(request, headers)
         if turn is not None:
@@ -488,21 +488,13 @@ async def _deliver(request: web.Request, body: ResponsesRequest, journal: Journa
         if await await_settled(reply, journal, renderer.render, keepalive):
             await reply.finish(renderer.snapshot())
         elif turn is not None:
-            _on_client_gone(request, turn, body.background or keyed)
+            on_client_gone(request, turn, body.background or keyed)
         return reply.response
     except asyncio.CancelledError:
         if turn is not None:
-            _on_client_gone(request, turn, body.background or keyed)
+            on_client_gone(request, turn, body.background or keyed)
         raise
 
-
-def _on_client_gone(request: web.Request, turn: Turn, keep: bool) -> None:
-    """WIRE.md §5.5: under `auto` keyed and background turns keep running; others are cancelled."""
-    policy = request.app[SETTINGS].on_disconnect
-    if policy == "cancel" or (policy == "auto" and not keep):
-        turn.cancel()
-    else:
-        turn.detached = True
 
 
 async def _stored(request: web.Request) -> StoredResponse:

@@ -119,6 +119,11 @@ class AgentRuntime(Protocol):
         """Execute the turn, calling the installed callbacks; return promptly after `interrupt()`."""
         ...
 
+    async def model_inventory(self, refresh: bool) -> list[dict[str, Any]] | None:
+        """The host's curated model list (§8.2 entry shape), or None when it has none. `refresh` probes
+        every endpoint instead of the cached list."""
+        ...
+
     async def close(self) -> None: ...
 
 

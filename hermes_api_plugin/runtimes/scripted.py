@@ -142,6 +142,9 @@ class ScriptedRuntime:
     async def close(self) -> None:
         return None
 
+    async def model_inventory(self, refresh: bool) -> list[dict[str, Any]] | None:
+        return None  # no host inventory: api_server.model_options from config.yaml is the list
+
     async def run(self, turn: AgentTurn) -> TurnOutcome:
         loop = asyncio.get_running_loop()
         playback = asyncio.ensure_future(self._play(turn))

@@ -69,9 +69,31 @@ class Store(Protocol):
         """The live transcript of a session, oldest first; empty for an unknown session."""
         ...
 
-    async def append_session_messages(self, session_id: str, messages: Sequence[Message]) -> None:
-        """Append messages to a session, creating it when new."""
+    async def append_session_messages(self, session_id: str, messages: Sequence[Message], *,
+                                      model: str | None = None, usage: tuple[int, int] = (0, 0),
+                                      compaction: str | None = None) -> None:
+        """Append messages to a session (created when new), adding `usage` (input, output tokens); with a
+        `compaction` summary the live transcript is archived first (WIRE.md §7.2)."""
         ...
+
+    async def list_sessions(self, limit: int, offset: int, source: str | None) -> tuple[list[dict[str, Any]], bool]:
+        """A page of session objects, most recently active first, and whether more follow."""
+        ...
+
+    async def get_session(self, session_id: str) -> dict[str, Any] | None: ...
+
+    async def create_session(self, session_id: str, title: str | None) -> bool:
+        """False when the id exists."""
+        ...
+
+    async def update_session(self, session_id: str, fields: dict[str, Any]) -> bool: ...
+
+    async def delete_session(self, session_id: str) -> bool:
+        """Delete a session, its messages and the session-key bindings to it."""
+        ...
+
+    async def session_message_rows(self, session_id: str, *, limit: int, offset: int, newest_first: bool,
+                                   include_compacted: bool) -> list[dict[str, Any]]: ...
 
     async def session_for_key(self, scope: str, key: str) -> str | None: ...
 

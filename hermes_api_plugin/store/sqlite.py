@@ -161,7 +161,8 @@ class SqliteStore:
     async def load_session_messages(self, session_id: str) -> list[Message]:
         def load(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
             return conn.execute(
-                "SELECT role, content, reasoning, extra FROM messages WHERE session_id = ? ORDER BY id", (session_id,)
+                "SELECT role, content, reasoning, extra FROM messages WHERE session_id = ? AND compacted = 0 "
+                "ORDER BY id", (session_id,)
             ).fetchall()
 
         rows = await self._call(load)
@@ -170,7 +171,10 @@ class SqliteStore:
             for r, c, rs, extra in rows
         ]
 
-    async def append_session_messages(self, session_id: str, messages: Sequence[Message]) -> None:
+    async def append_session_messages(self, session_id: str, messages: Sequence[Message], *,
+                                      model: str | None = None, usage: tuple[int, int] = (0, 0),
+                                      compaction: str | None = None) -> None:
+        """Append a turn's messages; a compaction first archives the live transcript behind its summary."""
         now = time.time()
         rows = []
         for m in messages:
@@ -181,16 +185,115 @@ class SqliteStore:
         def append(conn: sqlite3.Connection) -> None:
             with _Tx(conn):
                 conn.execute(
-                    "INSERT INTO sessions (id, created_at, updated_at) VALUES (?, ?, ?) "
-                    "ON CONFLICT(id) DO UPDATE SET updated_at = excluded.updated_at",
-                    (session_id, now, now),
+                    "INSERT INTO sessions (id, created_at, updated_at, model, input_tokens, output_tokens) "
+                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET updated_at = excluded.updated_at, "
+                    "model = COALESCE(excluded.model, sessions.model), "
+                    "input_tokens = sessions.input_tokens + excluded.input_tokens, "
+                    "output_tokens = sessions.output_tokens + excluded.output_tokens",
+                    (session_id, now, now, model, usage[0], usage[1]),
                 )
+                if compaction is not None:
+                    conn.execute("UPDATE messages SET compacted = 1 WHERE session_id = ? AND compacted = 0",
+                                 (session_id,))
+                    conn.execute(
+                        "INSERT INTO messages (session_id, role, content, reasoning, extra, created_at) "
+                        "VALUES (?, 'user', ?, NULL, ?, ?)",
+                        (session_id, _dumps([{"type": "text", "text": compaction}]), _dumps({"summary": True}), now),
+                    )
                 conn.executemany(
                     "INSERT INTO messages (session_id, role, content, reasoning, extra, created_at) "
                     "VALUES (?, ?, ?, ?, ?, ?)", rows,
                 )
 
         await self._call(append)
+
+    _SESSION_COLUMNS = (
+        "s.id, s.source, s.title, s.model, s.created_at, s.ended_at, s.updated_at, s.input_tokens, s.output_tokens, "
+        "s.parent_session_id, s.pinned, s.archived, "
+        "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id AND m.compacted = 0), "
+        "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id AND m.role = 'tool'), "
+        "(SELECT m.content FROM messages m WHERE m.session_id = s.id AND m.role = 'user' "
+        "AND (m.extra IS NULL OR m.extra NOT LIKE '%\"summary\"%') ORDER BY m.id LIMIT 1)"
+    )
+
+    @staticmethod
+    def _session(row: Sequence[Any] | None) -> dict[str, Any] | None:
+        if row is None:
+            return None
+        preview = None
+        if row[14] is not None:
+            preview = "".join(p.get("text", "") for p in json.loads(row[14]) if p.get("type") == "text")[:200]
+        return {
+            "id": row[0], "source": row[1], "title": row[2], "model": row[3], "started_at": row[4],
+            "ended_at": row[5], "last_active": row[6], "message_count": row[12], "tool_call_count": row[13],
+            "input_tokens": row[7], "output_tokens": row[8], "parent_session_id": row[9], "pinned": bool(row[10]),
+            "archived": bool(row[11]), "preview": preview,
+        }
+
+    async def list_sessions(self, limit: int, offset: int, source: str | None) -> tuple[list[dict[str, Any]], bool]:
+        def rows(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+            where, args = ("WHERE s.source = ?", [source]) if source else ("", [])
+            return conn.execute(
+                f"SELECT {self._SESSION_COLUMNS} FROM sessions s {where} ORDER BY s.updated_at DESC, s.id "
+                "LIMIT ? OFFSET ?", (*args, limit + 1, offset)).fetchall()
+
+        found = [self._session(r) for r in await self._call(rows)]
+        return [s for s in found[:limit] if s is not None], len(found) > limit
+
+    async def get_session(self, session_id: str) -> dict[str, Any] | None:
+        return await self._call(lambda c: self._session(c.execute(
+            f"SELECT {self._SESSION_COLUMNS} FROM sessions s WHERE s.id = ?", (session_id,)).fetchone()))
+
+    async def create_session(self, session_id: str, title: str | None) -> bool:
+        now = time.time()
+
+        def create(conn: sqlite3.Connection) -> bool:
+            cursor = conn.execute(
+                "INSERT OR IGNORE INTO sessions (id, created_at, updated_at, title) VALUES (?, ?, ?, ?)",
+                (session_id, now, now, title))
+            return cursor.rowcount == 1
+
+        return await self._call(create)
+
+    async def update_session(self, session_id: str, fields: dict[str, Any]) -> bool:
+        columns = {k: (int(v) if isinstance(v, bool) else v) for k, v in fields.items()
+                   if k in ("title", "pinned", "archived")}
+
+        def update(conn: sqlite3.Connection) -> bool:
+            if not columns:
+                return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
+            assignments = ", ".join(f"{k} = ?" for k in columns)
+            return conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?",
+                                (*columns.values(), session_id)).rowcount == 1
+
+        return await self._call(update)
+
+    async def delete_session(self, session_id: str) -> bool:
+        def delete(conn: sqlite3.Connection) -> bool:
+            with _Tx(conn):
+                conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+                conn.execute("DELETE FROM session_keys WHERE session_id = ?", (session_id,))
+                return conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount == 1
+
+        return await self._call(delete)
+
+    async def session_message_rows(self, session_id: str, *, limit: int, offset: int, newest_first: bool,
+                                   include_compacted: bool) -> list[dict[str, Any]]:
+        """A page of a session's messages in chronological order (compacted ones first when included)."""
+        def rows(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+            where = "" if include_compacted else "AND compacted = 0"
+            direction = "DESC" if newest_first else "ASC"
+            page = conn.execute(
+                f"SELECT id, role, content, reasoning, extra, created_at, compacted FROM messages "
+                f"WHERE session_id = ? {where} ORDER BY compacted {'ASC' if newest_first else 'DESC'}, id {direction} "
+                "LIMIT ? OFFSET ?", (session_id, limit, offset)).fetchall()
+            return sorted(page, key=lambda r: (-r[6], r[0]))
+
+        return [
+            {"id": f"m_{r[0]}", "role": r[1], "content": json.loads(r[2]), "reasoning": r[3],
+             "extra": json.loads(r[4] or "{}"), "timestamp": r[5], "compacted": bool(r[6])}
+            for r in await self._call(rows)
+        ]
 
     async def session_for_key(self, scope: str, key: str) -> str | None:
         def find(conn: sqlite3.Connection) -> str | None:
