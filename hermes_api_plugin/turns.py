@@ -57,6 +57,7 @@ _EMOJI = {
     "image_generate": "🎨", "send_message": "💬", "clarify": "❓", "browser_exec": "🌐",
 }
 _DRAIN_GRACE_S = 10.0
+COALESCE_S = 0.002  # burst window of the callback bridge (WIRE.md §2.2 allows up to 50 ms)
 RECENT_S = 3600.0  # settled runs stay readable in memory this long (WIRE.md §6.2)
 
 _REASONING, _TEXT, _TOOL_START, _TOOL_END, _COMMENTARY, _COMPACTION = range(6)
@@ -188,6 +189,7 @@ class TurnBridge:
         self._pending: list[tuple[Any, ...]] = []
         self._scheduled = False
         self._closed = False
+        self._last_flush = float("-inf")
         # Loop-side state: normalised tool ids and the tools still running.
         self._used_ids: set[str] = set()
         self._open: dict[str, ToolStarted] = {}
@@ -231,20 +233,31 @@ class TurnBridge:
                 return
             self._scheduled = True
         if threading.get_ident() == self._loop_thread:
-            self._loop.call_soon(self.flush)  # same thread: no self-pipe wake-up syscall
+            self._loop.call_soon(self._schedule_flush)  # same thread: no self-pipe wake-up syscall
             return
         try:
-            self._loop.call_soon_threadsafe(self.flush)
+            self._loop.call_soon_threadsafe(self._schedule_flush)
         except RuntimeError:  # loop closed during shutdown: nothing left to deliver to
             pass
 
     # -- loop side --------------------------------------------------------------------------------
+    def _schedule_flush(self) -> None:
+        # Deltas that arrive in a burst (less than COALESCE_S after the last flush) are gathered for the
+        # rest of that window and journaled as one event: fewer records, wake-ups and socket writes
+        # under load; a delta after a quiet spell is journaled at once.
+        wait = self._last_flush + COALESCE_S - self._loop.time()
+        if wait > 0:
+            self._loop.call_later(wait, self.flush)
+        else:
+            self.flush()
+
     def flush(self) -> None:
         with self._lock:
             items, self._pending = self._pending, []
             self._scheduled = False
         if not items:
             return
+        self._last_flush = self._loop.time()
         events: list[TurnEvent] = []
         for item in items:
             event = self._convert(item)

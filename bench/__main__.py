@@ -1,0 +1,301 @@
+"""`python -m bench [--quick] [--only NAME ...]`: run the benchmarks, print one line per figure, write results.json.
+
+The server (the real plugin app with the bench runtime, and the raw aiohttp baseline) runs in its own
+process (`bench.server`); this process is the client. Every figure is reported with its same-run baseline
+or as a ratio. `--quick` runs each benchmark at a tiny size (the CI smoke test uses it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+import aiohttp
+
+KEY = "bench-key-0123456789abcdef"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+ROOT = Path(__file__).resolve().parent
+STAMP = re.compile(rb"(\d{10}\.\d{6});")
+FULL = {"deltas": 20000, "repeat": 3, "latency_streams": [1, 100, 1000], "latency_seconds": 3.0, "hz": 20,
+        "idle_streams": 10000, "admissions": 300, "startups": 3}
+QUICK = {"deltas": 500, "repeat": 1, "latency_streams": [1, 5], "latency_seconds": 1.0, "hz": 20,
+         "idle_streams": 50, "admissions": 20, "startups": 1}
+
+
+def write_home(home: Path, keepalive: int) -> Path:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / ".env").write_text(f"API_SERVER_ENABLED=true\nAPI_SERVER_KEY={KEY}\n", encoding="utf-8")
+    (home / "config.yaml").write_text(
+        f"api_server:\n  max_concurrent_runs: 0\n  sse_keepalive_seconds: {keepalive}\n", encoding="utf-8")
+    return home
+
+
+class Server:
+    """`python -m bench.server` in its own process."""
+
+    def __init__(self, home: Path, deltas: int) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.server", str(home), str(deltas)], cwd=ROOT.parent,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line.startswith("PORTS"):
+            self.proc.kill()
+            raise RuntimeError(f"bench server did not start: {line!r}")
+        _, plugin, raw = line.split()
+        self.url = f"http://127.0.0.1:{plugin}"
+        self.raw_url = f"http://127.0.0.1:{raw}"
+
+    def rss_kb(self) -> int:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        return 0
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+async def _timed_read(session: aiohttp.ClientSession, method: str, url: str, **kwargs: Any) -> tuple[float, bytes]:
+    started = time.perf_counter()
+    async with session.request(method, url, **kwargs) as response:
+        body = await response.read()
+        assert response.status == 200, body[:300]
+    return time.perf_counter() - started, body
+
+
+async def throughput(session: aiohttp.ClientSession, server: Server, size: dict[str, Any]) -> dict[str, Any]:
+    """Deltas per second through chat and Responses streams versus the raw baseline."""
+    deltas = size["deltas"]
+    chat_body = {"stream": True, "messages": [{"role": "user", "content": "deltas"}]}
+    results: dict[str, list[float]] = {"chat": [], "responses": [], "raw": []}
+    for _ in range(size["repeat"]):
+        elapsed, body = await _timed_read(session, "POST", server.url + "/v1/chat/completions", json=chat_body,
+                                          headers=AUTH)
+        text = "".join(json.loads(line[6:])["choices"][0]["delta"].get("content", "")
+                       for line in body.decode().split("\n") if line.startswith("data: {"))
+        assert len(text) == deltas, len(text)
+        results["chat"].append(deltas / elapsed)
+        elapsed, body = await _timed_read(session, "POST", server.url + "/v1/responses",
+                                          json={"input": "deltas", "stream": True}, headers=AUTH)
+        assert b"response.completed" in body
+        results["responses"].append(deltas / elapsed)
+        elapsed, body = await _timed_read(session, "GET", f"{server.raw_url}/raw?n={deltas}")
+        assert body.count(b"data: ") == deltas + 1
+        results["raw"].append(deltas / elapsed)
+    best = {k: max(v) for k, v in results.items()}
+    return {
+        "deltas": deltas, "chat_deltas_per_s": round(best["chat"]), "responses_deltas_per_s": round(best["responses"]),
+        "raw_deltas_per_s": round(best["raw"]), "chat_ratio": round(best["chat"] / best["raw"], 3),
+        "responses_ratio": round(best["responses"] / best["raw"], 3),
+    }
+
+
+async def _latency_stream(session: aiohttp.ClientSession, url: str, ticks: int, hz: int,
+                          samples: list[float], phase: float) -> None:
+    # Streams start at spread-out phases of the tick period, as independent clients would: phase-locked
+    # tickers would measure a synthetic burst of every stream at once instead of per-event latency.
+    await asyncio.sleep(phase)
+    body = {"stream": True, "messages": [{"role": "user", "content": f"ticks {ticks} {hz}"}]}
+    async with session.post(url + "/v1/chat/completions", json=body, headers=AUTH) as response:
+        async for chunk in response.content.iter_any():
+            now = time.time()
+            samples.extend((now - float(m)) * 1000 for m in STAMP.findall(chunk))
+
+
+async def latency(session: aiohttp.ClientSession, server: Server, size: dict[str, Any]) -> dict[str, Any]:
+    """Runtime callback → client receipt, p50/p99 in ms, at each concurrency."""
+    out: dict[str, Any] = {}
+    hz = size["hz"]
+    ticks = int(size["latency_seconds"] * hz)
+    for streams in size["latency_streams"]:
+        samples: list[float] = []
+        await asyncio.gather(*(_latency_stream(session, server.url, ticks, hz, samples, i / streams / hz)
+                               for i in range(streams)))
+        out[str(streams)] = {"events": len(samples), "p50_ms": round(percentile(samples, 50), 3),
+                             "p99_ms": round(percentile(samples, 99), 3)}
+    return out
+
+
+async def idle_streams(session: aiohttp.ClientSession, server: Server, size: dict[str, Any]) -> dict[str, Any]:
+    """How many idle SSE streams (scripted sleep, keepalives flowing) the gateway holds, and RSS per stream."""
+    count = size["idle_streams"]
+    body = {"stream": True, "messages": [{"role": "user", "content": "idle"}]}
+    await _timed_read(session, "POST", server.url + "/v1/chat/completions", headers=AUTH,
+                      json={"stream": True, "messages": [{"role": "user", "content": "warm up"}]})
+    await asyncio.sleep(0.5)
+    before = server.rss_kb()
+    ready = 0
+    keepalives = 0
+    responses: list[aiohttp.ClientResponse] = []
+
+    async def open_one() -> None:
+        nonlocal ready, keepalives
+        response = await session.post(server.url + "/v1/chat/completions", json=body, headers=AUTH)
+        responses.append(response)
+        assert response.status == 200
+        seen = b""
+        while b": keepalive" not in seen:
+            seen += await response.content.readany()
+        ready += 1
+        keepalives += 1
+
+    started = time.perf_counter()
+    results = await asyncio.gather(*(open_one() for _ in range(count)), return_exceptions=True)
+    opened = time.perf_counter() - started
+    await asyncio.sleep(1.0)
+    after = server.rss_kb()
+    for response in responses:
+        response.close()
+    errors = [repr(r) for r in results if isinstance(r, BaseException)][:3]
+    return {"requested": count, "held": ready, "open_seconds": round(opened, 2), "rss_before_kb": before,
+            "rss_after_kb": after, "rss_per_stream_kb": round((after - before) / max(ready, 1), 2),
+            "errors": errors}
+
+
+async def admissions(session: aiohttp.ClientSession, server: Server, size: dict[str, Any]) -> dict[str, Any]:
+    """Per-request latency of a short non-streaming chat turn, without and with an Idempotency-Key."""
+    out: dict[str, Any] = {}
+    body = {"messages": [{"role": "user", "content": "hello"}]}
+    for label in ("unkeyed", "keyed"):
+        samples = []
+        for i in range(size["admissions"]):
+            headers = {**AUTH, "Idempotency-Key": f"bench-{time.time_ns()}-{i}"} if label == "keyed" else AUTH
+            elapsed, _ = await _timed_read(session, "POST", server.url + "/v1/chat/completions", json=body,
+                                           headers=headers)
+            samples.append(elapsed * 1000)
+        out[label] = {"p50_ms": round(percentile(samples, 50), 3), "p99_ms": round(percentile(samples, 99), 3)}
+    out["overhead_p50_ms"] = round(out["keyed"]["p50_ms"] - out["unkeyed"]["p50_ms"], 3)
+    return out
+
+
+def startup(size: dict[str, Any], work: Path) -> dict[str, Any]:
+    """Spawn `python -m hermes_api_plugin gateway` and time until `/health` answers 200."""
+    import urllib.request
+
+    times = []
+    for i in range(size["startups"]):
+        home = write_home(work / f"startup{i}", 10)
+        env = {**os.environ, "HERMES_HOME": str(home), "API_SERVER_PORT": "0"}
+        started = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "hermes_api_plugin", "gateway"], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        assert proc.stdout is not None
+        port = None
+        for line in proc.stdout:
+            match = re.search(r"listening on http://127.0.0.1:(\d+)", line)
+            if match:
+                port = int(match.group(1))
+                break
+        assert port is not None
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.005)
+        times.append(time.perf_counter() - started)
+        proc.terminate()
+        proc.wait(30)
+        proc.stdout.close()
+    return {"runs": len(times), "median_s": round(statistics.median(times), 3), "max_s": round(max(times), 3)}
+
+
+BENCHES: dict[str, Callable[..., Awaitable[dict[str, Any]]]] = {
+    "throughput": throughput, "latency": latency, "idle_streams": idle_streams, "admissions": admissions,
+}
+
+
+def report(name: str, result: dict[str, Any]) -> list[str]:
+    """One line per figure."""
+    if name == "throughput":
+        return [
+            f"throughput.chat        {result['chat_deltas_per_s']} deltas/s = {result['chat_ratio']} x raw aiohttp "
+            f"({result['raw_deltas_per_s']} deltas/s, same run)",
+            f"throughput.responses   {result['responses_deltas_per_s']} deltas/s = {result['responses_ratio']} x raw "
+            "aiohttp",
+        ]
+    if name == "latency":
+        return [f"latency.{n}_streams     p50 {v['p50_ms']} ms, p99 {v['p99_ms']} ms ({v['events']} events)"
+                for n, v in result.items()]
+    if name == "idle_streams":
+        return [f"idle_streams           {result['held']}/{result['requested']} held, "
+                f"{result['rss_per_stream_kb']} KB RSS per stream (server {result['rss_before_kb']} -> "
+                f"{result['rss_after_kb']} KB)"]
+    if name == "admissions":
+        return [f"admissions             unkeyed p50 {result['unkeyed']['p50_ms']} / p99 {result['unkeyed']['p99_ms']} ms, "
+                f"keyed p50 {result['keyed']['p50_ms']} / p99 {result['keyed']['p99_ms']} ms "
+                f"(+{result['overhead_p50_ms']} ms p50)"]
+    return [f"startup                /health 200 after {result['median_s']} s (median of {result['runs']})"]
+
+
+async def run(size: dict[str, Any], only: list[str], work: Path) -> dict[str, Any]:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    results: dict[str, Any] = {}
+    for name, bench in BENCHES.items():
+        if only and name not in only:
+            continue
+        server = Server(write_home(work / name, 1), size["deltas"])
+        connector = aiohttp.TCPConnector(limit=0)
+        try:
+            async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None)) as s:
+                results[name] = await bench(s, server, size)
+        finally:
+            server.stop()
+        for line in report(name, results[name]):
+            print(line, flush=True)
+    if not only or "startup" in only:
+        results["startup"] = startup(size, work)
+        for line in report("startup", results["startup"]):
+            print(line, flush=True)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
+    parser.add_argument("--only", nargs="*", default=[], help="run only these: " + ", ".join([*BENCHES, "startup"]))
+    parser.add_argument("--out", default=str(ROOT / "results.json"))
+    args = parser.parse_args(argv)
+    size = QUICK if args.quick else FULL
+    with tempfile.TemporaryDirectory(prefix="hermes-bench-") as tmp:
+        results = asyncio.run(run(size, args.only, Path(tmp)))
+    document = {
+        "machine": {"nproc": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "size": "quick" if args.quick else "full", "results": results,
+    }
+    Path(args.out).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""The benchmark server process: the real plugin app (bench runtime) and a raw aiohttp baseline, one loop.
+
+`python -m bench.server HOME DELTAS` prints `PORTS <plugin> <raw>` once both listen, then serves until
+SIGTERM. The raw baseline builds and `json.dumps` the same chunk dicts the chat stream sends, one
+write per chunk: the minimal honest work of an SSE endpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import resource
+import signal
+import sys
+import time
+from pathlib import Path
+
+from aiohttp import web
+
+from hermes_api_plugin.config import load_settings
+from hermes_api_plugin.gateway.server import ReferenceGateway, build_plugin_manager, runner_kwargs
+
+from .runtime import runtime, write_script
+
+
+async def raw_stream(request: web.Request) -> web.StreamResponse:
+    count = int(request.query.get("n", "20000"))
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    await response.prepare(request)
+    created = int(time.time())
+    for _ in range(count):
+        chunk = {"id": "chatcmpl-raw", "object": "chat.completion.chunk", "created": created, "model": "raw",
+                 "choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": None}]}
+        await response.write(b"data: " + json.dumps(chunk, separators=(",", ":")).encode() + b"\n\n")
+    await response.write(b"data: [DONE]\n\n")
+    return response
+
+
+async def main(home: Path, deltas: int) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    script = home / "bench-script.yaml"
+    write_script(str(script), deltas)
+    settings = load_settings(home, environ={"HERMES_HOME": str(home)})
+    pm = build_plugin_manager()
+    gateway = ReferenceGateway(settings, runtime(str(script)), pm)
+    pm.hook.hermes_api_gateway_startup(gateway=gateway)
+    plugin_runner = web.AppRunner(gateway.apps[0], **runner_kwargs())
+    raw_app = web.Application()
+    raw_app.router.add_get("/raw", raw_stream)
+    raw_runner = web.AppRunner(raw_app, **runner_kwargs())
+    await plugin_runner.setup()
+    await raw_runner.setup()
+    plugin_site = web.TCPSite(plugin_runner, "127.0.0.1", 0, backlog=4096)
+    raw_site = web.TCPSite(raw_runner, "127.0.0.1", 0, backlog=4096)
+    await plugin_site.start()
+    await raw_site.start()
+    print("PORTS", plugin_runner.addresses[0][1], raw_runner.addresses[0][1], flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    await stop.wait()
+    for result in pm.hook.hermes_api_gateway_shutdown(gateway=gateway):
+        if result is not None:
+            await result
+    await plugin_runner.cleanup()
+    await raw_runner.cleanup()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(Path(sys.argv[1]), int(sys.argv[2])))

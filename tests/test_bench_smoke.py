@@ -1,0 +1,26 @@
+"""The benchmarks at tiny size, so they cannot rot (the real runs are `python -m bench`, not CI)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_benchmark_runs_at_tiny_size_and_reports_each_figure(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    done = subprocess.run([sys.executable, "-m", "bench", "--quick", "--out", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    for prefix in ("throughput.chat", "throughput.responses", "latency.1_streams", "idle_streams", "admissions",
+                   "startup"):
+        assert any(line.startswith(prefix) for line in lines), (prefix, done.stdout)
+    results = json.loads(out.read_text())["results"]
+    assert results["throughput"]["chat_deltas_per_s"] > 0 and results["throughput"]["raw_deltas_per_s"] > 0
+    assert results["idle_streams"]["held"] == results["idle_streams"]["requested"]
+    assert results["latency"]["1"]["events"] > 0
+    assert results["startup"]["median_s"] > 0
