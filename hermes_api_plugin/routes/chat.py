@@ -149,12 +149,17 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     identity = chat_identity(chat, hermes.session_id)
     target = canonical_json([session_id, hermes.session_key])
     scope = app[SCOPE]
+    # The key's lock covers lookup, cap check, admission and reservation only: a retry arriving while
+    # the turn runs must attach at once, not wait for the first request's delivery.
+    admitted: tuple[Turn, ChatRenderer, SseStream | None] | None = None
+    refusal: tuple[str, SseStream | None] | None = None
     async with admissions.serialised(scope, "chat", key):
         try:
             decision = await admissions.decide(scope, "chat", key, identity, target, registry.is_live)
         except StoreError:
-            return await view.refuse("storage_unavailable")
-        if decision.outcome == "new":
+            decision = None
+            refusal = ("storage_unavailable", None)
+        if decision is not None and decision.outcome == "new":
             registry.check_capacity()
             renderer = view.new_renderer()
             turn = view.admit(keyed=True)
@@ -163,15 +168,21 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
                 holder = await admissions.reserve(scope, "chat", key, identity, target, turn.run_id,
                                                   view.reply_info(renderer), decision.free_expired)
             except StoreError:
-                holder = None
-                failed = "storage_unavailable"
+                refusal = ("storage_unavailable", stream)
             else:
-                failed = None if holder is None else "admission_conflict"
-            if failed is not None:
+                if holder is not None:
+                    refusal = ("admission_conflict", stream)
+            if refusal is not None:
                 turn.cancel()
                 turn.release()
-                return await view.refuse(failed, stream)
-            return await view.deliver(turn.journal, turn, renderer, replayed=False, stream=stream)
+            else:
+                admitted = (turn, renderer, stream)
+    if refusal is not None:
+        return await view.refuse(*refusal)
+    if admitted is not None:
+        turn, renderer, stream = admitted
+        return await view.deliver(turn.journal, turn, renderer, replayed=False, stream=stream)
+    assert decision is not None
     if decision.code is not None:
         return await view.refuse(decision.code)
     record = decision.record
@@ -179,7 +190,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     renderer = view.renderer_from(record.reply)
     live = registry.get(record.turn_id)
     if decision.outcome == "attach" and live is not None:
-        return await view.deliver(live.journal, live, renderer, replayed=True, run_id=record.turn_id)
+        # An attached client only watches: its disconnect never decides the turn's fate.
+        return await view.deliver(live.journal, None, renderer, replayed=True, run_id=record.turn_id)
     try:
         journal = decode_journal(await app[STORE].load_journal(record.turn_id))
     except StoreError:

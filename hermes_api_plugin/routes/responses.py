@@ -12,7 +12,8 @@ import logging
 import secrets
 import time
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Sequence
+from functools import partial
+from typing import Any, Awaitable, Callable, Sequence
 
 from aiohttp import web
 
@@ -286,7 +287,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     if registry.draining:
         raise draining()
     if key is None:
-        return await _Creation(request, body, hermes, None).run()
+        return await (await _Creation(request, body, hermes, None).admit())()
     admissions, scope = app[ADMISSIONS], app[SCOPE]
     identity = responses_identity(raw, body)
     target = canonical_json([hermes.session_key])
@@ -297,7 +298,11 @@ async def create_response(request: web.Request) -> web.StreamResponse:
             raise error_for("storage_unavailable") from None
         if decision.outcome == "new":
             keyed = _Keyed(key, identity, target, decision.free_expired)
-            return await _Creation(request, body, hermes, keyed).run()
+            deliver = await _Creation(request, body, hermes, keyed).admit()
+    # The key's lock covered lookup, admission and reservation; delivery runs outside it, so a retry
+    # arriving while the turn runs attaches at once.
+    if decision.outcome == "new":
+        return await deliver()
     if decision.code is not None:
         raise error_for(decision.code)
     record = decision.record
@@ -348,7 +353,9 @@ class _Creation:
         self.hermes = hermes
         self.keyed = keyed
 
-    async def run(self) -> web.StreamResponse:
+    async def admit(self) -> Callable[[], Awaitable[web.StreamResponse]]:
+        """Everything up to the head (validation, chain, admission, reservation, storage); returns the
+        delivery, which the caller awaits outside the key's lock."""
         app, body, hermes = self.app, self.body, self.hermes
         settings, store, scope = app[SETTINGS], app[STORE], app[SCOPE]
         response_id = "resp_" + secrets.token_hex(16)
@@ -458,9 +465,14 @@ class _Creation:
         headers = _headers(session_id, turn.run_id, hermes.session_key)
         if body.background and not body.stream:
             turn.release()
-            return json_response(renderer.snapshot(), headers=headers)
-        return await _deliver(self.request, body, turn.journal, turn, renderer, first, headers,
-                              keyed=keyed is not None)
+            snapshot = renderer.snapshot()
+
+            async def at_once() -> web.StreamResponse:
+                return json_response(snapshot, headers=headers)
+
+            return at_once
+        return partial(_deliver, self.request, body, turn.journal, turn, renderer, first, headers,
+                       keyed=keyed is not None)
 
 
 async def _deliver(request: web.Request, body: ResponsesRequest, journal: Journal, turn: Turn | None,

@@ -260,7 +260,9 @@ async def _session_chat(request: web.Request, *, stream: bool) -> web.StreamResp
                 turn.cancel()
                 turn.release()
                 raise error_for("admission_conflict")
-            return await _deliver(request, turn.journal, turn, session_id, headers, stream, keyed=True)
+    # Delivery runs outside the key's lock: a retry arriving while the turn runs attaches at once.
+    if decision.outcome == "new":
+        return await _deliver(request, turn.journal, turn, session_id, headers, stream, keyed=True)
     if decision.code is not None:
         raise error_for(decision.code)
     assert decision.record is not None
