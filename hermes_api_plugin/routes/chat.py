@@ -31,7 +31,7 @@ from .common import (
     parse_hermes_headers,
     parse_model_options,
 )
-from .delivery import await_settled, on_client_gone, pump
+from .delivery import await_settled, keyed_settler, on_client_gone, pump
 
 _CONVERSATION_ROLES = frozenset({"user", "assistant"})
 _SYSTEM_ROLES = frozenset({"system", "developer"})
@@ -238,22 +238,16 @@ class _View:
             reasoning_effort=chat.reasoning_effort, commentary_enabled=settings.interim_assistant_messages,
             max_iterations=settings.max_turns, metadata=chat.metadata,
         )
-        saver, admissions = self.app[JOURNALS], self.app[ADMISSIONS]
-
-        async def settle_admission(turn: Turn, finished: TurnFinished) -> None:
-            await saver.write_now(turn.run_id, turn.journal, [finished])
-            await admissions.settle(turn.run_id)
-
         # Turns on an explicit session run one at a time; derived sessions are not queued (§1.8).
         turn = self.app[TURNS].admit(
             turn_request,
             queue_key=self.hermes.session_id,
             history=(lambda: store.load_session_messages(session_id)) if explicit else None,
-            persist=settle_admission if keyed else None,
+            persist=keyed_settler(self.app) if keyed else None,
             hold=True,
         )
         if keyed:
-            saver.watch(turn.run_id, turn.journal)
+            self.app[JOURNALS].watch(turn.run_id, turn.journal)
         return turn
 
     def headers(self, run_id: str | None, replayed: bool, session_id: str | None = None) -> dict[str, str]:

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 from aiohttp import web
 
 from ..config import parse_bool
-from ..content import canonical_json
+from ..content import Message, canonical_json, parse_content
 from ..errors import invalid_parameter, invalid_request
 from ..runtimes.base import REASONING_EFFORTS
 from ..sse import dumps
@@ -136,3 +136,23 @@ def new_completion_id() -> str:
 def json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
     """Compact UTF-8 JSON with `application/json; charset=utf-8`."""
     return web.json_response(body, status=status, content_type="application/json", dumps=dumps, headers=headers)
+
+
+def parse_conversation_history(body: Mapping[str, Any]) -> list[Message] | None:
+    """`conversation_history`: explicit `{"role","content"}` history (system/developer entries dropped)."""
+    raw = body.get("conversation_history")
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise invalid_parameter("'conversation_history' must be an array", "conversation_history")
+    history: list[Message] = []
+    for i, entry in enumerate(raw):
+        param = f"conversation_history[{i}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("role"), str) or "content" not in entry:
+            raise invalid_parameter(f"'{param}' needs 'role' and 'content'", param)
+        if entry["role"] not in ("user", "assistant", "system", "developer"):
+            raise invalid_parameter(f"'{param}.role' must be user, assistant, system or developer", param)
+        parts = parse_content(entry["content"], f"{param}.content")
+        if entry["role"] in ("user", "assistant"):
+            history.append(Message(entry["role"], parts))
+    return history

@@ -6,8 +6,8 @@ from typing import Awaitable, Callable, Iterable
 
 from aiohttp import web
 
-from ..events import TurnEvent
-from ..keys import SETTINGS
+from ..events import TurnEvent, TurnFinished
+from ..keys import ADMISSIONS, JOURNALS, SETTINGS
 from ..sse import EarlyJson, Record, SseStream
 from ..turns import Journal, Turn
 
@@ -50,3 +50,15 @@ async def await_settled(reply: EarlyJson, journal: Journal, fold: Callable[[list
         elif not await reply.pad():
             return False
     return True
+
+
+def keyed_settler(app: web.Application) -> Callable[[Turn, TurnFinished], Awaitable[None]]:
+    """The persist step of a keyed turn: its whole journal (terminal record included) is durable before
+    its admission is marked settled, so a replay always finds the complete turn."""
+    saver, admissions = app[JOURNALS], app[ADMISSIONS]
+
+    async def settle(turn: Turn, finished: TurnFinished) -> None:
+        await saver.write_now(turn.run_id, turn.journal, [finished])
+        await admissions.settle(turn.run_id)
+
+    return settle

@@ -50,10 +50,11 @@ from .common import (
     json_response,
     new_run_id,
     optional_string,
+    parse_conversation_history,
     parse_hermes_headers,
     parse_model_options,
 )
-from .delivery import await_settled, on_client_gone, pump
+from .delivery import await_settled, keyed_settler, on_client_gone, pump
 
 log = logging.getLogger("hermes_api_plugin")
 
@@ -118,21 +119,7 @@ def parse_responses_request(body: dict[str, Any], providers: frozenset[str]) -> 
     if previous is not None and conversation is not None:
         raise invalid_request("conflicting_parameters",
                               "Send either 'previous_response_id' or 'conversation', not both", "conversation")
-    history = body.get("conversation_history")
-    explicit: list[Message] | None = None
-    if history is not None:
-        if not isinstance(history, list):
-            raise invalid_parameter("'conversation_history' must be an array", "conversation_history")
-        explicit = []
-        for i, entry in enumerate(history):
-            param = f"conversation_history[{i}]"
-            if not isinstance(entry, dict) or not isinstance(entry.get("role"), str) or "content" not in entry:
-                raise invalid_parameter(f"'{param}' needs 'role' and 'content'", param)
-            if entry["role"] not in ("user", "assistant", "system", "developer"):
-                raise invalid_parameter(f"'{param}.role' must be user, assistant, system or developer", param)
-            parts = parse_content(entry["content"], f"{param}.content")
-            if entry["role"] in ("user", "assistant"):
-                explicit.append(Message(entry["role"], parts))
+    explicit = parse_conversation_history(body)
     store = body_bool(body, "store", True)
     background = body_bool(body, "background", False)
     if background and not store:
@@ -421,6 +408,7 @@ class _Creation:
         )
         saver, admissions = app[JOURNALS], app[ADMISSIONS]
         keyed = self.keyed
+        settle_keyed = keyed_settler(app)
 
         async def persist(turn: Turn, finished: TurnFinished) -> None:
             if body.store:
@@ -433,8 +421,7 @@ class _Creation:
                 await saver.write_now(turn.run_id, turn.journal, [finished])
                 _log_evictions(await store.put_response(final, [*record.input_items, *renderer.output]))
             if keyed is not None:
-                await saver.write_now(turn.run_id, turn.journal, [finished])
-                await admissions.settle(turn.run_id)
+                await settle_keyed(turn, finished)
 
         turn = registry.admit(
             turn_request, queue_key=session_id, history=history, inputs=resolved.messages,

@@ -36,10 +36,11 @@ from .common import (
     json_response,
     new_run_id,
     optional_string,
+    parse_conversation_history,
     parse_hermes_headers,
     parse_model_options,
 )
-from .delivery import pump
+from .delivery import keyed_settler, pump
 
 _ROLES = frozenset({"user", "assistant", "system", "developer"})
 
@@ -94,18 +95,7 @@ def parse_run_request(body: dict[str, Any], header_session: str | None, provider
     session_id = optional_string(body, "session_id")
     if session_id is not None:
         check_session_id(session_id, "session_id")
-    history_raw = body.get("conversation_history")
-    history: list[Message] | None = None
-    if history_raw is not None:
-        if not isinstance(history_raw, list):
-            raise invalid_parameter("'conversation_history' must be an array", "conversation_history")
-        history = []
-        for i, entry in enumerate(history_raw):
-            param = f"conversation_history[{i}]"
-            if not isinstance(entry, dict) or entry.get("role") not in _ROLES or "content" not in entry:
-                raise invalid_parameter(f"'{param}' needs 'role' and 'content'", param)
-            if entry["role"] in ("user", "assistant"):
-                history.append(Message(entry["role"], parse_content(entry["content"], f"{param}.content")))
+    history = parse_conversation_history(body)
     provider = optional_string(body, "provider")
     if provider is not None and provider not in providers:
         raise invalid_parameter(f"Provider '{provider}' is not configured on this gateway", "provider")
@@ -209,13 +199,8 @@ async def _admit(request: web.Request, run: RunRequest, session_key: str | None,
         commentary_enabled=settings.interim_assistant_messages, max_iterations=settings.max_turns,
     )
     saver, admissions = app[JOURNALS], app[ADMISSIONS]
-
-    async def settle(turn: Turn, finished: Any) -> None:
-        await saver.write_now(turn.run_id, turn.journal, [finished])
-        await admissions.settle(turn.run_id)
-
     turn = registry.admit(turn_request, queue_key=session_id, history=history, inputs=run.messages,
-                          persist=settle if keyed else None, hold=True)
+                          persist=keyed_settler(app) if keyed else None, hold=True)
     if keyed is not None:
         key, identity, target, replace_expired = keyed
         reply = {"session_id": session_id, "model": run.model or settings.model_name}

@@ -35,7 +35,7 @@ from .common import (
     parse_hermes_headers,
     parse_model_options,
 )
-from .delivery import await_settled, on_client_gone, pump
+from .delivery import await_settled, keyed_settler, on_client_gone, pump
 from .runs import new_session_id
 
 _PATCHABLE = frozenset({"title", "pinned", "archived"})
@@ -220,17 +220,11 @@ async def _session_chat(request: web.Request, *, stream: bool) -> web.StreamResp
             reasoning_effort=choice.reasoning_effort, commentary_enabled=settings.interim_assistant_messages,
             max_iterations=settings.max_turns,
         )
-        saver, admissions = app[JOURNALS], app[ADMISSIONS]
-
-        async def settle(turn: Turn, finished: Any) -> None:
-            await saver.write_now(turn.run_id, turn.journal, [finished])
-            await admissions.settle(turn.run_id)
-
         turn = registry.admit(turn_request, queue_key=session_id,
                               history=lambda: store.load_session_messages(session_id),
-                              persist=settle if keyed else None, hold=True)
+                              persist=keyed_settler(app) if keyed else None, hold=True)
         if keyed:
-            saver.watch(turn.run_id, turn.journal)
+            app[JOURNALS].watch(turn.run_id, turn.journal)
         return turn
 
     if key is None:
