@@ -6,6 +6,7 @@ was, which a YAML round trip would not guarantee.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -34,14 +35,19 @@ def without_extension_control(text: str) -> str | None:
     for top, line in enumerate(lines):
         if not _BROWSER.match(line.rstrip("\r\n")):
             continue
+        child_level: int | None = None  # the indentation of browser's direct children
         for i in range(top + 1, len(lines)):
             candidate = lines[i]
-            if _content(candidate) and _indent(candidate) == 0:
-                break  # the browser mapping ended without the key
-            match = _CHILD.match(candidate)
-            if match is None:
+            if not _content(candidate):
                 continue
-            level = len(match.group(1))
+            if _indent(candidate) == 0:
+                break  # the browser mapping ended without the key
+            if child_level is None:
+                child_level = _indent(candidate)
+            match = _CHILD.match(candidate)
+            if match is None or len(match.group(1)) != child_level:
+                continue  # not a direct child (e.g. browser.profiles.work.extension_control)
+            level = child_level
             end = i + 1
             while end < len(lines):
                 following = lines[end]
@@ -62,7 +68,7 @@ def without_extension_control(text: str) -> str | None:
 def migrate_config(path: Path) -> bool:
     """Rewrite `path` without the obsolete section; True when it changed. Never raises for I/O."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")  # bytes: CRLF line ends stay as they are
     except FileNotFoundError:
         return False
     except (OSError, UnicodeDecodeError) as exc:
@@ -71,14 +77,18 @@ def migrate_config(path: Path) -> bool:
     updated = without_extension_control(text)
     if updated is None:
         return False
+    tmp: str | None = None
     try:
         mode = path.stat().st_mode & 0o777
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".config.", suffix=".yaml")
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(updated)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(updated.encode("utf-8"))
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except OSError as exc:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
         log.warning("[API Server] Could not rewrite %s (%s); ignoring browser.extension_control", path, exc)
         return False
     log.info(MIGRATED)

@@ -12,6 +12,7 @@ from . import __version__
 _SSE = {"chat_completions", "responses", "response", "run_events", "session_chat_stream"}
 _SUMMARIES = {
     "health": "Liveness (no authentication)",
+    "health_v1": "Liveness (no authentication)",
     "models": "The advertised model",
     "model_options": "Curated model list with capability hints and pricing",
     "capabilities": "Machine-readable feature document",
@@ -48,9 +49,13 @@ def build_openapi(app: web.Application) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     for route in app.router.routes():
         name = route.name
-        if not name or route.method == "HEAD" or route.resource is None:
+        if route.method == "HEAD" or route.resource is None:
             continue
         path = route.resource.canonical
+        if not name:
+            if path != "/v1/health":
+                continue  # the retired 410 routes are not part of the API any more
+            name = "health_v1"  # unnamed so that capabilities do not list it (§8.3), documented here (§8.4)
         content: dict[str, Any] = {"application/json": {"schema": {"type": "object"}}}
         if name in _SSE:
             content["text/event-stream"] = {"schema": {"type": "string"}}
@@ -64,7 +69,7 @@ def build_openapi(app: web.Application) -> dict[str, Any]:
                     "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
             },
         }
-        if name != "health":
+        if name not in ("health", "health_v1"):
             operation["security"] = [{"bearer": []}]
         params = [{"name": part[1:-1], "in": "path", "required": True, "schema": {"type": "string"}}
                   for part in path.split("/") if part.startswith("{")]

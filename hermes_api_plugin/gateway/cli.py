@@ -1,4 +1,5 @@
-"""`hermes-api`: `gateway` runs the reference gateway, `init` writes `$HERMES_HOME/.env` with a new key."""
+"""`hermes-api`: `gateway` runs the reference gateway, `init` writes `$HERMES_HOME/.env` with a new key,
+`install-hook` copies the `hermes gateway` startup hook into `$HERMES_HOME/hooks/`."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ import asyncio
 import logging
 import os
 import secrets
+import shutil
 import sys
+from importlib import resources
 from pathlib import Path
 
 from ..config import MIN_KEY_LENGTH, default_hermes_home, load_settings, parse_env_file
+from ..hermes_bridge import ENTRY_POINT_NAME
 from .server import run_gateway
 
 
@@ -44,13 +48,40 @@ def init_env(home: Path) -> tuple[str, bool]:
     return key, created
 
 
+def hook_bundle() -> Path:
+    """The `hooks/hermes-api-plugin` bundle: packaged copy in a wheel, `hooks/` in a source checkout."""
+    packaged = resources.files("hermes_api_plugin").joinpath("_data/hooks/hermes-api-plugin")
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parents[2] / "hooks" / "hermes-api-plugin"
+
+
+def install_hook(home: Path) -> Path:
+    """Copy the gateway:startup hook bundle to `home/hooks/hermes-api-plugin` (replacing an older copy)."""
+    source = hook_bundle()
+    target = home / "hooks" / source.name
+    target.mkdir(parents=True, exist_ok=True)
+    for name in ("HOOK.yaml", "handler.py"):
+        shutil.copyfile(source / name, target / name)
+    return target
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hermes-api", description="OpenAI-compatible API for a Hermes agent gateway")
     sub = parser.add_subparsers(dest="command", required=True)
     gw = sub.add_parser("gateway", help="run the reference gateway (reads $HERMES_HOME/.env and config.yaml)")
     gw.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub.add_parser("init", help="write $HERMES_HOME/.env with API_SERVER_ENABLED=true and a new API_SERVER_KEY")
+    sub.add_parser("install-hook", help="copy the `hermes gateway` startup hook into $HERMES_HOME/hooks/")
     args = parser.parse_args(argv)
+
+    if args.command == "install-hook":
+        home = default_hermes_home()
+        target = install_hook(home)
+        print(f"Installed the gateway:startup hook in {target}")
+        print(f"Enable the plugin in {home / 'config.yaml'} (it then replaces Hermes' built-in api_server):")
+        print(f"  plugins:\n    enabled: [{ENTRY_POINT_NAME}]")
+        return 0
 
     if args.command == "init":
         home = default_hermes_home()

@@ -125,6 +125,32 @@ async def _start_sites(runner: web.AppRunner, settings: Settings) -> bool:
     return True
 
 
+async def start_api_server(app: web.Application, settings: Settings) -> web.AppRunner | None:
+    """Serve `app` on the configured address with the §1.2 lines: the exposure warning before binding, the
+    port line (None: not started), the listening line once bound. Shared by every host (the bridge too)."""
+    if not is_loopback(settings.host):
+        log.warning(
+            "[API Server] WARNING: %s is reachable from the network. The full agent toolset, terminal commands "
+            "included, sits behind this port. Prefer 127.0.0.1 and reach it through an SSH tunnel or Tailscale.",
+            settings.host,
+        )
+    runner = web.AppRunner(app, **runner_kwargs())
+    await runner.setup()
+    if not await _start_sites(runner, settings):
+        await runner.cleanup()
+        return None
+    port = runner.addresses[0][1] if settings.port == 0 else settings.port
+    log.info("[API Server] API server listening on http://%s:%s", display_host(settings.host), port)
+    return runner
+
+
+async def shutdown_plugins(pm: pluggy.PluginManager, gateway: ReferenceGateway) -> None:
+    """Call the shutdown hook and await what the plugins return (they drain there)."""
+    for result in pm.hook.hermes_api_gateway_shutdown(gateway=gateway):
+        if inspect.isawaitable(result):
+            await result
+
+
 async def run_gateway(settings: Settings, stop: asyncio.Event | None = None) -> int:
     """Run until SIGINT/SIGTERM (or `stop`); the exit status for the process."""
     for problem in settings.problems:
@@ -143,20 +169,10 @@ async def run_gateway(settings: Settings, stop: asyncio.Event | None = None) -> 
         log.error("[API Server] Not starting: no plugin mounted an API application (is hermes-api-plugin installed?)")
         await runtime.close()
         return 1
-    if not is_loopback(settings.host):
-        log.warning(
-            "[API Server] WARNING: %s is reachable from the network. The full agent toolset, terminal commands "
-            "included, sits behind this port. Prefer 127.0.0.1 and reach it through an SSH tunnel or Tailscale.",
-            settings.host,
-        )
-    runner = web.AppRunner(gateway.apps[0], **runner_kwargs())
-    await runner.setup()
-    if not await _start_sites(runner, settings):
-        await runner.cleanup()
+    runner = await start_api_server(gateway.apps[0], settings)
+    if runner is None:
         await runtime.close()
         return 1
-    port = runner.addresses[0][1] if settings.port == 0 else settings.port
-    log.info("[API Server] API server listening on http://%s:%s", display_host(settings.host), port)
 
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -167,9 +183,7 @@ async def run_gateway(settings: Settings, stop: asyncio.Event | None = None) -> 
             pass
     await stop.wait()
     log.info("[API Server] Shutting down: draining turns")
-    for result in pm.hook.hermes_api_gateway_shutdown(gateway=gateway):
-        if inspect.isawaitable(result):
-            await result
+    await shutdown_plugins(pm, gateway)
     await runner.cleanup()
     await runtime.close()
     log.info("[API Server] Stopped")

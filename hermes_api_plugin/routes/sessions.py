@@ -160,9 +160,7 @@ async def session_messages(request: web.Request) -> web.Response:
     inline_images = _bool_param(request, "inline_images", True)
     rows = await store.session_message_rows(session_id, limit=limit, offset=offset, newest_first=order == "latest",
                                             include_compacted=include_compacted)
-    tool_names = {
-        call["id"]: call["function"]["name"] for row in rows for call in row["extra"].get("tool_calls") or ()
-    }
+    tool_names = await store.session_tool_names(session_id) if any(r["extra"].get("tool_call_id") for r in rows) else {}
     data = [_message_view(row, tool_names, inline_images) for row in rows]
     return json_response({
         "object": "list", "session_id": session_id, "data": data,

@@ -277,6 +277,19 @@ class SqliteStore:
 
         return await self._call(delete)
 
+    async def session_tool_names(self, session_id: str) -> dict[str, str]:
+        """tool_call_id → tool name for every tool call of a session (tool messages name their tool)."""
+        def names(conn: sqlite3.Connection) -> dict[str, str]:
+            found: dict[str, str] = {}
+            for (extra,) in conn.execute(
+                "SELECT extra FROM messages WHERE session_id = ? AND extra LIKE '%tool_calls%'", (session_id,)
+            ):
+                for call in json.loads(extra).get("tool_calls") or ():
+                    found[call["id"]] = call["function"]["name"]
+            return found
+
+        return await self._call(names)
+
     async def session_message_rows(self, session_id: str, *, limit: int, offset: int, newest_first: bool,
                                    include_compacted: bool) -> list[dict[str, Any]]:
         """A page of a session's messages in chronological order (compacted ones first when included)."""

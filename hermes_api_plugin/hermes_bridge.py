@@ -1,0 +1,261 @@
+"""The bridge into Hermes Agent's own gateway (`hermes gateway`, package `hermes-agent`).
+
+Two ways in, one adapter:
+
+1. **Plugin entry point** (the robust path). `pyproject.toml` registers this module in Hermes' entry-point
+   group `hermes_agent.plugins` as `hermes-api-plugin`; with `plugins: {enabled: [hermes-api-plugin]}` in
+   config.yaml, Hermes calls `register(ctx)` at startup and this module registers the gateway platform
+   `api_server`. Hermes' platform registry is consulted before its built-in adapters, so the gateway builds
+   `PluginApiServerAdapter` *instead of* its built-in api_server: one platform, one adapter, one port — the
+   built-in server never starts, so there is nothing to clash with.
+2. **Event hook** (`hooks/hermes-api-plugin/`, installed by `hermes-api install-hook`). On `gateway:startup`
+   it calls `on_gateway_startup()`: when the entry point already serves `api_server` it only confirms that;
+   when the plugin is not enabled as a Hermes plugin it boots the same adapter itself — unless Hermes'
+   built-in api_server already holds the port, which it reports (WIRE.md §1.2) instead of fighting over it.
+
+Either way the adapter does what the reference gateway does (`gateway/server.py`): load Settings, build the
+pluggy manager, call `hermes_api_gateway_startup` (the plugin mounts its app), bind with the same refusal /
+port / listening lines, and on `disconnect()` call `hermes_api_gateway_shutdown` and drain. Agent turns run on
+the real Hermes `AIAgent` (`runtimes/hermes.py`) unless config.yaml says `agent.runtime: scripted`.
+
+Importing this module is cheap (Hermes imports it in every `hermes` command once enabled): hermes-agent's
+gateway classes are imported only when the adapter is built.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from .config import Settings, load_settings
+
+log = logging.getLogger("hermes_api_plugin")
+
+ENTRY_POINT_NAME = "hermes-api-plugin"  # the name to list under plugins.enabled in config.yaml
+PLATFORM = "api_server"
+LABEL = "API Server (hermes-api-plugin)"
+HELD_BY_BUILTIN = "[API Server] Port %s is held by Hermes' built-in api_server — disable platforms.api_server"
+
+_adapter_class: type | None = None
+
+
+def hermes_home() -> Path:
+    """`$HERMES_HOME` as Hermes resolves it (profiles included), else ours."""
+    try:
+        from hermes_constants import get_hermes_home
+
+        return Path(get_hermes_home())
+    except Exception:  # noqa: BLE001 - outside hermes-agent: the plugin's own default
+        from .config import default_hermes_home
+
+        return default_hermes_home()
+
+
+def current_settings() -> Settings:
+    return load_settings(hermes_home())
+
+
+# -- entry point ------------------------------------------------------------------------------------
+
+
+def register(ctx: Any) -> None:
+    """`hermes_agent.plugins` entry point: serve Hermes' `api_server` platform with this plugin.
+
+    Runs in every Hermes process that loads plugins (CLI included), before any event loop: it only records
+    the platform entry; nothing is imported, bound or started here.
+    """
+    ctx.register_platform(
+        name=PLATFORM,
+        label=LABEL,
+        adapter_factory=make_adapter,
+        check_fn=lambda: True,
+        validate_config=_enabled_or_say_why,
+        is_connected=lambda _config: current_settings().enabled,
+        required_env=["API_SERVER_ENABLED", "API_SERVER_KEY"],
+        install_hint="pip install 'hermes-api-plugin[hermes]'",
+        emoji="🔌",
+        allow_update_command=False,
+    )
+    log.debug("[API Server] hermes-api-plugin registered the %s platform", PLATFORM)
+
+
+def _enabled_or_say_why(_config: Any) -> bool:
+    """Hermes enables `api_server` whenever API_SERVER_ENABLED *or* API_SERVER_KEY is in the environment; this
+    plugin starts only when API_SERVER_ENABLED / api_server.enabled is true (a key alone does not enable it,
+    WIRE.md §1.2). Returning False makes Hermes skip the adapter for good — no reconnect loop."""
+    settings = current_settings()
+    if settings.enabled:
+        return True
+    from .gateway.server import check_startable
+
+    check_startable(settings)  # logs the one "Not starting" line
+    return False
+
+
+def make_adapter(config: Any) -> Any:
+    """The adapter factory Hermes calls with its `PlatformConfig` for `api_server`."""
+    return adapter_class()(config)
+
+
+def adapter_class() -> type:
+    """`PluginApiServerAdapter`, a `gateway.platforms.base.BasePlatformAdapter` (built on first use)."""
+    global _adapter_class
+    if _adapter_class is None:
+        _adapter_class = _build_adapter_class()
+    return _adapter_class
+
+
+def _build_adapter_class() -> type:
+    from gateway.config import Platform
+    from gateway.platforms.base import BasePlatformAdapter, SendResult
+
+    from .gateway.server import (
+        ReferenceGateway,
+        build_plugin_manager,
+        check_startable,
+        shutdown_plugins,
+        start_api_server,
+    )
+    from .keys import TURNS
+    from .runtimes import RuntimeUnavailable, scripted_runtime
+    from .runtimes.hermes import HermesRuntime
+    from .runtimes.scripted import ScriptError
+
+    class PluginApiServerAdapter(BasePlatformAdapter):  # type: ignore[misc, valid-type]
+        """Hermes' `api_server` platform, served by hermes-api-plugin."""
+
+        hermes_api_plugin = True  # how the startup hook recognises the entry-point adapter
+
+        def __init__(self, config: Any) -> None:
+            super().__init__(config, Platform.API_SERVER)
+            self.settings: Settings | None = None
+            self._gateway: Any = None
+            self._runner: Any = None
+            self._runtime: Any = None
+
+        @property
+        def port(self) -> int | None:
+            if self._runner is None or not self._runner.addresses:
+                return None
+            return int(self._runner.addresses[0][1])
+
+        async def connect(self, *, is_reconnect: bool = False) -> bool:
+            if self._runner is not None:
+                return True
+            settings = self.settings = current_settings()
+            for problem in settings.problems:
+                log.warning("[API Server] config: %s", problem)
+            if not check_startable(settings):
+                return self._refuse("api_server_refused", "API server refused to start (see the log line above)")
+            try:
+                if settings.runtime == "scripted":
+                    runtime: Any = scripted_runtime(settings)
+                else:
+                    runtime = HermesRuntime(settings)
+                    runtime.start_warm_up()
+            except (RuntimeUnavailable, ScriptError) as exc:
+                log.error("[API Server] Not starting: %s", exc)
+                return self._refuse("api_server_runtime", str(exc))
+            pm = build_plugin_manager()
+            gateway = ReferenceGateway(settings, runtime, pm)
+            pm.hook.hermes_api_gateway_startup(gateway=gateway)
+            if not gateway.apps:
+                log.error("[API Server] Not starting: no plugin mounted an API application")
+                await runtime.close()
+                return self._refuse("api_server_no_app", "no plugin mounted an API application")
+            runner = await start_api_server(gateway.apps[0], settings)
+            if runner is None:
+                await shutdown_plugins(pm, gateway)
+                await runtime.close()
+                return self._refuse("api_server_port_in_use", f"port {settings.port} is already in use")
+            self._runtime, self._gateway, self._runner = runtime, (pm, gateway), runner
+            log.info("[API Server] Serving inside hermes gateway (agent runtime: %s)", runtime.name)
+            self._mark_connected()
+            return True
+
+        def _refuse(self, code: str, message: str) -> bool:
+            self._set_fatal_error(code, message, retryable=False)  # final: Hermes does not retry the start
+            return False
+
+        async def disconnect(self) -> None:
+            runner, served, runtime = self._runner, self._gateway, self._runtime
+            self._runner = self._gateway = self._runtime = None
+            if served is not None:
+                log.info("[API Server] Shutting down: draining turns")
+                pm, gateway = served
+                try:
+                    await shutdown_plugins(pm, gateway)
+                finally:
+                    if runner is not None:
+                        await runner.cleanup()
+                    if runtime is not None:
+                        await runtime.close()
+                log.info("[API Server] Stopped")
+            self._mark_disconnected()
+
+        async def send(self, chat_id: str, content: str, reply_to: str | None = None,
+                       metadata: dict[str, Any] | None = None) -> Any:
+            return SendResult(success=False, error="The API server answers over HTTP; it has no chats to send to")
+
+        async def get_chat_info(self, chat_id: str) -> dict[str, Any]:
+            settings = self.settings
+            return {"name": LABEL, "type": "api", "host": settings.host if settings else None, "port": self.port}
+
+        def active_agent_work_count(self) -> int:
+            """Agent turns in flight (Hermes counts them before draining or idling the gateway)."""
+            if self._gateway is None:
+                return 0
+            return sum(app[TURNS].active for app in self._gateway[1].apps if TURNS in app)
+
+    return PluginApiServerAdapter
+
+
+# -- event hook -------------------------------------------------------------------------------------
+
+
+async def on_gateway_startup(context: dict[str, Any] | None = None, runner: Any = None) -> str:
+    """The `gateway:startup` event of `hooks/hermes-api-plugin`: make sure this plugin serves the API.
+
+    Returns what it found or did: `active` (the entry point's adapter serves api_server), `disabled`
+    (API_SERVER_ENABLED / api_server.enabled is not true), `held` (Hermes' built-in api_server serves the port:
+    reported, not fought over), `started` (booted here; the gateway's shutdown disconnects it), `refused`
+    (the adapter refused to start and logged why), or `no-gateway`.
+    """
+    from gateway.config import Platform
+
+    if runner is None:
+        try:
+            from gateway.run import _gateway_runner_ref
+
+            runner = _gateway_runner_ref()
+        except Exception:  # noqa: BLE001 - not inside hermes gateway
+            runner = None
+    if runner is None:
+        log.error("[API Server] hermes-api-plugin hook: no running hermes gateway found; nothing started")
+        return "no-gateway"
+    adapters = getattr(runner, "adapters", {})
+    current = adapters.get(Platform.API_SERVER)
+    if getattr(current, "hermes_api_plugin", False):
+        log.info("[API Server] hermes-api-plugin serves the api_server platform (plugin entry point %s)",
+                 ENTRY_POINT_NAME)
+        return "active"
+    settings = current_settings()
+    if not settings.enabled:
+        log.info("[API Server] hermes-api-plugin hook: API server not enabled (API_SERVER_ENABLED / "
+                 "api_server.enabled); nothing started")
+        return "disabled"
+    if current is not None:
+        log.error(HELD_BY_BUILTIN, settings.port)
+        log.error("[API Server] To serve this plugin instead, add %s to plugins.enabled in config.yaml "
+                  "(it replaces the built-in api_server platform)", ENTRY_POINT_NAME)
+        return "held"
+    from gateway.config import PlatformConfig
+
+    platforms = getattr(getattr(runner, "config", None), "platforms", {}) or {}
+    adapter = make_adapter(platforms.get(Platform.API_SERVER) or PlatformConfig(enabled=True))
+    if not await adapter.connect():
+        return "refused"
+    adapters[Platform.API_SERVER] = adapter  # so the gateway's stop() disconnects (drains) it
+    log.info("[API Server] hermes-api-plugin started from the gateway:startup hook")
+    return "started"

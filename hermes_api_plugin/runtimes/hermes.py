@@ -1,0 +1,406 @@
+"""The `hermes` runtime: one real Hermes `run_agent.AIAgent` per turn, run in a worker thread.
+
+Model provider, toolsets, reasoning default and fallback chain are resolved by Hermes' own gateway helpers
+(`gateway.run._resolve_runtime_agent_kwargs` and friends, the same calls its built-in api_server makes), so
+config.yaml `model.provider` / `model.base_url` / `model.default` and the provider keys in `.env` mean
+exactly what they mean to `hermes gateway`. When those helpers are missing (another hermes-agent version),
+the `model:` section of Settings is used instead.
+
+Nothing here imports hermes-agent at module level: `run_agent` takes seconds to import, loads
+`$HERMES_HOME/.env` and creates files under `$HERMES_HOME`, so it is imported by the first turn (or by
+`warm_up()`), in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import logging
+import threading
+from typing import Any, Callable, Mapping
+
+from ..config import Settings
+from ..content import Message
+from ..events import TurnStatus, Usage
+from .base import AgentTurn, TurnOutcome, TurnRequest
+
+log = logging.getLogger("hermes_api_plugin")
+
+INTERRUPT_GRACE_S = 5.0  # how long an interrupted agent may take to return before the turn settles anyway
+_BUDGET_EXITS = ("max_iterations_reached", "budget_exhausted")
+
+
+def hermes_available() -> bool:
+    """True when hermes-agent (`run_agent`) is importable in this environment."""
+    try:
+        return importlib.util.find_spec("run_agent") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+# -- request → AIAgent arguments ---------------------------------------------------------------------
+
+
+def message_to_openai(message: Message) -> dict[str, Any]:
+    """A conversation message in the OpenAI chat shape `run_conversation(conversation_history=…)` takes."""
+    body: dict[str, Any] = {"role": message.role, "content": user_content(message)}
+    if message.tool_calls:
+        body["tool_calls"] = [call.to_json() for call in message.tool_calls]
+    if message.tool_call_id is not None:
+        body["tool_call_id"] = message.tool_call_id
+    if message.reasoning:
+        body["reasoning"] = message.reasoning
+    return body
+
+
+def user_content(message: Message) -> Any:
+    """Plain text when the message has no images, else OpenAI content parts."""
+    if not message.images:
+        return message.text
+    return [part.to_json() for part in message.parts]
+
+
+def reasoning_config_for(effort: str | None) -> dict[str, Any] | None:
+    """The request's effort as Hermes' `reasoning_config` (None: use the configured default)."""
+    if effort is None:
+        return None
+    if effort == "none":
+        return {"enabled": False}
+    return {"enabled": True, "effort": effort}
+
+
+def tool_failed(name: str, result: Any) -> bool:
+    """Hermes' own failure test for a tool result (`agent.display._detect_tool_failure`), else the same idea:
+    a terminal exit code other than 0, or a JSON `error`."""
+    try:
+        from agent.display import _detect_tool_failure
+
+        return bool(_detect_tool_failure(name, result)[0])
+    except Exception:  # noqa: BLE001 - private helper of another package: fall back to reading the JSON
+        pass
+    try:
+        data = json.loads(result) if isinstance(result, str) else result
+    except ValueError:
+        return False
+    if not isinstance(data, dict):
+        return False
+    if data.get("exit_code") not in (None, 0):
+        return True
+    return bool(data.get("error")) or data.get("success") is False
+
+
+def outcome_from_result(result: Mapping[str, Any], interrupted: bool) -> TurnOutcome:
+    """Map `AIAgent.run_conversation()`'s result dict onto the turn's terminal status (WIRE.md §3.6)."""
+    usage = Usage(
+        int(result.get("prompt_tokens") or result.get("input_tokens") or 0),
+        int(result.get("completion_tokens") or result.get("output_tokens") or 0),
+    )
+    final = result.get("final_response")
+    final_text = final if isinstance(final, str) else None
+    reason = str(result.get("turn_exit_reason") or "")
+    if result.get("interrupted") or (interrupted and not result.get("completed")):
+        return TurnOutcome(TurnStatus.CANCELLED, final_text, usage, "cancelled")
+    if result.get("failed"):
+        message = result.get("error") or final_text or f"The agent failed ({reason or 'no reason given'})"
+        return TurnOutcome(TurnStatus.FAILED, final_text, usage, "agent_error", str(message))
+    if reason.startswith(_BUDGET_EXITS):
+        return TurnOutcome(TurnStatus.INCOMPLETE, final_text or "", usage, "iteration_budget_exhausted")
+    if "finish_reason=length" in reason:
+        return TurnOutcome(TurnStatus.INCOMPLETE, final_text or "", usage, "output_truncated")
+    if final_text is None and not result.get("completed"):
+        message = result.get("error") or f"The agent ended without an answer ({reason or 'no reason given'})"
+        return TurnOutcome(TurnStatus.FAILED, None, usage, "agent_error", str(message))
+    return TurnOutcome(TurnStatus.COMPLETED, final_text or "", usage)
+
+
+# -- the runtime -------------------------------------------------------------------------------------
+
+
+class _AgentHandle:
+    """The agent of one turn, once built; forwards an interrupt that arrives before or after that."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._agent: Any = None
+        self._requested = False
+
+    def attach(self, agent: Any) -> None:
+        with self._lock:
+            self._agent = agent
+            requested = self._requested
+        if requested:
+            agent.interrupt("Stopped by the API client")
+
+    def interrupt(self) -> None:
+        with self._lock:
+            self._requested = True
+            agent = self._agent
+        if agent is not None:
+            try:
+                agent.interrupt("Stopped by the API client")
+            except Exception:  # noqa: BLE001 - the agent may be finishing; the turn is settled anyway
+                log.debug("[API Server] agent.interrupt() failed", exc_info=True)
+
+
+class HermesRuntime:
+    """Runs each turn on a fresh `AIAgent` (as Hermes' own api_server does) in a dedicated thread."""
+
+    name = "hermes"
+
+    def __init__(self, settings: Settings, *, interrupt_grace_s: float = INTERRUPT_GRACE_S) -> None:
+        self.settings = settings
+        self.interrupt_grace_s = interrupt_grace_s
+        self._session_db: Any = None
+        self._session_db_tried = False
+        self._import_lock = threading.Lock()
+
+    # -- AgentRuntime ---------------------------------------------------------------------------------
+    def providers(self) -> frozenset[str]:
+        provider = self.settings.model.provider
+        return frozenset({provider}) if provider else frozenset()
+
+    async def model_inventory(self, refresh: bool) -> list[dict[str, Any]] | None:
+        if self.settings.model_options or not self.settings.model.default:
+            return None  # api_server.model_options from config.yaml is the list
+        model = self.settings.model
+        return [{"provider": model.provider, "model": model.default, "label": model.default}]
+
+    async def close(self) -> None:
+        return None
+
+    def start_warm_up(self) -> None:
+        """Import hermes-agent in a background thread now, so the first turn does not wait seconds for it."""
+
+        def warm() -> None:
+            try:
+                self._import_agent_class()
+            except Exception:  # noqa: BLE001 - the first turn reports the import error
+                log.debug("[API Server] hermes-agent warm-up import failed", exc_info=True)
+
+        threading.Thread(target=warm, name="hermes-agent warm-up", daemon=True).start()
+
+    async def run(self, turn: AgentTurn) -> TurnOutcome:
+        loop = asyncio.get_running_loop()
+        handle = _AgentHandle()
+        done: asyncio.Future[TurnOutcome] = loop.create_future()
+        stopped: asyncio.Future[None] = loop.create_future()
+
+        def settle(result: TurnOutcome | BaseException) -> None:
+            if done.done():
+                return
+            if isinstance(result, BaseException):
+                done.set_exception(result)
+            else:
+                done.set_result(result)
+
+        def work() -> None:
+            try:
+                outcome: TurnOutcome | BaseException = self._run_blocking(turn, handle)
+            except BaseException as exc:  # noqa: BLE001 - reported to the awaiting coroutine
+                outcome = exc
+            try:
+                loop.call_soon_threadsafe(settle, outcome)
+            except RuntimeError:  # the loop is gone (shutdown): nobody waits for this turn any more
+                pass
+
+        def on_interrupt() -> None:
+            handle.interrupt()
+            try:
+                loop.call_soon_threadsafe(lambda: stopped.done() or stopped.set_result(None))
+            except RuntimeError:
+                pass
+
+        thread = threading.Thread(target=work, name=f"hermes-agent {turn.request.turn_id}", daemon=True)
+        thread.start()
+        turn.on_interrupt(on_interrupt)
+        try:
+            await asyncio.wait((done, stopped), return_when=asyncio.FIRST_COMPLETED)
+            if not done.done():  # interrupted: give the agent a moment to stop its tools and return
+                try:
+                    await asyncio.wait_for(asyncio.shield(done), self.interrupt_grace_s)
+                except asyncio.TimeoutError:
+                    log.warning("[API Server] The Hermes agent of turn %s did not stop within %.0f s of the "
+                                "interrupt; settling the turn as cancelled", turn.request.turn_id,
+                                self.interrupt_grace_s)
+                    return TurnOutcome(TurnStatus.CANCELLED, error_code="cancelled")
+            return done.result()
+        except asyncio.CancelledError:
+            turn.interrupt()
+            raise
+
+    # -- worker thread --------------------------------------------------------------------------------
+    def _import_agent_class(self) -> Any:
+        with self._import_lock:  # one importer; concurrent first turns wait instead of racing the import
+            from run_agent import AIAgent
+
+        return AIAgent
+
+    def _run_blocking(self, turn: AgentTurn, handle: _AgentHandle) -> TurnOutcome:
+        request = turn.request
+        agent_class = self._import_agent_class()
+        if turn.interrupted:
+            return TurnOutcome(TurnStatus.CANCELLED, error_code="cancelled")
+        kwargs = self._agent_kwargs(request)
+        kwargs.update(self._callbacks(turn))
+        tokens = _bind_session(request.session_id)
+        try:
+            agent = agent_class(**kwargs)
+            handle.attach(agent)
+            compaction = turn.compaction_callback
+            if compaction is not None:
+                agent.event_callback = _compaction_relay(agent, compaction)
+            result = agent.run_conversation(
+                user_message=user_content(request.input),
+                conversation_history=[message_to_openai(m) for m in request.history],
+                task_id=request.session_id,
+            )
+        finally:
+            _clear_session(tokens)
+        return outcome_from_result(result if isinstance(result, Mapping) else {}, turn.interrupted)
+
+    def _callbacks(self, turn: AgentTurn) -> dict[str, Any]:
+        reasoning = turn.reasoning_callback
+        text = turn.stream_delta_callback
+        tool_start = turn.tool_start_callback
+        tool_complete = turn.tool_complete_callback
+        interim = turn.interim_assistant_callback
+        callbacks: dict[str, Any] = {}
+        if reasoning is not None:
+            callbacks["reasoning_callback"] = lambda delta: delta and reasoning(delta)
+        if text is not None:
+            # None means "a tool call starts now" (the streamed segment ends); the plugin does not need it.
+            callbacks["stream_delta_callback"] = lambda delta: delta is not None and text(delta)
+        if tool_start is not None:
+            callbacks["tool_start_callback"] = lambda call_id, name, args: tool_start(call_id, name, args)
+        if tool_complete is not None:
+
+            def completed(call_id: Any, name: str, args: Any, result: Any) -> None:
+                tool_complete(call_id, name, result, tool_failed(name, result))
+
+            callbacks["tool_complete_callback"] = completed
+        if interim is not None:
+            callbacks["interim_assistant_callback"] = (
+                lambda message, already_streamed=False, **_: interim(message, bool(already_streamed))
+            )
+        return callbacks
+
+    def _agent_kwargs(self, request: TurnRequest) -> dict[str, Any]:
+        """What Hermes' built-in api_server passes to AIAgent, with this request's overrides (WIRE.md §8.1)."""
+        resolved = _hermes_gateway_settings(self.settings, request)
+        model = resolved.pop("model")
+        effort = reasoning_config_for(request.reasoning_effort)
+        options = request.model_options
+        kwargs: dict[str, Any] = {
+            **resolved,
+            "model": model,
+            "max_iterations": request.max_iterations,
+            "quiet_mode": True,
+            "verbose_logging": False,
+            "ephemeral_system_prompt": request.system_prompt or None,
+            "session_id": request.session_id,
+            "platform": "api_server",
+            "session_db": self._hermes_session_db(),
+        }
+        if effort is not None:
+            kwargs["reasoning_config"] = effort
+        if isinstance(options.get("service_tier"), str):
+            kwargs["service_tier"] = options["service_tier"]
+        return {k: v for k, v in kwargs.items() if v is not None}
+
+    def _hermes_session_db(self) -> Any:
+        """Hermes' session store (state.db), so API sessions show up where Hermes lists sessions."""
+        if not self._session_db_tried:
+            self._session_db_tried = True
+            try:
+                from hermes_state import SessionDB
+
+                self._session_db = SessionDB()
+            except Exception:  # noqa: BLE001 - optional: turns run without it
+                log.debug("[API Server] Hermes SessionDB unavailable", exc_info=True)
+        return self._session_db
+
+
+def _hermes_gateway_settings(settings: Settings, request: TurnRequest) -> dict[str, Any]:
+    """Model, provider credentials, toolsets, reasoning default and fallback chain as `hermes gateway` reads
+    them (`gateway.run`); Settings.model when those helpers are not there."""
+    model_override = _requested_model(settings, request)
+    try:
+        from gateway.run import (
+            GatewayRunner,
+            _load_gateway_config,
+            _resolve_gateway_model,
+            _resolve_runtime_agent_kwargs,
+            _resolve_runtime_agent_kwargs_for_provider,
+        )
+        from hermes_cli.tools_config import _get_platform_tools
+    except ImportError:
+        log.debug("[API Server] hermes gateway helpers unavailable; using the model: section", exc_info=True)
+        model = settings.model
+        return {
+            "model": model_override or model.default or "",
+            "provider": request.provider or model.provider,
+            "base_url": model.base_url,
+            "api_key": model.api_key,
+            "api_mode": "chat_completions" if model.base_url else None,
+        }
+    if request.provider:
+        runtime = _resolve_runtime_agent_kwargs_for_provider(request.provider)
+    else:
+        runtime = _resolve_runtime_agent_kwargs()
+    runtime_model = runtime.pop("model", None)  # a fallback provider's own model (see Hermes' api_server)
+    model = model_override or runtime_model or _resolve_gateway_model()
+    config = _load_gateway_config()
+    kwargs: dict[str, Any] = {
+        **runtime,
+        "model": model,
+        "enabled_toolsets": sorted(_get_platform_tools(config, "api_server")),
+        "reasoning_config": GatewayRunner._load_reasoning_config(model),
+        "fallback_model": GatewayRunner._load_fallback_model(),
+    }
+    return kwargs
+
+
+def _requested_model(settings: Settings, request: TurnRequest) -> str | None:
+    """WIRE.md §8.1: a request `model` runs only with `provider`, or with api_server.direct_model_requests."""
+    model = request.model
+    if not model or model == settings.model_name:
+        return None
+    if request.provider or settings.direct_model_requests:
+        return model
+    return None
+
+
+def _compaction_relay(agent: Any, callback: Callable[[str], None]) -> Callable[..., None]:
+    """Hermes' `event_callback("session:compress", …)` → the turn's compaction callback with the summary."""
+
+    def relay(event: Any, payload: Any = None, *_: Any) -> None:
+        if event != "session:compress":
+            return
+        compressor = getattr(agent, "context_compressor", None)
+        summary = getattr(compressor, "_previous_summary", None)
+        callback(summary if isinstance(summary, str) else "")
+
+    return relay
+
+
+def _bind_session(session_id: str) -> Any:
+    """Mark the worker thread's context as an api_server turn (no async delivery), as Hermes' api_server does."""
+    try:
+        from gateway.session_context import set_session_vars
+
+        return set_session_vars(platform="api_server", chat_id=session_id, session_key=session_id,
+                                session_id=session_id, async_delivery=False)
+    except Exception:  # noqa: BLE001 - older/newer hermes-agent: run without the binding
+        return None
+
+
+def _clear_session(tokens: Any) -> None:
+    if tokens is None:
+        return
+    try:
+        from gateway.session_context import clear_session_vars
+
+        clear_session_vars(tokens)
+    except Exception:  # noqa: BLE001
+        pass
