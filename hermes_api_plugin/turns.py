@@ -152,29 +152,49 @@ class Journal:
             self.listener(self)
 
     async def follow(self, start: int = 0, idle_timeout: float | None = None) -> AsyncIterator[list[TurnEvent] | None]:
-        """Yield batches of events from `start` until the terminal record; `None` after each idle period."""
+        """Yield batches of events from `start` until the terminal record; `None` after each idle period.
+
+        One idle timer per follower, re-armed only when it fires: a busy stream creates no timer per
+        event (it would churn the loop's timer heap at thousands of events per second).
+        """
         loop = asyncio.get_running_loop()
         position = start
-        while True:
-            if position < len(self.events):
-                batch = self.events[position:]
-                position += len(batch)
-                yield batch
-                continue
-            if self.finished is not None:
-                return
-            waiter: asyncio.Future[bool] = loop.create_future()
-            self._waiters.append(waiter)
-            timer = None
-            if idle_timeout is not None:
-                timer = loop.call_later(idle_timeout, lambda w=waiter: w.done() or w.set_result(False))
-            woken = await waiter
+        waiter: asyncio.Future[bool] | None = None
+        idle_at = loop.time() + (idle_timeout or 0.0)
+        timer: asyncio.TimerHandle | None = None
+
+        def on_timer() -> None:
+            nonlocal timer, idle_at
+            now = loop.time()
+            if now >= idle_at:
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(False)
+                idle_at = now + (idle_timeout or 0.0)
+            timer = loop.call_at(idle_at, on_timer)
+
+        if idle_timeout is not None:
+            timer = loop.call_at(idle_at, on_timer)
+        try:
+            while True:
+                if position < len(self.events):
+                    batch = self.events[position:]
+                    position += len(batch)
+                    if idle_timeout is not None:
+                        idle_at = loop.time() + idle_timeout
+                    yield batch
+                    continue
+                if self.finished is not None:
+                    return
+                waiter = loop.create_future()
+                self._waiters.append(waiter)
+                woken = await waiter
+                if not woken:
+                    if waiter in self._waiters:
+                        self._waiters.remove(waiter)
+                    yield None
+        finally:
             if timer is not None:
                 timer.cancel()
-            if not woken:
-                if waiter in self._waiters:
-                    self._waiters.remove(waiter)
-                yield None
 
 
 class TurnBridge:
