@@ -5,12 +5,18 @@ One gateway per module (`live_gateway`), scripted runtime, 1 s keepalive.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+import http.client
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import openai
 import pytest
 
 from tests.live import LiveGateway
+
+from .compat import ROWS
 
 USE_TOOL_REASONING = "I should look at the files first.\n\nTwo entries."
 USE_TOOL_ANSWER = "Your project has README.md and src/."
@@ -173,3 +179,70 @@ def test_invalid_request_raises_bad_request_error(client: openai.OpenAI) -> None
     with pytest.raises(openai.BadRequestError) as empty:
         client.chat.completions.create(model="hermes-agent", messages=[])
     assert empty.value.code == "missing_required_parameter"
+
+
+def test_idempotency_key_reused_with_other_input_raises_conflict_error(client: openai.OpenAI) -> None:
+    """§5.3, W-1.7: the same Idempotency-Key with a different input → 409 admission_conflict →
+    openai.ConflictError (nothing executed); an exact retry replays the first answer."""
+    headers = {"Idempotency-Key": f"sdk-conflict-{uuid.uuid4().hex}"}
+    first = client.chat.completions.create(model="hermes-agent", messages=user("hello"), extra_headers=headers)
+    replay = client.chat.completions.with_raw_response.create(
+        model="hermes-agent", messages=user("hello"), extra_headers=headers)
+    assert replay.headers["idempotency-replayed"] == "true"
+    assert replay.parse().id == first.id
+    with pytest.raises(openai.ConflictError) as caught:
+        client.chat.completions.create(model="hermes-agent", messages=user("hello, other input"), extra_headers=headers)
+    assert caught.value.status_code == 409
+    assert caught.value.code == "admission_conflict"
+    assert caught.value.type == "invalid_request_error"
+    assert caught.value.body == {
+        "message": "admission_conflict", "type": "invalid_request_error", "param": None, "code": "admission_conflict",
+    }
+
+
+def hold_a_turn(gateway: LiveGateway, path: str, body: dict[str, Any]) -> http.client.HTTPConnection:
+    """Open a stream of the script's "hang" turn (a 600 s tool) and return once its head arrived: the turn is
+    admitted and counts toward the cap until the connection closes (disconnect cancels it)."""
+    conn = http.client.HTTPConnection(gateway.host, gateway.port, timeout=30)
+    conn.request("POST", path, body=json.dumps(body), headers={**gateway.headers, "Content-Type": "application/json"})
+    response = conn.getresponse()
+    assert response.status == 200
+    return conn
+
+
+def test_concurrency_cap_raises_rate_limit_error_with_retry_after(
+    gateway_factory: Callable[..., LiveGateway],
+) -> None:
+    """§1.8, W-1.7: with api_server.max_concurrent_runs 1 and a turn running, a new turn → 429 rate_limit_exceeded
+    with Retry-After: 1 → openai.RateLimitError carrying the header."""
+    gateway = gateway_factory(config={"api_server": {"max_concurrent_runs": 1}})
+    held = hold_a_turn(gateway, "/v1/chat/completions",
+                       {"model": "hermes-agent", "stream": True, "messages": user("hang")})
+    sdk = openai.OpenAI(base_url=gateway.url + "/v1", api_key=gateway.key, max_retries=0, timeout=30.0)
+    try:
+        with pytest.raises(openai.RateLimitError) as caught:
+            sdk.chat.completions.create(model="hermes-agent", messages=user("hello"))
+    finally:
+        sdk.close()
+        held.close()
+    error = caught.value
+    assert error.status_code == 429
+    assert error.response.headers["retry-after"] == "1"
+    assert (error.code, error.type) == ("rate_limit_exceeded", "rate_limit_error")
+    assert error.body == {"message": "Too many concurrent runs (max 1)", "type": "rate_limit_error", "param": None,
+                          "code": "rate_limit_exceeded"}
+
+
+def test_readme_compat_row_matches_what_the_sdk_shows(client: openai.OpenAI) -> None:
+    """README client table (tests/clients/compat.py, row openai-python): chat, Responses, reasoning and tool
+    progress all reach Python SDK users."""
+    row = ROWS["openai-python"]
+    chunks, reasoning, content = raw_stream(client, "use tool")
+    progress = [c for c in chunks if (c.model_extra or {}).get("status") in ("running", "completed")]
+    response = client.responses.create(model="hermes-agent", input="use tool")
+    summaries = [s.text for i in response.output if i.type == "reasoning" for s in i.summary]
+    tools = [i.type for i in response.output if i.type.startswith("function_call")]
+    assert row.chat.works is (content == USE_TOOL_ANSWER)
+    assert row.responses.works is (response.status == "completed")
+    assert row.reasoning.works is (reasoning == USE_TOOL_REASONING and len(summaries) == 2)
+    assert row.tool_progress.works is (len(progress) == 2 and tools == ["function_call", "function_call_output"])

@@ -7,9 +7,11 @@ answer text, usage 42/17.
 
 from __future__ import annotations
 
+import http.client
+import json
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import openai
@@ -329,3 +331,50 @@ def test_budget_exhausted_non_stream_create_returns_incomplete_with_summary(clie
     response = client.responses.create(model=MODEL, input="exhaust")
     assert_incomplete_with_summary(response)
     assert final_answer(response) == EXHAUST_SUMMARY
+
+
+# -- §5.3, §1.8: idempotency conflicts and the concurrency cap -------------------------------------------------------
+
+
+def test_idempotency_key_reused_with_other_input_raises_conflict_error(
+    client: openai.OpenAI, live_gateway: LiveGateway
+) -> None:
+    """§5.3: the same Idempotency-Key with another input → 409 admission_conflict → openai.ConflictError and
+    nothing runs; an exact retry returns the stored response (same id, Idempotency-Replayed)."""
+    headers = {"Idempotency-Key": f"sdk-conflict-{uuid.uuid4().hex}"}
+    first = client.responses.create(model=MODEL, input="hello", extra_headers=headers)
+    replay = client.responses.with_raw_response.create(model=MODEL, input="hello", extra_headers=headers)
+    assert replay.headers["idempotency-replayed"] == "true"
+    assert replay.parse().id == first.id
+    before = len(live_gateway.executions())
+    with pytest.raises(openai.ConflictError) as caught:
+        client.responses.create(model=MODEL, input="hello, other input", extra_headers=headers)
+    error = caught.value
+    assert error.status_code == 409
+    assert (error.code, error.type) == ("admission_conflict", "invalid_request_error")
+    assert isinstance(error.body, dict) and set(error.body) == ERROR_KEYS
+    assert error.body["message"] == "admission_conflict"
+    assert len(live_gateway.executions()) == before
+
+
+def test_concurrency_cap_raises_rate_limit_error_with_retry_after(
+    gateway_factory: Callable[..., LiveGateway],
+) -> None:
+    """§1.8: with api_server.max_concurrent_runs 1 and a turn running, `responses.create()` → 429
+    rate_limit_exceeded with Retry-After: 1 → openai.RateLimitError carrying the header."""
+    gateway = gateway_factory(config={"api_server": {"max_concurrent_runs": 1}})
+    held = http.client.HTTPConnection(gateway.host, gateway.port, timeout=30)
+    held.request("POST", "/v1/responses", body=json.dumps({"model": MODEL, "input": "hang", "stream": True}),
+                 headers={**gateway.headers, "Content-Type": "application/json"})
+    assert held.getresponse().status == 200  # the head follows the admission: the turn holds the only slot
+    sdk = openai.OpenAI(base_url=gateway.url + "/v1", api_key=gateway.key, max_retries=0, timeout=30.0)
+    try:
+        with pytest.raises(openai.RateLimitError) as caught:
+            sdk.responses.create(model=MODEL, input="hello")
+    finally:
+        sdk.close()
+        held.close()
+    error = caught.value
+    assert error.status_code == 429
+    assert error.response.headers["retry-after"] == "1"
+    assert (error.code, error.type) == ("rate_limit_exceeded", "rate_limit_error")

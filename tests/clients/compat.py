@@ -1,0 +1,160 @@
+"""The client compatibility table of README.md ("## Client compatibility"), as data.
+
+Each client test asserts its observations against its row (`ROWS[key].<column>.works`), and
+tests/clients/test_readme_compat.py checks that the README table is exactly `render_table()` with the
+versions the suite pins (pyproject's dev extra, tests/clients/node/package.json,
+tests/clients/requirements-py313.txt). Print the table with `python -m tests.clients.compat`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+NODE_DIR = ROOT / "tests" / "clients" / "node"
+PY313_REQUIREMENTS = ROOT / "tests" / "clients" / "requirements-py313.txt"
+README = ROOT / "README.md"
+SECTION = "## Client compatibility"
+
+
+@dataclass(frozen=True)
+class Cell:
+    works: bool | None  # None: the client has no such surface
+    note: str = ""
+
+    def render(self) -> str:
+        mark = {True: "yes", False: "no", None: "—"}[self.works]
+        return f"{mark}: {self.note}" if self.note else mark
+
+
+@dataclass(frozen=True)
+class Row:
+    key: str  # the pytest id part naming the client
+    client: str  # markdown
+    packages: tuple[tuple[str, str], ...]  # (ecosystem, package name): "pypi" | "npm" | "py313"
+    chat: Cell
+    responses: Cell
+    reasoning: Cell
+    tool_progress: Cell
+
+
+ROWS: dict[str, Row] = {
+    row.key: row
+    for row in (
+        Row(
+            key="openai-python",
+            client="OpenAI Python SDK",
+            packages=(("pypi", "openai"),),
+            chat=Cell(True, "raw stream, `.stream()` final completion, JSON"),
+            responses=Cell(True, "`.stream()` final response, `create()`"),
+            reasoning=Cell(True, "`reasoning_content` in `model_extra` (concatenated by `.stream()`); "
+                                 "Responses summaries"),
+            tool_progress=Cell(True, "chat: empty-delta chunks with the progress fields in `model_extra`; "
+                                     "Responses: tool items"),
+        ),
+        Row(
+            key="openai-node",
+            client="OpenAI Node SDK",
+            packages=(("npm", "openai"),),
+            chat=Cell(True, "raw stream, `.stream().finalChatCompletion()`"),
+            responses=Cell(True, "`.stream().finalResponse()`"),
+            reasoning=Cell(True, "raw `delta.reasoning_content`; `finalChatCompletion()` keeps only the last delta; "
+                                 "Responses summaries"),
+            tool_progress=Cell(True, "chat: empty-delta chunks with the progress fields at the chunk root; "
+                                     "Responses: tool items"),
+        ),
+        Row(
+            key="vercel-openai-compatible",
+            client="Vercel AI SDK + `@ai-sdk/openai-compatible`",
+            packages=(("npm", "ai"), ("npm", "@ai-sdk/openai-compatible")),
+            chat=Cell(True, "`streamText`, finish `stop`"),
+            responses=Cell(None),
+            reasoning=Cell(True, "`reasoning` parts"),
+            tool_progress=Cell(False, "progress chunks are ignored"),
+        ),
+        Row(
+            key="vercel-openai-responses",
+            client="Vercel AI SDK + `@ai-sdk/openai` `.responses()`",
+            packages=(("npm", "ai"), ("npm", "@ai-sdk/openai")),
+            chat=Cell(None),
+            responses=Cell(True, "`streamText` (one step); commentary arrives as an empty text block"),
+            reasoning=Cell(True, "`reasoning` parts from the summaries"),
+            tool_progress=Cell(True, "each server tool as a `tool-call` + `tool-error` part, finish `tool-calls`"),
+        ),
+        Row(
+            key="hermes-agent-api-client",
+            client="`hermes-agent-api-client`",
+            packages=(("py313", "hermes-agent-api-client"),),
+            chat=Cell(True, "`stream_chat_events()`, one `TerminalEvent(success)`"),
+            responses=Cell(None),
+            reasoning=Cell(False, "not surfaced"),
+            tool_progress=Cell(True, "`ToolProgressEvent` running / completed"),
+        ),
+    )
+}
+
+HEADER = ("Client", "Version", "Chat Completions", "Responses", "Reasoning shown", "Tool progress shown")
+
+
+def _requirement_pin(lines: list[str], name: str) -> str:
+    for line in lines:
+        match = re.fullmatch(rf"\s*{re.escape(name)}\s*==\s*([^\s;#]+).*", line, flags=re.IGNORECASE)
+        if match:
+            return match.group(1)
+    raise LookupError(f"{name} is not pinned with == ")
+
+
+def pyproject_pin(name: str) -> str:
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return _requirement_pin(data["project"]["optional-dependencies"]["dev"], name)
+
+
+def npm_pin(name: str) -> str:
+    data = json.loads((NODE_DIR / "package.json").read_text(encoding="utf-8"))
+    version = data["dependencies"][name]
+    if not re.fullmatch(r"\d+\.\d+\.\d+", version):
+        raise LookupError(f"{name} is not pinned to an exact version in package.json: {version}")
+    return version
+
+
+def py313_pin(name: str) -> str:
+    return _requirement_pin(PY313_REQUIREMENTS.read_text(encoding="utf-8").splitlines(), name)
+
+
+def pinned_version(ecosystem: str, name: str) -> str:
+    return {"pypi": pyproject_pin, "npm": npm_pin, "py313": py313_pin}[ecosystem](name)
+
+
+def version_cell(row: Row) -> str:
+    return " + ".join(f"`{name}` {pinned_version(eco, name)}" for eco, name in row.packages)
+
+
+def render_table() -> str:
+    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    for row in ROWS.values():
+        cells = (row.client, version_cell(row), row.chat.render(), row.responses.render(), row.reasoning.render(),
+                 row.tool_progress.render())
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def readme_table() -> str:
+    """The first markdown table after the README's compatibility heading, as text."""
+    text = README.read_text(encoding="utf-8")
+    start = text.index(SECTION + "\n")
+    lines = text[start:].splitlines()[1:]
+    table: list[str] = []
+    for line in lines:
+        if line.startswith("|"):
+            table.append(line)
+        elif table or line.startswith("## "):
+            break
+    return "\n".join(table) + "\n"
+
+
+if __name__ == "__main__":
+    print(render_table(), end="")
