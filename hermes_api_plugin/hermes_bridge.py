@@ -147,7 +147,9 @@ def _build_adapter_class() -> type:
             for problem in settings.problems:
                 log.warning("[API Server] config: %s", problem)
             if not check_startable(settings):
-                return self._refuse("api_server_refused", "API server refused to start (see the log line above)")
+                reason = ("API_SERVER_KEY is missing or shorter than 16 characters" if settings.enabled
+                          else "API_SERVER_ENABLED is not true")
+                return self._refuse("api_server_refused", f"API server not started: {reason}")
             try:
                 if settings.runtime == "scripted":
                     runtime: Any = scripted_runtime(settings)

@@ -89,9 +89,11 @@ class _Open:
 class ResponsesRenderer:
     """Renders one turn as one Response; feed it journal batches in order."""
 
-    def __init__(self, head: ResponseHead, *, commentary: bool = True, tool_output_max_chars: int = 16000) -> None:
+    def __init__(self, head: ResponseHead, *, commentary: bool = True, tool_output_max_chars: int = 16000,
+                 tool_items: bool = True) -> None:
         self.head = head
         self.commentary = commentary
+        self.tool_items = tool_items  # False: server tools are not shown (X-Hermes-Tool-Items: off)
         self.tool_output_max_chars = tool_output_max_chars
         self.sequence = 0
         self.status = "in_progress"
@@ -153,9 +155,11 @@ class ResponsesRenderer:
                 self._on_text(records, event.text)
             elif isinstance(event, ToolStarted):
                 self._close_open(records, "completed")
-                self._on_tool_started(records, event)
+                if self.tool_items:
+                    self._on_tool_started(records, event)
             elif isinstance(event, ToolCompleted):
-                self._on_tool_completed(records, event)
+                if self.tool_items:
+                    self._on_tool_completed(records, event)
             elif isinstance(event, Commentary):
                 self._close_open(records, "completed")
                 if self.commentary and not event.already_streamed:

@@ -23,7 +23,8 @@ _CONTROL = re.compile(r"[\r\n\x00]")
 class HermesHeaders:
     session_id: str | None
     session_key: str | None
-    tool_progress: bool
+    tool_progress: bool  # X-Hermes-Tool-Progress (chat)
+    tool_items: bool = True  # X-Hermes-Tool-Items (Responses): off leaves server tool items out
 
 
 def check_session_id(sid: str, param: str) -> None:
@@ -55,7 +56,8 @@ def parse_hermes_headers(request: web.Request) -> HermesHeaders:
             "X-Hermes-Session-Key",
         )
     progress = request.headers.get("X-Hermes-Tool-Progress", "").strip().lower() != "off"
-    return HermesHeaders(sid, key, progress)
+    items = request.headers.get("X-Hermes-Tool-Items", "").strip().lower() != "off"
+    return HermesHeaders(sid, key, progress, items)
 
 
 def body_bool(body: Mapping[str, Any], name: str, default: bool) -> bool:

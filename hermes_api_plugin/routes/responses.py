@@ -235,9 +235,12 @@ def _head_from_snapshot(snapshot: dict[str, Any]) -> ResponseHead:
     )
 
 
-def _renderer(app: web.Application, head: ResponseHead, commentary: bool) -> ResponsesRenderer:
-    return ResponsesRenderer(head, commentary=commentary,
-                             tool_output_max_chars=app[SETTINGS].tool_output_max_chars)
+def _renderer(app: web.Application, head: ResponseHead, commentary: bool,
+              hermes: HermesHeaders | None = None) -> ResponsesRenderer:
+    """A renderer for one delivery; per-request options (`X-Hermes-Tool-Items`) apply to it, never to what
+    is stored."""
+    return ResponsesRenderer(head, commentary=commentary, tool_output_max_chars=app[SETTINGS].tool_output_max_chars,
+                             tool_items=hermes.tool_items if hermes is not None else True)
 
 
 def _log_evictions(evictions: Sequence[Eviction]) -> None:
@@ -296,7 +299,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     assert record is not None
     reply = record.reply
     head = ResponseHead(**reply["head"])
-    renderer = _renderer(app, head, reply["commentary"])
+    renderer = _renderer(app, head, reply["commentary"], hermes)
     first = renderer.created(reply["queued"])
     headers = _headers(reply["session_id"], record.turn_id, hermes.session_key, replayed=True)
     live = registry.get(record.turn_id)
@@ -427,7 +430,7 @@ class _Creation:
             turn_request, queue_key=session_id, history=history, inputs=resolved.messages,
             persist=persist if body.store or keyed else None, hold=True,
         )
-        renderer = _renderer(app, head, commentary)
+        renderer = _renderer(app, head, commentary, hermes)
         first = renderer.created(turn.queued_at_admission)
         try:
             if keyed is not None:
@@ -521,7 +524,7 @@ async def get_response(request: web.Request) -> web.StreamResponse:
         after = int(raw_after) if raw_after is not None else -1
     except ValueError:
         raise invalid_parameter("'starting_after' must be an integer", "starting_after") from None
-    renderer = _renderer(app, _head_from_snapshot(record.snapshot), record.commentary)
+    renderer = _renderer(app, _head_from_snapshot(record.snapshot), record.commentary, parse_hermes_headers(request))
 
     def after_n(records: list[Any]) -> list[Any]:
         return [r for r in records if r[1]["sequence_number"] > after]

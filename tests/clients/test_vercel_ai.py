@@ -183,6 +183,21 @@ def test_openai_responses_agent_loop_follow_up_is_rejected(
     assert result["transport"]["responses"] == 2
 
 
+def test_openai_responses_agent_loop_with_tool_items_off_finishes_stop(
+    node_clients: NodeClients, clients_gateway: LiveGateway
+) -> None:
+    """With `X-Hermes-Tool-Items: off` the server leaves its (already executed) tools out of the stream, so
+    the SDK's agent loop sees no tool call: one step, finish `stop`, the answer and reasoning, no error."""
+    result = node_clients.run("vercel-openai-responses", clients_gateway, "use tool",
+                              extra_env={"HERMES_MAX_STEPS": "3", "HERMES_TOOL_ITEMS": "off"})
+    parts = result["parts"]
+    assert of_type(parts, "error") == []
+    assert of_type(parts, "tool-call") == [] and of_type(parts, "tool-error") == []
+    assert [p["finishReason"] for p in of_type(parts, "finish-step")] == ["stop"]
+    assert joined(parts, "text") == TURNS["use tool"][2]
+    assert result["transport"]["responses"] == 1
+
+
 # -- keepalive ----------------------------------------------------------------------------------------------------
 
 

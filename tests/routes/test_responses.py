@@ -1477,3 +1477,22 @@ async def test_request_tools_are_echoed_and_never_executed(api: TestClient, auth
         assert event["response"]["parallel_tool_calls"] is False
     assert [i["type"] for i in result.response["output"]] == ["reasoning", "message"]
     assert not [e for e in result.events if "response" not in e and "get_weather" in json.dumps(e)]
+
+
+async def test_tool_items_off_leaves_server_tools_out_of_stream_and_json(api: TestClient, auth: dict[str, str]) -> None:
+    """Opt-out for clients that would execute function_call items (Vercel agent loops): `X-Hermes-Tool-Items:
+    off` drops function_call / function_call_output items from this delivery; the stored response keeps them."""
+    headers = {**auth, "X-Hermes-Tool-Items": "off"}
+    async with api.post("/v1/responses", json={"input": "use tool", "stream": True}, headers=headers) as resp:
+        records, _ = parse_sse(await resp.read())
+    payloads = [r.json() for r in records]
+    assert [p["sequence_number"] for p in payloads] == list(range(len(payloads)))
+    assert not any(p.get("item", {}).get("type", "").startswith("function_call") for p in payloads)
+    assert not any(p["type"].startswith("response.function_call") for p in payloads)
+    final = payloads[-1]["response"]
+    assert [i["type"] for i in final["output"]] == ["reasoning", "message", "reasoning", "message"]
+    assert final["output"][-1]["phase"] == "final_answer"
+    stored = await (await api.get(f"/v1/responses/{final['id']}", headers=auth)).json()
+    assert "function_call" in [i["type"] for i in stored["output"]]
+    reply = await (await api.post("/v1/responses", json={"input": "use tool"}, headers=headers)).json()
+    assert not any(i["type"].startswith("function_call") for i in reply["output"])

@@ -1,5 +1,6 @@
 // Vercel AI SDK: streamText with @ai-sdk/openai `.responses()` (Responses API), default options.
 // HERMES_MAX_STEPS=n sets `stopWhen: stepCountIs(n)` (an agent loop; the default is one step).
+// HERMES_TOOL_ITEMS=off adds the X-Hermes-Tool-Items: off header (no server tool items in the stream).
 // HERMES_FOLLOW_UP=text runs a second turn the way a chat app does: the first turn's `response.messages`
 // (the server's tool calls and the SDK's tool errors included) appended to the history, then that user text.
 import { stepCountIs, streamText } from "ai";
@@ -31,7 +32,9 @@ async function turn(provider, model, messages, maxSteps) {
 
 await run(async ({ baseURL, apiKey, model, prompt, idleTimeoutMs }) => {
   const transport = watchedFetch(idleTimeoutMs);
-  const provider = createOpenAI({ baseURL, apiKey, fetch: transport.fetch });
+  // HERMES_TOOL_ITEMS=off sends `X-Hermes-Tool-Items: off`: the server leaves its tool items out.
+  const headers = process.env.HERMES_TOOL_ITEMS ? { "X-Hermes-Tool-Items": process.env.HERMES_TOOL_ITEMS } : undefined;
+  const provider = createOpenAI({ baseURL, apiKey, fetch: transport.fetch, headers });
   const maxSteps = Number(process.env.HERMES_MAX_STEPS || 0);
   const history = [{ role: "user", content: prompt }];
   const result = await turn(provider, model, history, maxSteps);
