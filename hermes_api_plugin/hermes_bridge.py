@@ -38,6 +38,7 @@ LABEL = "API Server (hermes-api-plugin)"
 HELD_BY_BUILTIN = "[API Server] Port %s is held by Hermes' built-in api_server — disable platforms.api_server"
 
 _adapter_class: type | None = None
+_registered = False  # register(ctx) ran in this process: the entry point owns the api_server platform
 
 
 def hermes_home() -> Path:
@@ -65,6 +66,7 @@ def register(ctx: Any) -> None:
     Runs in every Hermes process that loads plugins (CLI included), before any event loop: it only records
     the platform entry; nothing is imported, bound or started here.
     """
+    global _registered
     ctx.register_platform(
         name=PLATFORM,
         label=LABEL,
@@ -77,6 +79,7 @@ def register(ctx: Any) -> None:
         emoji="🔌",
         allow_update_command=False,
     )
+    _registered = True
     log.debug("[API Server] hermes-api-plugin registered the %s platform", PLATFORM)
 
 
@@ -222,7 +225,8 @@ async def on_gateway_startup(context: dict[str, Any] | None = None, runner: Any 
     Returns what it found or did: `active` (the entry point's adapter serves api_server), `disabled`
     (API_SERVER_ENABLED / api_server.enabled is not true), `held` (Hermes' built-in api_server serves the port:
     reported, not fought over), `started` (booted here; the gateway's shutdown disconnects it), `refused`
-    (the adapter refused to start and logged why), or `no-gateway`.
+    (the adapter refused to start and logged why — also when the entry point's adapter already refused: a
+    refusal is final, the hook does not try again), or `no-gateway`.
     """
     from gateway.config import Platform
 
@@ -242,6 +246,9 @@ async def on_gateway_startup(context: dict[str, Any] | None = None, runner: Any 
         log.info("[API Server] hermes-api-plugin serves the api_server platform (plugin entry point %s)",
                  ENTRY_POINT_NAME)
         return "active"
+    if _registered:  # the entry point's adapter was not started or refused to start; it logged why
+        log.debug("[API Server] hermes-api-plugin hook: the entry point's adapter is not serving; not retrying")
+        return "refused"
     settings = current_settings()
     if not settings.enabled:
         log.info("[API Server] hermes-api-plugin hook: API server not enabled (API_SERVER_ENABLED / "

@@ -7,8 +7,8 @@ exactly what they mean to `hermes gateway`. When those helpers are missing (anot
 the `model:` section of Settings is used instead.
 
 Nothing here imports hermes-agent at module level: `run_agent` takes seconds to import, loads
-`$HERMES_HOME/.env` and creates files under `$HERMES_HOME`, so it is imported by the first turn (or by
-`warm_up()`), in a worker thread.
+`$HERMES_HOME/.env` and creates files under `$HERMES_HOME`, so it is imported in a worker thread — by
+`start_warm_up()` right after the runtime is selected, or else by the first turn.
 """
 
 from __future__ import annotations
@@ -219,7 +219,7 @@ class HermesRuntime:
             if not done.done():  # interrupted: give the agent a moment to stop its tools and return
                 try:
                     await asyncio.wait_for(asyncio.shield(done), self.interrupt_grace_s)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     log.warning("[API Server] The Hermes agent of turn %s did not stop within %.0f s of the "
                                 "interrupt; settling the turn as cancelled", turn.request.turn_id,
                                 self.interrupt_grace_s)

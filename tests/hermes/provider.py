@@ -1,0 +1,257 @@
+"""A scripted OpenAI-compatible model provider on 127.0.0.1 for the real Hermes agent to call.
+
+`POST /v1/chat/completions` plays a scenario chosen by a tag in the conversation's first user message:
+
+- (no tag) **tool**: first call streams `reasoning_content` deltas and a `terminal` tool call
+  `echo tool-ok`; the call after the tool result streams reasoning, then an answer quoting the tool
+  output it received — so `tool-ok` reaches the answer only if the agent really ran the command.
+- `[always-tool]`: every call that offers tools asks for another `terminal` call; a call without tools
+  (Hermes' closing summary after the iteration budget) answers with `SUMMARY_TEXT`.
+- `[slow-stream]`: streams a reasoning delta every 0.1 s for 30 s (a long thinking phase).
+- `[slow-tool]`: asks for `terminal` `sleep 30`; a later call would answer `slept`.
+
+Every request is recorded in `requests` (with whether the client dropped the stream), so tests can
+assert what the agent did and that nothing was called after an interrupt. Runs in its own thread and
+event loop, so synchronous tests (the `openai` client) and the gateway subprocess can both use it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+MODEL = "test-model"
+TOOL_COMMAND = "echo tool-ok"
+REASONING_FIRST = ("I should run ", "the command ", "first.")
+REASONING_AFTER = ("The tool ", "answered.")
+ANSWER_PREFIX = "The terminal printed: "
+SUMMARY_TEXT = "Summary: I kept running commands and ran out of iterations."
+TAGS = ("always-tool", "slow-stream", "slow-tool")
+
+
+@dataclass
+class Recorded:
+    """One request the provider received."""
+
+    scenario: str
+    messages: list[dict[str, Any]]
+    tools: list[str]
+    stream: bool
+    body: dict[str, Any]
+    started: float = field(default_factory=time.monotonic)
+    ended: float | None = None
+    aborted: bool = False  # the client closed the connection before the response was complete
+
+    @property
+    def last_role(self) -> str:
+        return str(self.messages[-1].get("role")) if self.messages else ""
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):
+        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content if isinstance(content, str) else ""
+
+
+def scenario_of(messages: list[dict[str, Any]]) -> str:
+    first_user = next((_text(m.get("content")) for m in messages if m.get("role") == "user"), "")
+    for tag in TAGS:
+        if f"[{tag}]" in first_user:
+            return tag
+    return "tool"
+
+
+def tool_output(messages: list[dict[str, Any]]) -> str:
+    """The `output` of the last tool result in the conversation (Hermes' terminal result is JSON)."""
+    for message in reversed(messages):
+        if message.get("role") == "tool":
+            content = _text(message.get("content"))
+            try:
+                data = json.loads(content)
+            except ValueError:
+                return content
+            return str(data.get("output", content)) if isinstance(data, dict) else content
+    return ""
+
+
+@dataclass
+class Reply:
+    """What one call answers: reasoning pieces, answer pieces, tool calls, and pacing."""
+
+    reasoning: tuple[str, ...] = ()
+    text: tuple[str, ...] = ()
+    tool_calls: tuple[tuple[str, str, dict[str, Any]], ...] = ()
+    delay: float = 0.01
+    repeat_reasoning_for: float = 0.0  # keep streaming reasoning this long (slow-stream)
+
+
+def plan(record: Recorded, count: int) -> Reply:
+    """The scripted reply to the `count`-th request (1-based) of a conversation in `record.scenario`."""
+    messages = record.messages
+    after_tool = record.last_role == "tool"
+    if record.scenario == "always-tool":
+        if record.tools:
+            return Reply(reasoning=("Another command.",),
+                         tool_calls=((f"call_loop{count:04d}", "terminal", {"command": f"echo loop-{count}"}),))
+        return Reply(text=(SUMMARY_TEXT,))
+    if record.scenario == "slow-stream":
+        return Reply(reasoning=("Thinking slowly. ",), repeat_reasoning_for=30.0, delay=0.1, text=("late answer",))
+    if record.scenario == "slow-tool":
+        if after_tool:
+            return Reply(text=("slept",))
+        return Reply(reasoning=("A long command.",),
+                     tool_calls=((f"call_slow{count:04d}", "terminal", {"command": "sleep 30"}),))
+    if after_tool:
+        output = tool_output(messages).strip()
+        answer = ANSWER_PREFIX + output
+        return Reply(reasoning=REASONING_AFTER, text=(answer[:10], answer[10:]))
+    return Reply(reasoning=REASONING_FIRST, tool_calls=((f"call_tool{count:04d}", "terminal", {"command": TOOL_COMMAND}),))
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    body = {"id": "chatcmpl-provider", "object": "chat.completion.chunk", "created": int(time.time()),
+            "model": MODEL, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+
+USAGE = {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}
+
+
+class ScriptedProvider:
+    """The provider app, served from a background thread on 127.0.0.1:<free port>."""
+
+    def __init__(self) -> None:
+        self.requests: list[Recorded] = []
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: web.AppRunner | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> ScriptedProvider:
+        ready = threading.Event()
+
+        def serve() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            asyncio.set_event_loop(loop)
+            app = web.Application()
+            app.router.add_get("/v1/models", self._models)
+            app.router.add_post("/v1/chat/completions", self._chat)
+            self._runner = web.AppRunner(app, handler_cancellation=True)
+            loop.run_until_complete(self._runner.setup())
+            site = web.TCPSite(self._runner, "127.0.0.1", 0)
+            loop.run_until_complete(site.start())
+            self.port = self._runner.addresses[0][1]
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self._runner.cleanup())
+            loop.close()
+
+        self._thread = threading.Thread(target=serve, name="scripted-provider", daemon=True)
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("scripted provider did not start")
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+
+    def __enter__(self) -> ScriptedProvider:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- inspection -------------------------------------------------------------------------------
+    def calls(self, scenario: str | None = None, marker: str | None = None) -> list[Recorded]:
+        """Recorded requests, optionally of one scenario and/or whose first user message contains `marker`."""
+        with self._lock:
+            found = list(self.requests)
+        if scenario is not None:
+            found = [r for r in found if r.scenario == scenario]
+        if marker is not None:
+            found = [r for r in found
+                     if marker in next((_text(m.get("content")) for m in r.messages if m.get("role") == "user"), "")]
+        return found
+
+    # -- handlers ---------------------------------------------------------------------------------
+    async def _models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "tests"}]})
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        messages = body.get("messages") or []
+        record = Recorded(
+            scenario=scenario_of(messages),
+            messages=messages,
+            tools=[t.get("function", {}).get("name", "") for t in body.get("tools") or []],
+            stream=bool(body.get("stream")),
+            body={k: v for k, v in body.items() if k not in ("messages", "tools")},
+        )
+        with self._lock:
+            self.requests.append(record)
+            count = sum(1 for r in self.requests if r.scenario == record.scenario)
+        reply = plan(record, count)
+        try:
+            if not record.stream:
+                return self._whole(reply)
+            return await self._stream(request, reply)
+        except (asyncio.CancelledError, ConnectionResetError):
+            record.aborted = True
+            raise
+        finally:
+            record.ended = time.monotonic()
+
+    def _whole(self, reply: Reply) -> web.Response:
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(reply.text) or None}
+        if reply.reasoning:
+            message["reasoning_content"] = "".join(reply.reasoning)
+        if reply.tool_calls:
+            message["tool_calls"] = [{"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+                                     for i, n, a in reply.tool_calls]
+        return web.json_response({
+            "id": "chatcmpl-provider", "object": "chat.completion", "created": int(time.time()), "model": MODEL,
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
+            "usage": USAGE,
+        })
+
+    async def _stream(self, request: web.Request, reply: Reply) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await response.prepare(request)
+        await response.write(_chunk({"role": "assistant", "content": ""}))
+        for piece in reply.reasoning:
+            await response.write(_chunk({"reasoning_content": piece}))
+            await asyncio.sleep(reply.delay)
+        deadline = time.monotonic() + reply.repeat_reasoning_for
+        while time.monotonic() < deadline:
+            await response.write(_chunk({"reasoning_content": reply.reasoning[-1]}))
+            await asyncio.sleep(reply.delay)
+        for piece in reply.text:
+            await response.write(_chunk({"content": piece}))
+            await asyncio.sleep(reply.delay)
+        for index, (call_id, name, args) in enumerate(reply.tool_calls):
+            arguments = json.dumps(args)
+            await response.write(_chunk({"tool_calls": [{"index": index, "id": call_id, "type": "function",
+                                                         "function": {"name": name, "arguments": arguments[:6]}}]}))
+            await response.write(_chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[6:]}}]}))
+        await response.write(_chunk({}, "tool_calls" if reply.tool_calls else "stop"))
+        usage = {"id": "chatcmpl-provider", "object": "chat.completion.chunk", "created": int(time.time()),
+                 "model": MODEL, "choices": [], "usage": USAGE}
+        await response.write(b"data: " + json.dumps(usage).encode() + b"\n\n")
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
