@@ -22,7 +22,8 @@ from aiohttp import web
 from .content import canonical_json
 from .errors import ApiError, invalid_request
 from .journals import close_journal
-from .store.base import AdmissionRecord, Store
+from .store.base import AdmissionRecord, Store, StoreError
+from .turns import Turn
 
 SURFACES = ("chat", "responses", "runs", "session_chat")
 _KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
@@ -153,6 +154,23 @@ class Admissions:
             await self.store.replace_admission(record)
             return None
         return await self.store.reserve_admission(record)
+
+    async def reserve_turn(self, turn: Turn, scope: str, surface: str, key: str, identity: str, target: str,
+                           reply: Mapping[str, Any], replace_expired: bool) -> None:
+        """Reserve the key for an admitted, held turn. When that fails the turn is cancelled before it
+        runs and the refusal is raised: 503 storage_unavailable, or 409 admission_conflict when another
+        process holds the key."""
+        try:
+            holder = await self.reserve(scope, surface, key, identity, target, turn.run_id, reply, replace_expired)
+        except StoreError:
+            code = "storage_unavailable"
+        else:
+            if holder is None:
+                return
+            code = "admission_conflict"
+        turn.cancel()
+        turn.release()
+        raise error_for(code)
 
     async def settle(self, turn_id: str) -> None:
         await self.store.settle_admission(turn_id)

@@ -12,7 +12,13 @@ from aiohttp import web
 from ..admissions import error_for, idempotency_key, identity_hash
 from ..content import Message, TextPart, canonical_json, parse_content
 from ..dialects.chat_completions import ChatRenderer
-from ..errors import draining, invalid_parameter, invalid_request, missing_parameter
+from ..errors import (
+    ApiError,
+    draining,
+    invalid_parameter,
+    invalid_request,
+    missing_parameter,
+)
 from ..events import TurnFinished, TurnStatus
 from ..journals import decode_journal
 from ..keys import ADMISSIONS, JOURNALS, RUNTIME, SCOPE, SETTINGS, STORE, TURNS
@@ -165,16 +171,10 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             turn = view.admit(keyed=True)
             stream = await view.open_stream(renderer, turn) if chat.stream else None
             try:
-                holder = await admissions.reserve(scope, "chat", key, identity, target, turn.run_id,
-                                                  view.reply_info(renderer), decision.free_expired)
-            except StoreError:
-                refusal = ("storage_unavailable", stream)
-            else:
-                if holder is not None:
-                    refusal = ("admission_conflict", stream)
-            if refusal is not None:
-                turn.cancel()
-                turn.release()
+                await admissions.reserve_turn(turn, scope, "chat", key, identity, target, view.reply_info(renderer),
+                                              decision.free_expired)
+            except ApiError as refused:  # the head is out on a stream: report it there (§3.5)
+                refusal = (refused.code or "admission_conflict", stream)
             else:
                 admitted = (turn, renderer, stream)
     if refusal is not None:

@@ -432,14 +432,12 @@ class _Creation:
         )
         renderer = _renderer(app, head, commentary, hermes)
         first = renderer.created(turn.queued_at_admission)
+        if keyed is not None:
+            reply = {"head": asdict(head), "commentary": commentary, "queued": turn.queued_at_admission,
+                     "session_id": session_id}
+            await admissions.reserve_turn(turn, scope, "responses", keyed.key, keyed.identity, keyed.target, reply,
+                                          keyed.replace_expired)
         try:
-            if keyed is not None:
-                reply = {"head": asdict(head), "commentary": commentary, "queued": turn.queued_at_admission,
-                         "session_id": session_id}
-                holder = await admissions.reserve(app[SCOPE], "responses", keyed.key, keyed.identity, keyed.target,
-                                                  turn.run_id, reply, keyed.replace_expired)
-                if holder is not None:
-                    raise error_for("admission_conflict")
             if body.store:
                 stored = replace(record, status=renderer.status, snapshot=renderer.snapshot(),
                                  queued=turn.queued_at_admission)

@@ -204,17 +204,7 @@ async def _admit(request: web.Request, run: RunRequest, session_key: str | None,
     if keyed is not None:
         key, identity, target, replace_expired = keyed
         reply = {"session_id": session_id, "model": run.model or settings.model_name}
-        try:
-            holder = await admissions.reserve(scope, "runs", key, identity, target, turn.run_id, reply,
-                                              replace_expired)
-        except StoreError:
-            turn.cancel()
-            turn.release()
-            raise error_for("storage_unavailable") from None
-        if holder is not None:
-            turn.cancel()
-            turn.release()
-            raise error_for("admission_conflict")
+        await admissions.reserve_turn(turn, scope, "runs", key, identity, target, reply, replace_expired)
         saver.watch(turn.run_id, turn.journal)
     turn.release()
     return turn

@@ -239,19 +239,9 @@ async def _session_chat(request: web.Request, *, stream: bool) -> web.StreamResp
             raise error_for("storage_unavailable") from None
         if decision.outcome == "new":
             turn = admit(True)
-            try:
-                holder = await admissions.reserve(scope, "session_chat", key, identity, target, turn.run_id,
-                                                  {"session_id": session_id, "model": model or settings.model_name},
-                                                  decision.free_expired)
-            except StoreError:
-                holder = None
-                turn.cancel()
-                turn.release()
-                raise error_for("storage_unavailable") from None
-            if holder is not None:
-                turn.cancel()
-                turn.release()
-                raise error_for("admission_conflict")
+            await admissions.reserve_turn(turn, scope, "session_chat", key, identity, target,
+                                          {"session_id": session_id, "model": model or settings.model_name},
+                                          decision.free_expired)
     # Delivery runs outside the key's lock: a retry arriving while the turn runs attaches at once.
     if decision.outcome == "new":
         return await _deliver(request, turn.journal, turn, session_id, headers, stream, keyed=True)
