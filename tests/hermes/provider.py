@@ -9,6 +9,7 @@
   (Hermes' closing summary after the iteration budget) answers with `SUMMARY_TEXT`.
 - `[slow-stream]`: streams a reasoning delta every 0.1 s for 30 s (a long thinking phase).
 - `[slow-tool]`: asks for `terminal` `sleep 30`; a later call would answer `slept`.
+- `[bench]`: no tool; 10 reasoning deltas, then 200 answer deltas, 5 ms apart (bench/side_by_side.py).
 
 Every request is recorded in `requests` (with whether the client dropped the stream), so tests can
 assert what the agent did and that nothing was called after an interrupt. Runs in its own thread and
@@ -32,7 +33,8 @@ REASONING_FIRST = ("I should run ", "the command ", "first.")
 REASONING_AFTER = ("The tool ", "answered.")
 ANSWER_PREFIX = "The terminal printed: "
 SUMMARY_TEXT = "Summary: I kept running commands and ran out of iterations."
-TAGS = ("always-tool", "slow-stream", "slow-tool")
+TAGS = ("always-tool", "slow-stream", "slow-tool", "bench")
+BENCH_DELTAS = 200
 
 
 @dataclass
@@ -102,6 +104,9 @@ def plan(record: Recorded, count: int) -> Reply:
         return Reply(text=(SUMMARY_TEXT,))
     if record.scenario == "slow-stream":
         return Reply(reasoning=("Thinking slowly. ",), repeat_reasoning_for=30.0, delay=0.1, text=("late answer",))
+    if record.scenario == "bench":
+        return Reply(reasoning=tuple(f"step {i}. " for i in range(10)),
+                     text=tuple(f"w{i} " for i in range(BENCH_DELTAS)), delay=0.005)
     if record.scenario == "slow-tool":
         if after_tool:
             return Reply(text=("slept",))
