@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +23,7 @@ from ..journals import decode_journal
 from ..keys import ADMISSIONS, JOURNALS, RUNTIME, SCOPE, SETTINGS, STORE, TURNS
 from ..middleware import read_json
 from ..runtimes.base import TurnRequest
-from ..sse import EarlyJson, SseStream
+from ..sse import SseStream
 from ..store.base import StoreError
 from ..turns import Journal, Turn
 from .common import (
@@ -37,7 +36,7 @@ from .common import (
     parse_hermes_headers,
     parse_model_options,
 )
-from .delivery import await_settled, keyed_settler, on_client_gone, pump
+from .delivery import deliver, keyed_settler
 
 _CONVERSATION_ROLES = frozenset({"user", "assistant"})
 _SYSTEM_ROLES = frozenset({"system", "developer"})
@@ -280,28 +279,9 @@ class _View:
                       stream: SseStream | None = None, run_id: str | None = None,
                       session_id: str | None = None) -> web.StreamResponse:
         """Render `journal` (live or replayed) as the requested mode; a gone client follows §5.5."""
-        keepalive = self.settings.sse_keepalive_seconds
         run = run_id or (turn.run_id if turn is not None else None)
-        try:
-            if self.chat.stream:
-                if stream is None:
-                    stream = await self.open_stream(renderer, turn, replayed, run, session_id)
-                if turn is not None:
-                    turn.release()
-                if await pump(stream, journal, renderer.render, keepalive):
-                    await stream.done()
-                elif turn is not None:
-                    on_client_gone(self.request, turn, self.key is not None)
-                return stream.response
-            reply = await EarlyJson.open(self.request, self.headers(run, replayed, session_id))
-            if turn is not None:
-                turn.release()
-            if await await_settled(reply, journal, renderer.transcript.feed_all, keepalive):
-                await reply.finish(renderer.completion())
-            elif turn is not None:
-                on_client_gone(self.request, turn, self.key is not None)
-            return reply.response
-        except asyncio.CancelledError:
-            if turn is not None:
-                on_client_gone(self.request, turn, self.key is not None)
-            raise
+        return await deliver(
+            self.request, journal, turn, stream=self.chat.stream, keep=self.key is not None,
+            headers=self.headers(run, replayed, session_id), first=[renderer.role_chunk()], sse=stream,
+            render=renderer.render, fold=renderer.transcript.feed_all, body=renderer.completion, done_marker=True,
+        )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Awaitable, Callable, Iterable
+import asyncio
+from typing import Any, Awaitable, Callable, Iterable, Mapping, Sequence
 
 from aiohttp import web
 
@@ -62,3 +63,40 @@ def keyed_settler(app: web.Application) -> Callable[[Turn, TurnFinished], Awaita
         await admissions.settle(turn.run_id)
 
     return settle
+
+
+async def deliver(request: web.Request, journal: Journal, turn: Turn | None, *, stream: bool, keep: bool,
+                  headers: Mapping[str, str], render: Callable[[list[TurnEvent]], Iterable[Record]],
+                  fold: Callable[[list[TurnEvent]], object], body: Callable[[], Mapping[str, Any]],
+                  first: Sequence[Record] = (), sse: SseStream | None = None, done_marker: bool = False,
+                  before_send: Callable[[], Awaitable[None]] | None = None) -> web.StreamResponse:
+    """A turn's journal (live, attached or replayed) as an SSE stream or as an early-head JSON reply.
+
+    `turn` is the turn this request admitted (None for attaches and replays: their clients only watch);
+    it is released once the head is out, and a gone client decides its fate per §5.5 (`keep`: keyed or
+    background). `sse` is a stream whose head was already written; `done_marker` ends with `[DONE]`.
+    """
+    keepalive = request.app[SETTINGS].sse_keepalive_seconds
+    try:
+        if stream:
+            if sse is None:
+                sse = await SseStream.open(request, headers, first)
+            if turn is not None:
+                turn.release()
+            if await pump(sse, journal, render, keepalive, before_send=before_send):
+                await (sse.done() if done_marker else sse.close())
+            elif turn is not None:
+                on_client_gone(request, turn, keep)
+            return sse.response
+        reply = await EarlyJson.open(request, headers)
+        if turn is not None:
+            turn.release()
+        if await await_settled(reply, journal, fold, keepalive):
+            await reply.finish(body())
+        elif turn is not None:
+            on_client_gone(request, turn, keep)
+        return reply.response
+    except asyncio.CancelledError:
+        if turn is not None:
+            on_client_gone(request, turn, keep)
+        raise

@@ -41,7 +41,7 @@ from ..journals import close_journal, decode_events, decode_journal
 from ..keys import ADMISSIONS, JOURNALS, RUNTIME, SCOPE, SETTINGS, STORE, TURNS
 from ..middleware import read_json
 from ..runtimes.base import TurnRequest
-from ..sse import EarlyJson, SseStream
+from ..sse import SseStream
 from ..store.base import Eviction, Store, StoredResponse, StoreError
 from ..turns import Journal, Turn
 from .common import (
@@ -54,7 +54,7 @@ from .common import (
     parse_hermes_headers,
     parse_model_options,
 )
-from .delivery import await_settled, keyed_settler, on_client_gone, pump
+from .delivery import deliver, keyed_settler, pump
 
 log = logging.getLogger("hermes_api_plugin")
 
@@ -467,33 +467,13 @@ async def _deliver(request: web.Request, body: ResponsesRequest, journal: Journa
                    renderer: ResponsesRenderer, first: list[Any], headers: dict[str, str],
                    keyed: bool = True) -> web.StreamResponse:
     """Render a journal (a new turn's, an attached one's, or a replayed one) as SSE or the final object."""
-    app = request.app
-    keepalive = app[SETTINGS].sse_keepalive_seconds
-    saver = app[JOURNALS]
-    try:
-        if body.stream:
-            stream = await SseStream.open(request, headers, first)
-            if turn is not None:
-                turn.release()
-            # Durable journals show no event before it is saved: a resume after a crash loses nothing.
-            durable = (lambda: saver.durable(journal)) if saver.watching(journal) else None
-            if await pump(stream, journal, renderer.render, keepalive, before_send=durable):
-                await stream.close()
-            elif turn is not None:
-                on_client_gone(request, turn, body.background or keyed)
-            return stream.response
-        reply = await EarlyJson.open(request, headers)
-        if turn is not None:
-            turn.release()
-        if await await_settled(reply, journal, renderer.render, keepalive):
-            await reply.finish(renderer.snapshot())
-        elif turn is not None:
-            on_client_gone(request, turn, body.background or keyed)
-        return reply.response
-    except asyncio.CancelledError:
-        if turn is not None:
-            on_client_gone(request, turn, body.background or keyed)
-        raise
+    saver = request.app[JOURNALS]
+    # Durable journals show no event before it is saved: a resume after a crash loses nothing.
+    durable = (lambda: saver.durable(journal)) if saver.watching(journal) else None
+    return await deliver(
+        request, journal, turn, stream=body.stream, keep=body.background or keyed, headers=headers, first=first,
+        render=renderer.render, fold=renderer.render, body=renderer.snapshot, before_send=durable,
+    )
 
 
 

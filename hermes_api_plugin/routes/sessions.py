@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
@@ -23,7 +22,6 @@ from ..journals import decode_journal
 from ..keys import ADMISSIONS, JOURNALS, RUNTIME, SCOPE, SETTINGS, STORE, TURNS
 from ..middleware import read_json
 from ..runtimes.base import TurnRequest
-from ..sse import EarlyJson, SseStream
 from ..store.base import StoreError
 from ..turns import Journal, Turn
 from .common import (
@@ -35,7 +33,7 @@ from .common import (
     parse_hermes_headers,
     parse_model_options,
 )
-from .delivery import await_settled, keyed_settler, on_client_gone, pump
+from .delivery import deliver, keyed_settler
 from .runs import new_session_id
 
 _PATCHABLE = frozenset({"title", "pinned", "archived"})
@@ -271,11 +269,9 @@ def _folded_options(choice: Any) -> dict[str, Any]:
 async def _deliver(request: web.Request, journal: Journal, turn: Turn | None, session_id: str,
                    headers: dict[str, str], stream: bool, *, keyed: bool, run_id: str | None = None) -> web.StreamResponse:
     """The turn as the `/chat` reply or the named-event stream; a retry's Last-Event-ID skips what it saw."""
-    app = request.app
     run = run_id or (turn.run_id if turn is not None else "")
     headers = {**headers, "X-Hermes-Run-Id": run}
     renderer = SessionStreamRenderer(session_id, run, journal.stamps)
-    keepalive = app[SETTINGS].sse_keepalive_seconds
     raw_after = request.headers.get("Last-Event-ID", "").strip()
     after = int(raw_after) if stream and raw_after.isdigit() else 0
     head_at = journal.stamps[0] if journal.stamps else time.time()
@@ -283,27 +279,9 @@ async def _deliver(request: web.Request, journal: Journal, turn: Turn | None, se
     def numbered(records: list[tuple[int, str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any], int]]:
         return [(name, payload, seq) for seq, name, payload in records if seq > after]
 
-    try:
-        if stream:
-            sse = await SseStream.open(request, headers, numbered(renderer.head(head_at)))
-            if turn is not None:
-                turn.release()
-            if await pump(sse, journal, lambda batch: numbered(renderer.render(batch)), keepalive):
-                await sse.close()
-            elif turn is not None:
-                on_client_gone(request, turn, keyed)
-            return sse.response
-        reply = await EarlyJson.open(request, headers)
-        if turn is not None:
-            turn.release()
-        if await await_settled(reply, journal, renderer.render, keepalive):
-            await reply.finish(renderer.reply())
-        elif turn is not None:
-            on_client_gone(request, turn, keyed)
-        return reply.response
-    except asyncio.CancelledError:
-        if turn is not None:
-            on_client_gone(request, turn, keyed)
-        raise
+    return await deliver(
+        request, journal, turn, stream=stream, keep=keyed, headers=headers, first=numbered(renderer.head(head_at)),
+        render=lambda batch: numbered(renderer.render(batch)), fold=renderer.render, body=renderer.reply,
+    )
 
 
