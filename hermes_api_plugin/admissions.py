@@ -1,51 +1,36 @@
 """Idempotent admissions (WIRE.md §5): one durable mechanism for every work-creating POST.
 
-A keyed request is looked up in its (scope, surface, key) slot: a first request reserves it atomically
-before anything runs; a retry attaches to the running turn or replays the settled one; a different
-request under the same key conflicts; a key left running by a dead process is `unknown`; a key whose
-answer expired or was deleted is `expired`. Requests with one key are serialised in-process so the
-lookup, the reservation and the admission of the turn happen as one step.
+A keyed request is looked up in its slot (scope, surface, key) with the identity and target session it
+carries. `decide` is a pure decision table over the stored record and the clock:
+
+    no record                                   → new
+    tombstone/unknown older than tombstone_s    → new (the expired record is replaced)
+    different identity or target                → conflict
+    settled, older than retention_s             → expired (its answer is gone; the key stays consumed)
+    unknown (its process died mid-turn)         → unknown
+    running in this process                     → attach
+    running, owner gone                         → unknown
+    settled                                     → replay
+
+Requests with one key are serialised in-process (`serialised`) so lookup and reservation happen as one
+step; the reservation itself is atomic in the store, so two processes never both admit one key.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import hashlib
-import re
 import time
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Literal, Mapping
 
-from aiohttp import web
-
-from .content import canonical_json
-from .errors import ApiError, invalid_request
-from .journals import close_journal
-from .store.base import AdmissionRecord, Store, StoreError
-from .turns import Turn
+from .errors import ApiError
+from .store.base import AdmissionRecord, Store
+from .turns.durable import close_journal
+from .turns.locks import KeyedLocks
 
 SURFACES = ("chat", "responses", "runs", "session_chat")
-_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
 Outcome = Literal["new", "replay", "attach", "conflict", "unknown", "expired"]
-
-
-def idempotency_key(request: web.Request) -> str | None:
-    """The trimmed `Idempotency-Key`, None when absent; 400 invalid_idempotency_key when malformed."""
-    raw = request.headers.get("Idempotency-Key")
-    if raw is None:
-        return None
-    key = raw.strip()
-    if not _KEY.match(key):
-        raise invalid_request(
-            "invalid_idempotency_key", "Idempotency-Key must be 1-255 visible ASCII characters", "Idempotency-Key"
-        )
-    return key
-
-
-def identity_hash(fields: Mapping[str, Any]) -> str:
-    """sha256 of the canonical JSON of the identity fields (sorted keys, compact, UTF-8)."""
-    return hashlib.sha256(canonical_json(fields).encode()).hexdigest()
+Clock = Callable[[], float]
 
 
 def conflict() -> ApiError:
@@ -80,6 +65,17 @@ def error_for(code: str) -> ApiError:
 
 
 @dataclass(frozen=True)
+class Slot:
+    """Where a keyed request lives (scope × surface × key) and what it asks for (identity, target session)."""
+
+    scope: str
+    surface: str
+    key: str
+    identity: str
+    target: str
+
+
+@dataclass(frozen=True)
 class Decision:
     outcome: Outcome
     record: AdmissionRecord | None = None  # the existing record (every outcome but "new")
@@ -94,40 +90,31 @@ class Decision:
 class Admissions:
     """Looks up, reserves and settles admissions for one gateway process (`boot_id` owns what it runs)."""
 
-    def __init__(self, store: Store, boot_id: str, *, retention_s: int, tombstone_s: int) -> None:
+    def __init__(self, store: Store, boot_id: str, *, retention_s: int, tombstone_s: int,
+                 clock: Clock = time.time) -> None:
         self.store = store
         self.boot_id = boot_id
         self.retention_s = retention_s
         self.tombstone_s = tombstone_s
-        self._locks: dict[tuple[str, str, str], tuple[asyncio.Lock, int]] = {}
+        self.clock = clock
+        self._locks: KeyedLocks[tuple[str, str, str]] = KeyedLocks()
 
     @contextlib.asynccontextmanager
-    async def serialised(self, scope: str, surface: str, key: str) -> AsyncIterator[None]:
-        """Hold the in-process lock of one key: lookup, reservation and admission happen as one step."""
-        slot = (scope, surface, key)
-        lock, users = self._locks.get(slot) or (asyncio.Lock(), 0)
-        self._locks[slot] = (lock, users + 1)
-        try:
-            async with lock:
-                yield
-        finally:
-            lock, users = self._locks[slot]
-            if users <= 1:
-                del self._locks[slot]
-            else:
-                self._locks[slot] = (lock, users - 1)
+    async def serialised(self, slot: Slot) -> AsyncIterator[None]:
+        """Hold the in-process lock of one key: lookup and reservation happen as one step."""
+        async with self._locks.hold((slot.scope, slot.surface, slot.key)):
+            yield
 
-    async def decide(self, scope: str, surface: str, key: str, identity: str, target: str,
-                     live: Callable[[str], bool]) -> Decision:
+    async def decide(self, slot: Slot, live: Callable[[str], bool]) -> Decision:
         """What to do with a keyed request. `live(turn_id)` tells whether a turn runs in this process.
 
         Raises StoreError when the store fails (the caller answers storage_unavailable).
         """
-        record = await self.store.get_admission(scope, surface, key)
+        record = await self.store.get_admission(slot.scope, slot.surface, slot.key)
         if record is None:
             return Decision("new")
-        same = record.identity == identity and record.target == target
-        now = time.time()
+        same = record.identity == slot.identity and record.target == slot.target
+        now = self.clock()
         state, since = record.state, record.settled_at or record.created_at
         if state == "settled" and now > since + self.retention_s:
             state, since = "tombstone", since + self.retention_s  # the answer expired; the key stays consumed
@@ -145,32 +132,16 @@ class Admissions:
             return Decision("attach" if live(record.turn_id) else "unknown", record)
         return Decision("replay", record)
 
-    async def reserve(self, scope: str, surface: str, key: str, identity: str, target: str, turn_id: str,
-                      reply: Mapping[str, Any], replace_expired: bool) -> AdmissionRecord | None:
-        """Reserve the key for `turn_id` in one transaction; returns the holder if another got there first."""
-        record = AdmissionRecord(scope, surface, key, identity, target, "running", turn_id, dict(reply),
-                                 self.boot_id, time.time(), None)
+    async def reserve(self, slot: Slot, turn_id: str, reply: Mapping[str, Any],
+                      replace_expired: bool) -> AdmissionRecord | None:
+        """Reserve the key for `turn_id` in one transaction; returns the holder if another got there first.
+        Raises StoreError when the store fails."""
+        record = AdmissionRecord(slot.scope, slot.surface, slot.key, slot.identity, slot.target, "running", turn_id,
+                                 dict(reply), self.boot_id, self.clock(), None)
         if replace_expired:
             await self.store.replace_admission(record)
             return None
         return await self.store.reserve_admission(record)
-
-    async def reserve_turn(self, turn: Turn, scope: str, surface: str, key: str, identity: str, target: str,
-                           reply: Mapping[str, Any], replace_expired: bool) -> None:
-        """Reserve the key for an admitted, held turn. When that fails the turn is cancelled before it
-        runs and the refusal is raised: 503 storage_unavailable, or 409 admission_conflict when another
-        process holds the key."""
-        try:
-            holder = await self.reserve(scope, surface, key, identity, target, turn.run_id, reply, replace_expired)
-        except StoreError:
-            code = "storage_unavailable"
-        else:
-            if holder is None:
-                return
-            code = "admission_conflict"
-        turn.cancel()
-        turn.release()
-        raise error_for(code)
 
     async def settle(self, turn_id: str) -> None:
         await self.store.settle_admission(turn_id)
@@ -184,4 +155,4 @@ class Admissions:
         return turn_ids
 
 
-__all__ = ["Admissions", "Decision", "error_for", "identity_hash", "idempotency_key"]
+__all__ = ["Admissions", "Decision", "Slot", "error_for"]

@@ -9,10 +9,11 @@ import time
 from aiohttp import web
 
 from .admissions import Admissions
+from .chains import Chains
 from .config import Settings
-from .journals import JournalSaver
 from .keys import (
     ADMISSIONS,
+    CHAINS,
     JOURNALS,
     MODEL_OPTIONS,
     RUNTIME,
@@ -20,15 +21,20 @@ from .keys import (
     SETTINGS,
     STARTED_AT,
     STORE,
+    SUBMITTER,
     TURNS,
 )
 from .middleware import MAX_BODY_BYTES, MIDDLEWARES, add_common_headers
 from .model_options import ModelOptionsCache
 from .routes import chat, discovery, responses, runs, sessions
-from .routes.common import credential_scope
+from .protocol.common import credential_scope
+from .recovery import recover
 from .runtimes.base import AgentRuntime, TurnHooks
 from .store.base import Store
+from .submit import Submitter
 from .turns import TurnRegistry
+from .turns.durable import JournalSaver
+from .turns.transcripts import session_transcripts
 
 
 def create_app(settings: Settings, runtime: AgentRuntime, store: Store, hooks: TurnHooks) -> web.Application:
@@ -44,7 +50,8 @@ def create_app(settings: Settings, runtime: AgentRuntime, store: Store, hooks: T
     app[SCOPE] = credential_scope(settings.profile, settings.key)
     secret_values = tuple(s for s in (settings.key, settings.model.api_key) if s)
     app[TURNS] = TurnRegistry(
-        runtime, store, hooks, max_concurrent=settings.max_concurrent_runs, secret_values=secret_values
+        runtime, session_transcripts(store), hooks, max_concurrent=settings.max_concurrent_runs,
+        secret_values=secret_values,
     )
     app[JOURNALS] = JournalSaver(store)
     app[MODEL_OPTIONS] = ModelOptionsCache()
@@ -52,6 +59,8 @@ def create_app(settings: Settings, runtime: AgentRuntime, store: Store, hooks: T
         store, secrets.token_hex(8), retention_s=settings.idempotency_retention_seconds,
         tombstone_s=settings.idempotency_tombstone_seconds,
     )
+    app[CHAINS] = Chains(store, store, app[SCOPE])
+    app[SUBMITTER] = Submitter(settings, app[SCOPE], app[TURNS], app[ADMISSIONS], store, app[JOURNALS])
 
     app.router.add_get("/health", discovery.health, name="health")
     app.router.add_get("/v1/health", discovery.health)
@@ -96,8 +105,7 @@ def create_app(settings: Settings, runtime: AgentRuntime, store: Store, hooks: T
 
 async def _open_store(app: web.Application) -> None:
     await app[STORE].open()
-    await responses.settle_leftovers(app)
-    await app[ADMISSIONS].recover()
+    await recover(app[SETTINGS], app[STORE], app[ADMISSIONS])
 
 
 async def _drain(app: web.Application) -> None:

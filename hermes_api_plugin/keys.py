@@ -5,12 +5,14 @@ from __future__ import annotations
 from aiohttp import web
 
 from .admissions import Admissions
+from .chains import Chains
 from .config import Settings
-from .journals import JournalSaver
 from .model_options import ModelOptionsCache
 from .runtimes.base import AgentRuntime
 from .store.base import Store
+from .submit import Submitter
 from .turns import TurnRegistry
+from .turns.durable import JournalSaver
 
 SETTINGS = web.AppKey("settings", Settings)
 RUNTIME = web.AppKey("runtime", AgentRuntime)
@@ -21,3 +23,5 @@ SCOPE = web.AppKey("scope", str)  # credential scope: sha256(profile + "\0" + ke
 JOURNALS = web.AppKey("journals", JournalSaver)  # durable journals of stored responses
 ADMISSIONS = web.AppKey("admissions", Admissions)
 MODEL_OPTIONS = web.AppKey("model_options", ModelOptionsCache)
+CHAINS = web.AppKey("chains", Chains)
+SUBMITTER = web.AppKey("submitter", Submitter)

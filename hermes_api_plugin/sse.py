@@ -11,6 +11,8 @@ from typing import Any, Iterable, Mapping
 
 from aiohttp import web
 
+from .dialects.record import SseRecord
+
 KEEPALIVE = b": keepalive\n\n"
 DONE = b"data: [DONE]\n\n"
 SSE_HEADERS = {
@@ -18,22 +20,20 @@ SSE_HEADERS = {
     "Cache-Control": "no-cache",
     "X-Accel-Buffering": "no",
 }
-# (event name or None, payload) or, on streams with `id:` lines, (event name or None, payload, id)
-Record = tuple[Any, ...]
 
 
 def dumps(payload: Any) -> str:
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
 
 
-def encode(event: str | None, payload: Mapping[str, Any], event_id: int | None = None) -> bytes:
-    """One SSE record: optional `event:` / `id:` lines, exactly one `data:` line, blank line."""
+def encode(record: SseRecord) -> bytes:
+    """One SSE message: optional `event:` / `id:` lines, exactly one `data:` line, blank line."""
     head = ""
-    if event is not None:
-        head = f"event: {event}\n"
-    if event_id is not None:
-        head += f"id: {event_id}\n"
-    return f"{head}data: {dumps(payload)}\n\n".encode()
+    if record.event is not None:
+        head = f"event: {record.event}\n"
+    if record.id is not None:
+        head += f"id: {record.id}\n"
+    return f"{head}data: {dumps(record.data)}\n\n".encode()
 
 
 class SseStream:
@@ -44,7 +44,7 @@ class SseStream:
         self.gone = False
 
     @classmethod
-    async def open(cls, request: web.Request, headers: Mapping[str, str], first: Iterable[Record] = ()) -> SseStream:
+    async def open(cls, request: web.Request, headers: Mapping[str, str], first: Iterable[SseRecord] = ()) -> SseStream:
         """Write the head (and the first records in the same flush) before any agent work."""
         response = web.StreamResponse(status=200, headers={**SSE_HEADERS, **headers})
         response.enable_chunked_encoding()
@@ -64,8 +64,8 @@ class SseStream:
             return False
         return True
 
-    async def send(self, records: Iterable[Record]) -> bool:
-        data = b"".join(encode(*record) for record in records)
+    async def send(self, records: Iterable[SseRecord]) -> bool:
+        data = b"".join(encode(record) for record in records)
         return await self._write(data) if data else not self.gone
 
     async def keepalive(self) -> bool:

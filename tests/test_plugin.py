@@ -101,9 +101,11 @@ async def test_hook_hermes_api_gateway_shutdown(tmp_path: Path) -> None:
     app = gateway.apps[0]
     await app[STORE].open()
     registry = app[TURNS]
-    turn = registry.admit(
+    held = registry.admit(
         TurnRequest(turn_id="run_" + "0" * 32, session_id="s", input=Message("user", (TextPart("hang"),)))
     )
+    held.start()
+    turn = held.turn
     await asyncio.sleep(0.05)
     results = pm.hook.hermes_api_gateway_shutdown(gateway=gateway)
     for result in results:

@@ -24,7 +24,8 @@ from hermes_api_plugin.events import (
 from hermes_api_plugin.runtimes.base import AgentTurn, TurnOutcome, TurnRequest
 from hermes_api_plugin.runtimes.scripted import ScriptedRuntime, load_script
 from hermes_api_plugin.store import MemoryStore
-from hermes_api_plugin.turns import Journal, TurnBridge, TurnRegistry, display_tool_name
+from hermes_api_plugin.turns import HeldTurn, Journal, Turn, TurnBridge, TurnRegistry, display_tool_name
+from hermes_api_plugin.turns.transcripts import session_transcripts
 
 SCRIPT = Path(__file__).parent / "scripts" / "chat.yaml"
 
@@ -58,7 +59,14 @@ async def open_store() -> MemoryStore:
 
 async def registry(max_concurrent: int = 10, store: Any = None) -> TurnRegistry:
     runtime = ScriptedRuntime(load_script(SCRIPT))
-    return TurnRegistry(runtime, store or await open_store(), PluginHooks(), max_concurrent=max_concurrent)
+    return TurnRegistry(runtime, session_transcripts(store or await open_store()), PluginHooks(),
+                        max_concurrent=max_concurrent)
+
+
+def started(held: HeldTurn) -> Turn:
+    """A turn let run at once, as a surface does once its head is out."""
+    held.start()
+    return held.turn
 
 
 # -- journal -----------------------------------------------------------------------------------------
@@ -201,7 +209,7 @@ async def test_bridge_stop_open_tools_reports_running_tools_as_stopped() -> None
 async def test_registry_runs_a_turn_to_one_terminal_record_and_stores_the_exchange() -> None:
     store = await open_store()
     reg = await registry(store=store)
-    turn = reg.admit(request("use tool"))
+    turn = started(reg.admit(request("use tool")))
     finished = await asyncio.wait_for(turn.wait(), 5)
     assert finished.status is TurnStatus.COMPLETED
     assert sum(isinstance(e, TurnFinished) for e in turn.journal.events) == 1
@@ -219,7 +227,7 @@ async def test_registry_runs_a_turn_to_one_terminal_record_and_stores_the_exchan
 async def test_registry_cap_rejects_with_429_and_drain_with_503() -> None:
     """W-1.9 (cap) / W-1.12 (drain)"""
     reg = await registry(max_concurrent=1)
-    turn = reg.admit(request("hang", run="run_a"))
+    turn = started(reg.admit(request("hang", run="run_a")))
     with pytest.raises(ApiError) as capped:
         reg.admit(request("hi", run="run_b"))
     assert capped.value.status == 429 and capped.value.headers == {"Retry-After": "1"}
@@ -235,7 +243,7 @@ async def test_registry_cap_rejects_with_429_and_drain_with_503() -> None:
 
 async def test_interrupt_settles_cancelled_within_100ms() -> None:
     reg = await registry()
-    turn = reg.admit(request("hang"))
+    turn = started(reg.admit(request("hang")))
     await asyncio.sleep(0.05)
     started = time.monotonic()
     turn.cancel()
@@ -248,10 +256,10 @@ async def test_turns_on_one_session_run_one_at_a_time_in_order() -> None:
     """§1.8: a second turn on the same session is queued until the first settles."""
     store = await open_store()
     reg = await registry(store=store)
-    first = reg.admit(request("use tool", session="q", run="run_1"), queue_key="q",
-                       history=lambda: store.load_session_messages("q"))
-    second = reg.admit(request("hello", session="q", run="run_2"), queue_key="q",
-                       history=lambda: store.load_session_messages("q"))
+    first = started(reg.admit(request("use tool", session="q", run="run_1"), queue_key="q",
+                               history=lambda: store.load_session_messages("q")))
+    second = started(reg.admit(request("hello", session="q", run="run_2"), queue_key="q",
+                               history=lambda: store.load_session_messages("q")))
     await asyncio.sleep(0.05)
     assert first.status is TurnStatus.RUNNING and second.status is TurnStatus.QUEUED
     await asyncio.wait_for(second.wait(), 5)
@@ -262,8 +270,8 @@ async def test_turns_on_one_session_run_one_at_a_time_in_order() -> None:
 
 async def test_cancelling_a_queued_turn_settles_it_without_running() -> None:
     reg = await registry()
-    first = reg.admit(request("hang", session="q", run="run_1"), queue_key="q")
-    second = reg.admit(request("hello", session="q", run="run_2"), queue_key="q")
+    first = started(reg.admit(request("hang", session="q", run="run_1"), queue_key="q"))
+    second = started(reg.admit(request("hello", session="q", run="run_2"), queue_key="q"))
     await asyncio.sleep(0.02)
     second.cancel()
     finished = await asyncio.wait_for(second.wait(), 1)
@@ -275,17 +283,18 @@ async def test_cancelling_a_queued_turn_settles_it_without_running() -> None:
 
 async def test_held_turn_waits_for_release() -> None:
     reg = await registry()
-    turn = reg.admit(request("hello"), hold=True)
+    held = reg.admit(request("hello"))
+    turn = held.turn
     await asyncio.sleep(0.05)
     assert turn.journal.events == []
-    turn.release()
+    held.start()
     assert (await asyncio.wait_for(turn.wait(), 5)).status is TurnStatus.COMPLETED
 
 
 async def test_unstreamed_final_answer_is_appended_as_text() -> None:
     """W-3.15"""
     reg = await registry()
-    turn = reg.admit(request("final only"))
+    turn = started(reg.admit(request("final only")))
     await asyncio.wait_for(turn.wait(), 5)
     texts = [e.text for e in turn.journal.events if isinstance(e, TextDelta)]
     assert "".join(texts) == "Streamed part. Unstreamed rest."
@@ -297,7 +306,8 @@ async def test_runtime_crash_settles_failed() -> None:
         async def run(self, turn: AgentTurn) -> TurnOutcome:
             raise RuntimeError("kaput")
 
-    reg = TurnRegistry(Broken(load_script(SCRIPT)), await open_store(), PluginHooks(), max_concurrent=1)
-    finished = await asyncio.wait_for(reg.admit(request("x")).wait(), 2)
+    reg = TurnRegistry(Broken(load_script(SCRIPT)), session_transcripts(await open_store()), PluginHooks(),
+                       max_concurrent=1)
+    finished = await asyncio.wait_for(started(reg.admit(request("x"))).wait(), 2)
     assert finished.status is TurnStatus.FAILED and finished.error_code == "agent_error"
     assert "kaput" in (finished.error_message or "")

@@ -19,6 +19,7 @@ from ..events import (
     TurnTranscript,
     Usage,
 )
+from .record import SseRecord
 
 TOOL_PROGRESS_EVENT = "hermes.tool.progress"
 # Chat `data:` payloads stay under 65 536 characters: even a delta of control characters (escaped
@@ -30,7 +31,6 @@ _ERROR_TYPES = {
     "admission_expired": "conflict_error",
 }
 
-Record = tuple["str | None", dict[str, Any]]
 
 
 def usage_dict(usage: Usage) -> dict[str, int]:
@@ -87,28 +87,28 @@ class ChatRenderer:
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
         }
 
-    def role_chunk(self) -> Record:
-        return None, self._chunk({"role": "assistant", "content": ""})
+    def role_chunk(self) -> SseRecord:
+        return SseRecord(None, self._chunk({"role": "assistant", "content": ""}))
 
-    def render(self, events: list[TurnEvent]) -> list[Record]:
-        records: list[Record] = []
+    def render(self, events: list[TurnEvent]) -> list[SseRecord]:
+        records: list[SseRecord] = []
         for event in events:
             emitted = self.transcript.feed(event)
             if isinstance(event, ReasoningDelta):
                 assert emitted is not None
-                records.extend((None, self._chunk({"content": "", "reasoning_content": p})) for p in _pieces(emitted))
+                records.extend(SseRecord(None, self._chunk({"content": "", "reasoning_content": p})) for p in _pieces(emitted))
             elif isinstance(event, TextDelta):
-                records.extend((None, self._chunk({"content": p})) for p in _pieces(event.text))
+                records.extend(SseRecord(None, self._chunk({"content": p})) for p in _pieces(event.text))
             elif isinstance(event, ToolStarted):
                 self._tools[event.call_id] = event
                 if self.tool_progress:
-                    records.append((TOOL_PROGRESS_EVENT, self._progress(event, None)))
+                    records.append(SseRecord(TOOL_PROGRESS_EVENT, self._progress(event, None)))
             elif isinstance(event, ToolCompleted):
                 started = self._tools.pop(event.call_id, None)
                 if self.tool_progress and started is not None:
-                    records.append((TOOL_PROGRESS_EVENT, self._progress(started, event)))
+                    records.append(SseRecord(TOOL_PROGRESS_EVENT, self._progress(started, event)))
             elif isinstance(event, TurnFinished):
-                records.append((None, self.finish_chunk(event)))
+                records.append(SseRecord(None, self.finish_chunk(event)))
         return records
 
     def _progress(self, started: ToolStarted, completed: ToolCompleted | None) -> dict[str, Any]:

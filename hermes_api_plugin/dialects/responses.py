@@ -22,8 +22,7 @@ from ..events import (
     TurnStatus,
     Usage,
 )
-
-Record = tuple[str, dict[str, Any]]
+from .record import SseRecord
 
 TERMINAL_EVENTS = {
     TurnStatus.COMPLETED: "response.completed",
@@ -105,7 +104,7 @@ class ResponsesRenderer:
         self._usage: Usage | None = None
         self._error: dict[str, Any] | None = None
         self._incomplete: dict[str, Any] | None = None
-        self.terminal: Record | None = None
+        self.terminal: SseRecord | None = None
 
     # -- object ------------------------------------------------------------------------------------
     @property
@@ -135,19 +134,19 @@ class ResponsesRenderer:
         }
 
     # -- events ------------------------------------------------------------------------------------
-    def _emit(self, records: list[Record], kind: str, **fields: Any) -> None:
-        records.append((kind, {"type": kind, "sequence_number": self.sequence, **fields}))
+    def _emit(self, records: list[SseRecord], kind: str, **fields: Any) -> None:
+        records.append(SseRecord(kind, {"type": kind, "sequence_number": self.sequence, **fields}))
         self.sequence += 1
 
-    def created(self, queued: bool = False) -> list[Record]:
+    def created(self, queued: bool = False) -> list[SseRecord]:
         """`response.created` (sequence 0): `queued` while an earlier turn on the session runs."""
-        records: list[Record] = []
+        records: list[SseRecord] = []
         self.status = "queued" if queued else "in_progress"
         self._emit(records, "response.created", response=self.snapshot(with_output=False))
         return records
 
-    def render(self, events: list[TurnEvent]) -> list[Record]:
-        records: list[Record] = []
+    def render(self, events: list[TurnEvent]) -> list[SseRecord]:
+        records: list[SseRecord] = []
         for event in events:
             if isinstance(event, ReasoningDelta):
                 self._on_reasoning(records, event.text)
@@ -171,10 +170,10 @@ class ResponsesRenderer:
                 self._on_finished(records, event)
         return records
 
-    def _add(self, records: list[Record], index: int, item: dict[str, Any]) -> None:
+    def _add(self, records: list[SseRecord], index: int, item: dict[str, Any]) -> None:
         self._emit(records, "response.output_item.added", output_index=index, item=item)
 
-    def _finish_item(self, records: list[Record], index: int, item: dict[str, Any]) -> None:
+    def _finish_item(self, records: list[SseRecord], index: int, item: dict[str, Any]) -> None:
         self._done[index] = item
         self._emit(records, "response.output_item.done", output_index=index, item=item)
 
@@ -183,7 +182,7 @@ class ResponsesRenderer:
         self._next_index += 1
         return index
 
-    def _on_reasoning(self, records: list[Record], text: str) -> None:
+    def _on_reasoning(self, records: list[SseRecord], text: str) -> None:
         self._close_message(records, "completed")
         if self._reasoning is None:
             index = self._new_index()
@@ -195,7 +194,7 @@ class ResponsesRenderer:
         self._emit(records, "response.reasoning_summary_text.delta", item_id=self._reasoning.id,
                    output_index=self._reasoning.index, summary_index=0, delta=text)
 
-    def _close_reasoning(self, records: list[Record], status: str) -> None:
+    def _close_reasoning(self, records: list[SseRecord], status: str) -> None:
         open_item, self._reasoning = self._reasoning, None
         if open_item is None:
             return
@@ -207,7 +206,7 @@ class ResponsesRenderer:
         self._finish_item(records, index, {"id": rid, "type": "reasoning", "status": status,
                                            "summary": [{"type": "summary_text", "text": text}]})
 
-    def _open_message(self, records: list[Record]) -> _Open:
+    def _open_message(self, records: list[SseRecord]) -> _Open:
         index = self._new_index()
         message = _Open(item_id("msg", self.head.id, index), index)
         self._message = message
@@ -217,14 +216,14 @@ class ResponsesRenderer:
                    part=_text_part(""))
         return message
 
-    def _on_text(self, records: list[Record], text: str) -> None:
+    def _on_text(self, records: list[SseRecord], text: str) -> None:
         self._close_reasoning(records, "completed")
         message = self._message or self._open_message(records)
         message.parts.append(text)
         self._emit(records, "response.output_text.delta", item_id=message.id, output_index=message.index,
                    content_index=0, delta=text, logprobs=[])
 
-    def _close_message(self, records: list[Record], status: str, phase: str | None = None) -> None:
+    def _close_message(self, records: list[SseRecord], status: str, phase: str | None = None) -> None:
         open_item, self._message = self._message, None
         if open_item is None:
             return
@@ -239,18 +238,18 @@ class ResponsesRenderer:
         item["content"] = [_text_part(text)]
         self._finish_item(records, index, item)
 
-    def _close_open(self, records: list[Record], status: str) -> None:
+    def _close_open(self, records: list[SseRecord], status: str) -> None:
         self._close_reasoning(records, status)
         self._close_message(records, status)
 
-    def _on_commentary(self, records: list[Record], text: str) -> None:
+    def _on_commentary(self, records: list[SseRecord], text: str) -> None:
         index = self._new_index()
         item = {"id": item_id("msg", self.head.id, index), "type": "message", "status": "completed",
                 "role": "assistant", "phase": "commentary", "content": [_text_part(text)]}
         self._add(records, index, item)
         self._finish_item(records, index, item)
 
-    def _on_tool_started(self, records: list[Record], event: ToolStarted) -> None:
+    def _on_tool_started(self, records: list[SseRecord], event: ToolStarted) -> None:
         index = self._new_index()
         item = {"id": item_id("fc", self.head.id, index), "type": "function_call", "status": "in_progress",
                 "call_id": event.call_id, "name": event.name, "arguments": event.arguments}
@@ -259,7 +258,7 @@ class ResponsesRenderer:
         self._emit(records, "response.function_call_arguments.done", item_id=item["id"], output_index=index,
                    arguments=event.arguments)
 
-    def _on_tool_completed(self, records: list[Record], event: ToolCompleted) -> None:
+    def _on_tool_completed(self, records: list[SseRecord], event: ToolCompleted) -> None:
         entry = self._tools.pop(event.call_id, None)
         if entry is None:
             return  # a completion without a start is never shown
@@ -272,7 +271,7 @@ class ResponsesRenderer:
         self._add(records, out_index, item)
         self._finish_item(records, out_index, item)
 
-    def _on_finished(self, records: list[Record], finished: TurnFinished) -> None:
+    def _on_finished(self, records: list[SseRecord], finished: TurnFinished) -> None:
         for call_id in list(self._tools):
             self._on_tool_completed(records, ToolCompleted(call_id, "", "", True, 0, stopped=True))
         answered = finished.status in (TurnStatus.COMPLETED, TurnStatus.INCOMPLETE)

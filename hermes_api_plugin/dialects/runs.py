@@ -17,11 +17,10 @@ from ..events import (
     TurnEvent,
     TurnFinished,
     TurnStatus,
-    TurnTranscript,
     Usage,
 )
+from .record import NumberedFold, SseRecord
 
-Record = tuple[int, dict[str, Any]]  # (id, payload)
 
 
 def run_usage(usage: Usage) -> dict[str, int]:
@@ -40,52 +39,38 @@ def terminal_fields(finished: TurnFinished) -> dict[str, Any]:
     return {"error": error, "turn_exit_reason": reason}
 
 
-class RunEventsRenderer:
-    """Renders one run's journal; `stamps[i]` is when event `i` was journaled."""
+class RunEventsRenderer(NumberedFold):
+    """Renders one run's journal as `data:` records with ids; `stamps[i]` is when event `i` was journaled."""
 
     def __init__(self, run_id: str, stamps: Sequence[float]) -> None:
+        super().__init__(stamps)
         self.run_id = run_id
-        self.stamps = stamps
-        self.transcript = TurnTranscript()
-        self._position = 0
-        self._next_id = 1
-        self._tools: dict[str, ToolStarted] = {}
         self.last_event: str | None = None
 
-    def _record(self, records: list[Record], name: str, at: float, **fields: Any) -> None:
-        records.append((self._next_id, {"event": name, "run_id": self.run_id, "timestamp": round(at, 3), **fields}))
-        self._next_id += 1
+    def _record(self, records: list[SseRecord], name: str, at: float, **fields: Any) -> None:
+        self.emit(records, None, {"event": name, "run_id": self.run_id, "timestamp": at, **fields})
         self.last_event = name
 
-    def render(self, events: Sequence[TurnEvent]) -> list[Record]:
-        records: list[Record] = []
-        for event in events:
-            at = self.stamps[self._position] if self._position < len(self.stamps) else 0.0
-            self._position += 1
-            emitted = self.transcript.feed(event)
-            if isinstance(event, ReasoningDelta):
-                self._record(records, "reasoning.delta", at, delta=emitted)
-            elif isinstance(event, TextDelta):
-                self._record(records, "message.delta", at, delta=event.text)
-            elif isinstance(event, Commentary):
-                self._record(records, "message.interim", at, text=event.text, already_streamed=event.already_streamed)
-            elif isinstance(event, ToolStarted):
-                self._tools[event.call_id] = event
-                self._record(records, "tool.started", at, tool=event.name, tool_call_id=event.call_id,
-                             preview=event.label)
-            elif isinstance(event, ToolCompleted):
-                if self._tools.pop(event.call_id, None) is not None:
-                    self._record(records, "tool.completed", at, tool=event.name, tool_call_id=event.call_id,
-                                 duration=round(event.duration_ms / 1000, 3), error=event.is_error)
-            elif isinstance(event, TurnFinished):
-                fields: dict[str, Any] = {"output": self.transcript.answer, "usage": run_usage(event.usage)}
-                extra = terminal_fields(event)
-                if event.status is TurnStatus.INCOMPLETE:
-                    fields["turn_exit_reason"] = extra["turn_exit_reason"]
-                elif event.status is TurnStatus.FAILED:
-                    fields["error"] = extra["error"]
-                self._record(records, f"run.{event.status.value}", at, **fields)
-        return records
+    def on_event(self, records: list[SseRecord], event: TurnEvent, emitted: str | None, at: float) -> None:
+        if isinstance(event, ReasoningDelta):
+            self._record(records, "reasoning.delta", at, delta=emitted)
+        elif isinstance(event, TextDelta):
+            self._record(records, "message.delta", at, delta=event.text)
+        elif isinstance(event, Commentary):
+            self._record(records, "message.interim", at, text=event.text, already_streamed=event.already_streamed)
+        elif isinstance(event, ToolStarted):
+            self._record(records, "tool.started", at, tool=event.name, tool_call_id=event.call_id, preview=event.label)
+        elif isinstance(event, ToolCompleted):
+            self._record(records, "tool.completed", at, tool=event.name, tool_call_id=event.call_id,
+                         duration=round(event.duration_ms / 1000, 3), error=event.is_error)
+        elif isinstance(event, TurnFinished):
+            fields: dict[str, Any] = {"output": self.transcript.answer, "usage": run_usage(event.usage)}
+            extra = terminal_fields(event)
+            if event.status is TurnStatus.INCOMPLETE:
+                fields["turn_exit_reason"] = extra["turn_exit_reason"]
+            elif event.status is TurnStatus.FAILED:
+                fields["error"] = extra["error"]
+            self._record(records, f"run.{event.status.value}", at, **fields)
 
 
 def run_object(run_id: str, *, status: str, created_at: float, updated_at: float, session_id: str, model: str,

@@ -17,67 +17,49 @@ from ..events import (
     ToolStarted,
     TurnEvent,
     TurnFinished,
-    TurnTranscript,
 )
+from .record import NumberedFold, SseRecord
 from .runs import run_usage, terminal_fields
 
-Record = tuple[int, str, dict[str, Any]]  # (seq, event name, payload)
-
-
-class SessionStreamRenderer:
-    """Renders one session chat turn; `stamps[i]` is when journal event `i` was journaled."""
+class SessionStreamRenderer(NumberedFold):
+    """Renders one session chat turn as named records with ids; `stamps[i]` is when event `i` was journaled."""
 
     def __init__(self, session_id: str, run_id: str, stamps: Sequence[float]) -> None:
+        super().__init__(stamps)
         self.session_id = session_id
         self.run_id = run_id
-        self.stamps = stamps
         self.message_id = "msg_" + hashlib.sha256(run_id.encode()).hexdigest()[:24]
-        self.transcript = TurnTranscript()
-        self._position = 0
-        self._seq = 0
-        self._started = False
-        self._tools: dict[str, ToolStarted] = {}
 
-    def _record(self, records: list[Record], name: str, at: float, **fields: Any) -> None:
-        self._seq += 1
-        payload = {"event": name, "session_id": self.session_id, "run_id": self.run_id, "seq": self._seq,
-                   "ts": round(at, 3), **fields}
-        records.append((self._seq, name, payload))
+    def _record(self, records: list[SseRecord], name: str, at: float, **fields: Any) -> None:
+        payload = {"event": name, "session_id": self.session_id, "run_id": self.run_id, "seq": self.last_id + 1,
+                   "ts": at, **fields}
+        self.emit(records, name, payload)
 
-    def head(self, at: float) -> list[Record]:
+    def head(self, at: float) -> list[SseRecord]:
         """`run.started` and `message.started`: written with the response head."""
-        records: list[Record] = []
-        self._record(records, "run.started", at)
-        self._record(records, "message.started", at, message_id=self.message_id, role="assistant")
-        self._started = True
+        records: list[SseRecord] = []
+        self._record(records, "run.started", round(at, 3))
+        self._record(records, "message.started", round(at, 3), message_id=self.message_id, role="assistant")
         return records
 
-    def render(self, events: Sequence[TurnEvent]) -> list[Record]:
-        records: list[Record] = []
-        for event in events:
-            at = self.stamps[self._position] if self._position < len(self.stamps) else 0.0
-            self._position += 1
-            emitted = self.transcript.feed(event)
-            if isinstance(event, ReasoningDelta):
-                self._record(records, "reasoning.delta", at, message_id=self.message_id, delta=emitted)
-            elif isinstance(event, TextDelta):
-                self._record(records, "assistant.delta", at, message_id=self.message_id, delta=event.text)
-            elif isinstance(event, ToolStarted):
-                self._tools[event.call_id] = event
-                self._record(records, "tool.started", at, tool_call_id=event.call_id, tool_name=event.name,
-                             preview=event.label)
-            elif isinstance(event, ToolCompleted):
-                if self._tools.pop(event.call_id, None) is not None:
-                    self._record(records, "tool.completed", at, tool_call_id=event.call_id, tool_name=event.name,
-                                 duration_ms=event.duration_ms, is_error=event.is_error)
-            elif isinstance(event, Commentary):
-                if not event.already_streamed:
-                    self._record(records, "assistant.commentary", at, message_id=self.message_id, text=event.text)
-            elif isinstance(event, TurnFinished):
-                self._finish(records, event, at)
-        return records
+    def on_event(self, records: list[SseRecord], event: TurnEvent, emitted: str | None, at: float) -> None:
+        if isinstance(event, ReasoningDelta):
+            self._record(records, "reasoning.delta", at, message_id=self.message_id, delta=emitted)
+        elif isinstance(event, TextDelta):
+            self._record(records, "assistant.delta", at, message_id=self.message_id, delta=event.text)
+        elif isinstance(event, ToolStarted):
+            self._record(records, "tool.started", at, tool_call_id=event.call_id, tool_name=event.name,
+                         preview=event.label)
+        elif isinstance(event, ToolCompleted):
+            self._record(records, "tool.completed", at, tool_call_id=event.call_id, tool_name=event.name,
+                         duration_ms=event.duration_ms, is_error=event.is_error)
+        elif isinstance(event, Commentary):
+            if not event.already_streamed:
+                self._record(records, "assistant.commentary", at, message_id=self.message_id, text=event.text)
+        elif isinstance(event, TurnFinished):
+            self._finish(records, event, at)
 
-    def _finish(self, records: list[Record], finished: TurnFinished, at: float) -> None:
+    def _finish(self, records: list[SseRecord], finished: TurnFinished, at: float) -> None:
         transcript = self.transcript
         if transcript.any_text or transcript.reasoning is not None:
             closing: dict[str, Any] = {"message_id": self.message_id, "content": transcript.answer}

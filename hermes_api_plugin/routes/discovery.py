@@ -11,7 +11,7 @@ from ..config import Settings
 from ..errors import ApiError
 from ..keys import MODEL_OPTIONS, RUNTIME, SETTINGS, STARTED_AT, STORE
 from ..openapi import build_openapi
-from .common import json_response
+from .replies import json_response
 
 PLATFORM = "hermes-agent"
 # Named routes that admit work through the idempotency mechanism (WIRE.md §5), in the §8.3 order.

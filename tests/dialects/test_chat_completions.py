@@ -34,10 +34,10 @@ def renderer(progress: bool = True) -> ChatRenderer:
 def test_role_chunk_is_the_only_one_with_role() -> None:
     """W-3.1"""
     r = renderer()
-    event, chunk = r.role_chunk()
+    event, chunk, _ = r.role_chunk()
     assert event is None and chunk["choices"][0]["delta"] == {"role": "assistant", "content": ""}
     records = r.render([ReasoningDelta("x"), TextDelta("y"), START, TurnFinished(TurnStatus.COMPLETED)])
-    assert all("role" not in payload["choices"][0]["delta"] for _, payload in records)
+    assert all("role" not in payload["choices"][0]["delta"] for _, payload, _ in records)
 
 
 def test_reasoning_and_text_chunk_shapes() -> None:
@@ -49,7 +49,7 @@ def test_reasoning_and_text_chunk_shapes() -> None:
 
 def test_finish_chunk_carries_usage_and_empty_delta() -> None:
     """W-3.4"""
-    (_, chunk), = renderer().render([TurnFinished(TurnStatus.COMPLETED, Usage(2, 3))])
+    (_, chunk, _), = renderer().render([TurnFinished(TurnStatus.COMPLETED, Usage(2, 3))])
     assert chunk["choices"] == [{"index": 0, "delta": {}, "finish_reason": "stop"}]
     assert chunk["usage"] == {"prompt_tokens": 2, "completion_tokens": 3, "total_tokens": 5}
     assert "hermes" not in chunk and "error" not in chunk
@@ -82,7 +82,7 @@ def test_finish_fields_follow_the_terminal_table(finished, partial, reason, herm
 def test_tool_progress_pair_is_chunk_shaped() -> None:
     """W-3.5"""
     records = renderer().render([START, ToolCompleted("call_1", "terminal", "ok", False, 12)])
-    (ev1, running), (ev2, done) = records
+    (ev1, running, _), (ev2, done, _) = records
     assert ev1 == ev2 == "hermes.tool.progress"
     for payload in (running, done):
         assert payload["object"] == "chat.completion.chunk"
@@ -119,8 +119,8 @@ def test_long_deltas_are_split_and_payloads_stay_under_64k() -> None:
     text = "\x01" * (MAX_DELTA_CHARS * 2 + 5)
     records = renderer().render([ReasoningDelta(text), TextDelta(text)])
     assert len(records) == 6
-    assert all(len(dumps(payload)) <= 65536 for _, payload in records)
-    joined = "".join(p["choices"][0]["delta"].get("reasoning_content", "") for _, p in records)
+    assert all(len(dumps(payload)) <= 65536 for _, payload, _ in records)
+    joined = "".join(p["choices"][0]["delta"].get("reasoning_content", "") for _, p, _ in records)
     assert joined == text
 
 
@@ -130,7 +130,7 @@ def test_completion_body_matches_the_stream() -> None:
               TextDelta("answer"), TurnFinished(TurnStatus.COMPLETED, Usage(1, 2))]
     stream = renderer()
     records = stream.render(events)
-    streamed = "".join(p["choices"][0]["delta"].get("reasoning_content", "") for e, p in records if e is None)
+    streamed = "".join(p["choices"][0]["delta"].get("reasoning_content", "") for e, p, _ in records if e is None)
     body = renderer()
     body.transcript.feed_all(events)
     completion = body.completion()

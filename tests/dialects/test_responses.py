@@ -71,11 +71,11 @@ def render(events: list[TurnEvent], *, queued: bool = False, response_id: str = 
 
 
 def names(records: list[tuple[str, dict[str, Any]]]) -> list[str]:
-    return [name for name, _ in records]
+    return [name for name, _, _ in records]
 
 
 def item_events(records: list[tuple[str, dict[str, Any]]], kind: str) -> list[dict[str, Any]]:
-    return [payload for name, payload in records if name == kind]
+    return [payload for name, payload, _ in records if name == kind]
 
 
 def done_items(records: list[tuple[str, dict[str, Any]]]) -> dict[int, dict[str, Any]]:
@@ -83,7 +83,7 @@ def done_items(records: list[tuple[str, dict[str, Any]]]) -> dict[int, dict[str,
 
 
 def terminal(records: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
-    name, payload = records[-1]
+    name, payload, _ = records[-1]
     assert name in TERMINALS
     return payload["response"]
 
@@ -109,7 +109,7 @@ def test_created_and_in_progress_carry_every_response_key() -> None:
     """W-4.1, §4.5: created is seq 0, in_progress seq 1; both are full Response objects, output [], usage null."""
     records = render([RUNNING])
     assert names(records) == ["response.created", "response.in_progress"]
-    for seq, (name, payload) in enumerate(records):
+    for seq, (name, payload, _) in enumerate(records):
         assert payload["type"] == name
         assert payload["sequence_number"] == seq
         response = payload["response"]
@@ -150,7 +150,7 @@ def test_head_fields_are_echoed_in_every_lifecycle_object() -> None:
                                       tools=tools, tool_choice="required", parallel_tool_calls=False,
                                       previous_response_id="resp_" + "1" * 32))
     records = renderer.created() + renderer.render([RUNNING, TextDelta("hi"), finished()])
-    for name, payload in records:
+    for name, payload, _ in records:
         if "response" in payload:
             response = payload["response"]
             assert response["background"] is True
@@ -168,8 +168,8 @@ def test_sequence_numbers_run_from_zero_without_gap_across_batches() -> None:
     records = renderer.created()
     for event in TOOL_TURN:
         records += renderer.render([event])
-    assert [p["sequence_number"] for _, p in records] == list(range(len(records)))
-    assert all(p["type"] == name for name, p in records)
+    assert [p["sequence_number"] for _, p, _ in records] == list(range(len(records)))
+    assert all(p["type"] == name for name, p, _ in records)
     assert records == render(TOOL_TURN), "batching does not change the rendering"
 
 
@@ -178,7 +178,7 @@ def test_output_index_dense_and_added_precedes_every_reference() -> None:
     records = render(TOOL_TURN)
     added_order: list[int] = []
     added_ids: dict[int, str] = {}
-    for name, payload in records:
+    for name, payload, _ in records:
         if "output_index" not in payload:
             continue
         index = payload["output_index"]
@@ -194,7 +194,7 @@ def test_output_index_dense_and_added_precedes_every_reference() -> None:
                 assert payload["item"]["id"] == added_ids[index]
     assert added_order == list(range(len(added_order)))
     assert set(done_items(records)) == set(added_order), "every added item is done"
-    ids = {p["response"]["id"] for _, p in records if "response" in p}
+    ids = {p["response"]["id"] for _, p, _ in records if "response" in p}
     assert ids == {RESPONSE_ID}
 
 
@@ -219,8 +219,8 @@ def test_reasoning_burst_is_six_steps_and_done_before_next_item(closer: TurnEven
     assert added["item"] == {"id": added["item"]["id"], "type": "reasoning", "status": "in_progress", "summary": []}
     assert body[1][1]["part"] == {"type": "summary_text", "text": ""}
     assert body[1][1]["summary_index"] == 0
-    assert [p["delta"] for _, p in body[2:4]] == ["Think ", "hard."]
-    assert all(p["summary_index"] == 0 and p["item_id"] == added["item"]["id"] for _, p in body[1:6])
+    assert [p["delta"] for _, p, _ in body[2:4]] == ["Think ", "hard."]
+    assert all(p["summary_index"] == 0 and p["item_id"] == added["item"]["id"] for _, p, _ in body[1:6])
     assert body[4][1]["text"] == "Think hard."
     assert body[5][1]["part"] == {"type": "summary_text", "text": "Think hard."}
     assert body[6][1]["item"] == {"id": added["item"]["id"], "type": "reasoning", "status": "completed",
@@ -247,7 +247,7 @@ def test_each_reasoning_burst_is_its_own_item() -> None:
 def test_reasoning_burst_is_closed_before_the_terminal_event() -> None:
     """W-4.4: an open burst is done before the terminal event; in a completed turn it ends `completed`."""
     records = render([RUNNING, ReasoningDelta("only thinking"), finished()])
-    reasoning_done = next(i for i, (n, p) in enumerate(records)
+    reasoning_done = next(i for i, (n, p, _) in enumerate(records)
                           if n == "response.output_item.done" and p["item"]["type"] == "reasoning")
     assert reasoning_done < len(records) - 1
     assert records[reasoning_done][1]["item"]["status"] == "completed"
@@ -277,12 +277,12 @@ def test_message_content_part_added_precedes_text_deltas() -> None:
     part_added = body[1][1]
     assert (part_added["item_id"], part_added["output_index"], part_added["content_index"]) == (message_id, 0, 0)
     assert part_added["part"] == {"type": "output_text", "text": "", "annotations": []}
-    for _, delta in body[2:4]:
+    for _, delta, _ in body[2:4]:
         assert delta["item_id"] == message_id
         assert delta["output_index"] == 0
         assert delta["content_index"] == 0
         assert delta["logprobs"] == []
-    assert [p["delta"] for _, p in body[2:4]] == ["Hel", "lo"]
+    assert [p["delta"] for _, p, _ in body[2:4]] == ["Hel", "lo"]
     assert body[4][1]["text"] == "Hello" and body[4][1]["logprobs"] == [] and body[4][1]["content_index"] == 0
     assert body[5][1]["part"] == {"type": "output_text", "text": "Hello", "annotations": []}
     assert body[6][1]["item"] == {"id": message_id, "type": "message", "status": "completed", "role": "assistant",
@@ -407,7 +407,7 @@ def test_commentary_closes_open_text_and_is_never_merged() -> None:
     assert [(i.get("phase"), i["content"][0]["text"]) for i in output] == [
         (None, "Before."), ("commentary", "Aside."), ("final_answer", "After."),
     ]
-    assert not any(name.startswith("response.output_text") and "Aside" in repr(p) for name, p in records)
+    assert not any(name.startswith("response.output_text") and "Aside" in repr(p) for name, p, _ in records)
 
 
 @pytest.mark.parametrize(
@@ -420,7 +420,7 @@ def test_commentary_skipped_when_disabled_or_already_streamed(options: dict[str,
     records = render([RUNNING, commentary, TextDelta("Answer."), finished()], **options)
     assert "Aside." not in repr(records)
     assert [i.get("phase") for i in terminal(records)["output"]] == ["final_answer"]
-    assert [p["sequence_number"] for _, p in records] == list(range(len(records)))
+    assert [p["sequence_number"] for _, p, _ in records] == list(range(len(records)))
 
 
 # -- W-4.8: the terminal event ------------------------------------------------------------------------------

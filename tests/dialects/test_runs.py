@@ -56,12 +56,12 @@ def test_records_are_numbered_from_one_and_carry_event_run_id_and_timestamp() ->
     event (float, 3 decimals); status changes produce no record and leave no gap in the ids."""
     at = stamps(len(TURN))
     records = rendered(TURN, at)
-    assert [rid for rid, _ in records] == list(range(1, len(records) + 1))
-    assert [p["event"] for _, p in records] == [
+    assert [rid for _, _, rid in records] == list(range(1, len(records) + 1))
+    assert [p["event"] for _, p, _ in records] == [
         "reasoning.delta", "tool.started", "tool.completed", "message.interim", "reasoning.delta", "message.delta",
         "message.delta", "run.completed"]
-    assert all(p["run_id"] == RUN for _, p in records)
-    assert [p["timestamp"] for _, p in records] == [round(t, 3) for t in at[1:]]
+    assert all(p["run_id"] == RUN for _, p, _ in records)
+    assert [p["timestamp"] for _, p, _ in records] == [round(t, 3) for t in at[1:]]
 
 
 def test_incremental_rendering_continues_the_numbering() -> None:
@@ -77,7 +77,7 @@ def test_incremental_rendering_continues_the_numbering() -> None:
 def test_event_fields() -> None:
     """§6.3 table: reasoning/message deltas, message.interim with already_streamed, tool.started with preview,
     tool.completed with duration in seconds (3 decimals) and error, run.completed with output and usage."""
-    payloads = {p["event"]: p for _, p in rendered(TURN)}
+    payloads = {p["event"]: p for _, p, _ in rendered(TURN)}
     strip = {"event", "run_id", "timestamp"}
     view = {name: {k: v for k, v in p.items() if k not in strip} for name, p in payloads.items()}
     assert view["tool.started"] == {"tool": "terminal", "tool_call_id": "call_1", "preview": "ls -la"}
@@ -89,7 +89,7 @@ def test_event_fields() -> None:
 
 def test_reasoning_bursts_after_the_first_start_with_a_blank_line() -> None:
     """§6.3, W-3.14: every reasoning burst after the first starts with `\\n\\n`."""
-    deltas = [p["delta"] for _, p in rendered(TURN) if p["event"] == "reasoning.delta"]
+    deltas = [p["delta"] for _, p, _ in rendered(TURN) if p["event"] == "reasoning.delta"]
     assert deltas == ["Look first.", "\n\nTwo entries."]
 
 
@@ -111,7 +111,7 @@ def test_orphan_completion_is_dropped_and_a_stopped_tool_is_an_error() -> None:
         TurnFinished(TurnStatus.CANCELLED, Usage(1, 1), "cancelled"),
     ]
     records = rendered(events)
-    assert [p["event"] for _, p in records] == ["tool.started", "message.delta", "tool.completed", "run.cancelled"]
+    assert [p["event"] for _, p, _ in records] == ["tool.started", "message.delta", "tool.completed", "run.cancelled"]
     assert records[2][1]["error"] is True and records[2][1]["duration"] == 2.5
     assert records[3][1]["output"] == "Partial answer."
 
@@ -171,14 +171,14 @@ def test_compaction_produces_no_run_record() -> None:
     events: list[TurnEvent] = [TextDelta("a"), Compacted("summary"), TextDelta("b"),
                                TurnFinished(TurnStatus.COMPLETED)]
     records = rendered(events)
-    assert [(rid, p["event"]) for rid, p in records] == [(1, "message.delta"), (2, "message.delta"),
+    assert [(rid, p["event"]) for _, p, rid in records] == [(1, "message.delta"), (2, "message.delta"),
                                                          (3, "run.completed")]
 
 
 def test_missing_stamps_give_timestamp_zero() -> None:
     """A journal without stamps for its events (e.g. a bare replay) still renders; timestamps fall back to 0.0."""
     records = RunEventsRenderer(RUN, []).render([TextDelta("x"), TurnFinished(TurnStatus.COMPLETED)])
-    assert [p["timestamp"] for _, p in records] == [0.0, 0.0]
+    assert [p["timestamp"] for _, p, _ in records] == [0.0, 0.0]
 
 
 def test_terminal_fields_and_usage_helpers() -> None:

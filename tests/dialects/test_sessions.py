@@ -53,9 +53,9 @@ def test_head_is_run_started_then_message_started() -> None:
     """§7.4: the head records are run.started and message.started (role assistant, a msg_ id derived from the run)."""
     r = renderer()
     head = r.head(1795971489.12345)
-    assert [(seq, name) for seq, name, _ in head] == [(1, "run.started"), (2, "message.started")]
-    assert head[0][2] == {"event": "run.started", "session_id": SESSION, "run_id": RUN, "seq": 1, "ts": 1795971489.123}
-    started = head[1][2]
+    assert [(seq, name) for name, _, seq in head] == [(1, "run.started"), (2, "message.started")]
+    assert head[0].data == {"event": "run.started", "session_id": SESSION, "run_id": RUN, "seq": 1, "ts": 1795971489.123}
+    started = head[1].data
     assert started["role"] == "assistant"
     assert started["message_id"] == "msg_" + hashlib.sha256(RUN.encode()).hexdigest()[:24]
     assert re.fullmatch(r"msg_[0-9a-f]{24}", started["message_id"])
@@ -66,14 +66,14 @@ def test_records_are_numbered_and_named_in_order() -> None:
     """W-7.3, §7.4: seq 1…n with the event name in the payload; message.started once; every message_id equal;
     assistant.completed, then run.completed, then done, last."""
     records = stream(TURN)
-    assert [seq for seq, _, _ in records] == list(range(1, len(records) + 1))
-    assert all(p["seq"] == seq and p["event"] == name for seq, name, p in records)
-    assert [name for _, name, _ in records] == [
+    assert [seq for _, _, seq in records] == list(range(1, len(records) + 1))
+    assert all(p["seq"] == seq and p["event"] == name for name, p, seq in records)
+    assert [name for name, _, _ in records] == [
         "run.started", "message.started", "reasoning.delta", "tool.started", "tool.completed", "assistant.commentary",
         "assistant.delta", "assistant.delta", "assistant.completed", "run.completed", "done"]
-    assert len({p["message_id"] for _, _, p in records if "message_id" in p}) == 1
+    assert len({p["message_id"] for _, p, _ in records if "message_id" in p}) == 1
     assert all(p["session_id"] == SESSION and p["run_id"] == RUN and isinstance(p["ts"], float)
-               for _, _, p in records)
+               for _, p, _ in records)
 
 
 def test_event_fields() -> None:
@@ -81,7 +81,7 @@ def test_event_fields() -> None:
     streamed, assistant.completed with the answer and reasoning, the terminal event with status and usage."""
     strip = {"event", "session_id", "run_id", "seq", "ts"}
     by_name: dict[str, list[dict[str, Any]]] = {}
-    for _, name, payload in stream(TURN):
+    for name, payload, _ in stream(TURN):
         by_name.setdefault(name, []).append({k: v for k, v in payload.items() if k not in strip})
     message_id = by_name["message.started"][0]["message_id"]
     assert by_name["tool.started"] == [{"tool_call_id": "call_7", "tool_name": "terminal", "preview": "tail build.log"}]
@@ -112,10 +112,10 @@ def test_assistant_completed_is_followed_by_the_real_outcome(finished: TurnFinis
     the real outcome with its turn_exit_reason or error; the /chat reply says the same."""
     r = renderer(2)
     records = r.head(1.0) + r.render([TextDelta("Partial."), finished])
-    names = [name for _, name, _ in records]
+    names = [name for name, _, _ in records]
     status = finished.status.value
     assert names[-3:] == ["assistant.completed", f"run.{status}", "done"]
-    terminal = records[-2][2]
+    terminal = records[-2].data
     assert {k: v for k, v in terminal.items() if k not in ("event", "session_id", "run_id", "seq", "ts")} == {
         "status": status, "usage": {"input_tokens": 1, "output_tokens": 2, "total_tokens": 3}, **extra}
     reply = r.reply()
@@ -129,16 +129,16 @@ def test_no_assistant_completed_without_text_or_reasoning() -> None:
     assistant.completed: message.started is followed by run.failed and done."""
     events: list[TurnEvent] = [StatusChanged(TurnStatus.RUNNING),
                                TurnFinished(TurnStatus.FAILED, Usage(), "agent_error", "auth failed")]
-    assert [name for _, name, _ in stream(events)] == ["run.started", "message.started", "run.failed", "done"]
+    assert [name for name, _, _ in stream(events)] == ["run.started", "message.started", "run.failed", "done"]
 
 
 def test_reasoning_only_turn_still_closes_the_message() -> None:
     """§7.4: reasoning alone is an assistant message: assistant.completed carries empty content and the reasoning."""
     events: list[TurnEvent] = [ReasoningDelta("Thinking."), TurnFinished(TurnStatus.CANCELLED, Usage(), "cancelled")]
     records = stream(events)
-    closing = [p for _, name, p in records if name == "assistant.completed"]
+    closing = [p for name, p, _ in records if name == "assistant.completed"]
     assert [(c["content"], c["reasoning_content"]) for c in closing] == [("", "Thinking.")]
-    assert [name for _, name, _ in records][-2:] == ["run.cancelled", "done"]
+    assert [name for name, _, _ in records][-2:] == ["run.cancelled", "done"]
 
 
 def test_reasoning_bursts_and_stopped_tools() -> None:
@@ -151,8 +151,8 @@ def test_reasoning_bursts_and_stopped_tools() -> None:
         TurnFinished(TurnStatus.CANCELLED, Usage(), "cancelled"),
     ]
     records = stream(events)
-    assert [p["delta"] for _, name, p in records if name == "reasoning.delta"] == ["One.", "\n\nTwo."]
-    completed = [p for _, name, p in records if name == "tool.completed"]
+    assert [p["delta"] for name, p, _ in records if name == "reasoning.delta"] == ["One.", "\n\nTwo."]
+    completed = [p for name, p, _ in records if name == "tool.completed"]
     assert [(c["tool_call_id"], c["is_error"]) for c in completed] == [("call_7", True)]
 
 

@@ -1,22 +1,25 @@
-"""Request pieces every work-creating route shares: Hermes headers, booleans, reasoning options, ids."""
+"""Request pieces every surface shares: Hermes headers, Idempotency-Key, Last-Event-ID, booleans, the model
+selection (one provider check, one reasoning-effort fold), conversation_history, ids.
+
+Pure: no aiohttp. Headers arrive as a plain mapping, bodies as parsed JSON objects.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import re
 import secrets
+import time
 from dataclasses import dataclass
 from typing import Any, Mapping
-
-from aiohttp import web
 
 from ..config import parse_bool
 from ..content import Message, canonical_json, parse_content
 from ..errors import invalid_parameter, invalid_request
 from ..runtimes.base import REASONING_EFFORTS
-from ..sse import dumps
 
 _CONTROL = re.compile(r"[\r\n\x00]")
+_IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
 
 
 @dataclass(frozen=True)
@@ -44,20 +47,39 @@ def check_session_id(sid: str, param: str) -> None:
         )
 
 
-def parse_hermes_headers(request: web.Request) -> HermesHeaders:
-    """Validate X-Hermes-Session-Id / -Session-Key / -Tool-Progress (WIRE.md §1.6)."""
-    sid = request.headers.get("X-Hermes-Session-Id")
+def parse_hermes_headers(headers: Mapping[str, str]) -> HermesHeaders:
+    """Validate X-Hermes-Session-Id / -Session-Key / -Tool-Progress / -Tool-Items (WIRE.md §1.6)."""
+    sid = headers.get("X-Hermes-Session-Id")
     if sid is not None:
         check_session_id(sid, "X-Hermes-Session-Id")
-    key = request.headers.get("X-Hermes-Session-Key")
+    key = headers.get("X-Hermes-Session-Key")
     if key is not None and (not 1 <= len(key) <= 256 or _CONTROL.search(key)):
         raise invalid_request(
             "invalid_session_key", "X-Hermes-Session-Key must be 1-256 characters without CR, LF or NUL",
             "X-Hermes-Session-Key",
         )
-    progress = request.headers.get("X-Hermes-Tool-Progress", "").strip().lower() != "off"
-    items = request.headers.get("X-Hermes-Tool-Items", "").strip().lower() != "off"
+    progress = headers.get("X-Hermes-Tool-Progress", "").strip().lower() != "off"
+    items = headers.get("X-Hermes-Tool-Items", "").strip().lower() != "off"
     return HermesHeaders(sid, key, progress, items)
+
+
+def idempotency_key(headers: Mapping[str, str]) -> str | None:
+    """The trimmed `Idempotency-Key`, None when absent; 400 invalid_idempotency_key when malformed (§5.1)."""
+    raw = headers.get("Idempotency-Key")
+    if raw is None:
+        return None
+    key = raw.strip()
+    if not _IDEMPOTENCY_KEY.match(key):
+        raise invalid_request(
+            "invalid_idempotency_key", "Idempotency-Key must be 1-255 visible ASCII characters", "Idempotency-Key"
+        )
+    return key
+
+
+def last_event_id(headers: Mapping[str, str]) -> int:
+    """`Last-Event-ID` as the last record id the client saw; 0 (from the start) when absent or not a number."""
+    raw = headers.get("Last-Event-ID", "").strip()
+    return int(raw) if raw.isdigit() else 0
 
 
 def body_bool(body: Mapping[str, Any], name: str, default: bool) -> bool:
@@ -88,14 +110,31 @@ def _effort(value: Any, param: str) -> str | None:
 
 
 @dataclass(frozen=True)
-class ModelChoice:
-    model_options: Mapping[str, Any]
+class ModelSelection:
+    """Which model and how it reasons, as a request asked for it."""
+
+    model: str | None
+    provider: str | None
+    model_options: dict[str, Any]
     reasoning_enabled: bool
     reasoning_effort: str | None
 
+    def identity_options(self) -> dict[str, Any]:
+        """`model_options` with the effort alias folded into `reasoning.effort` (WIRE.md §5.2)."""
+        options = dict(self.model_options)
+        if self.reasoning_effort is not None:
+            options["reasoning"] = {**(options.get("reasoning") or {}), "effort": self.reasoning_effort}
+        return options
 
-def parse_model_options(body: Mapping[str, Any], *, alias_effort: Any = None, alias_param: str = "reasoning_effort") -> ModelChoice:
-    """`model_options` with its reasoning block; effort precedence per WIRE.md §10.2."""
+
+def parse_model_selection(body: Mapping[str, Any], providers: frozenset[str], *, alias_effort: Any = None,
+                          alias_param: str = "reasoning_effort") -> ModelSelection:
+    """`model`, `provider` (one of the configured ones) and `model_options` with its reasoning block;
+    effort precedence per WIRE.md §10.2 (`model_options.reasoning.effort`, then the surface's alias)."""
+    model = optional_string(body, "model")
+    provider = optional_string(body, "provider")
+    if provider is not None and provider not in providers:
+        raise invalid_parameter(f"Provider '{provider}' is not configured on this gateway", "provider")
     options = body.get("model_options")
     if options is None:
         options = {}
@@ -114,7 +153,12 @@ def parse_model_options(body: Mapping[str, Any], *, alias_effort: Any = None, al
         enabled = parsed
     effort = _effort(reasoning.get("effort"), "model_options.reasoning.effort")
     alias = _effort(alias_effort, alias_param)
-    return ModelChoice(options, enabled, effort or alias)
+    return ModelSelection(model, provider, dict(options), enabled, effort or alias)
+
+
+def identity_hash(fields: Mapping[str, Any]) -> str:
+    """sha256 of the canonical JSON of the identity fields (sorted keys, compact, UTF-8), WIRE.md §5.2."""
+    return hashlib.sha256(canonical_json(fields).encode()).hexdigest()
 
 
 def credential_scope(profile: str, key: str) -> str:
@@ -135,9 +179,18 @@ def new_completion_id() -> str:
     return "chatcmpl-" + secrets.token_hex(16)
 
 
-def json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
-    """Compact UTF-8 JSON with `application/json; charset=utf-8`."""
-    return web.json_response(body, status=status, content_type="application/json", dumps=dumps, headers=headers)
+def new_response_id() -> str:
+    return "resp_" + secrets.token_hex(16)
+
+
+def new_session_id() -> str:
+    """A new server-side session id for runs and session creation (`api_<unix time>_<8 hex>`)."""
+    return f"api_{int(time.time())}_{secrets.token_hex(4)}"
+
+
+def new_chain_session_id() -> str:
+    """A new session id for a Responses chain (`api-` + 16 hex)."""
+    return "api-" + secrets.token_hex(8)
 
 
 def parse_conversation_history(body: Mapping[str, Any]) -> list[Message] | None:

@@ -9,46 +9,15 @@ unsaved append, and a terminal record flushes at once.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from typing import Sequence
 
-from .events import (
-    ToolCompleted,
-    ToolStarted,
-    TurnEvent,
-    TurnFinished,
-    TurnStatus,
-    event_from_json,
-    event_to_json,
-)
-from .store.base import Store
-from .turns import Journal
+from ..events import ToolCompleted, ToolStarted, TurnEvent, TurnFinished, TurnStatus
+from ..store.base import Store
+from .journal import Journal, decode_journal, encode_events
 
 log = logging.getLogger("hermes_api_plugin")
-
-
-def encode_events(events: Sequence[TurnEvent], stamps: Sequence[float] | None = None) -> list[str]:
-    """Events as stored rows; each carries its journal time under `ts`."""
-    times = stamps if stamps is not None else [time.time()] * len(events)
-    return [json.dumps({**event_to_json(e), "ts": ts}, ensure_ascii=False, separators=(",", ":"))
-            for e, ts in zip(events, times)]
-
-
-def decode_events(rows: Sequence[str]) -> list[TurnEvent]:
-    return decode_journal(rows).events
-
-
-def decode_journal(rows: Sequence[str]) -> Journal:
-    """Stored rows as a journal (settled when they end with the terminal record)."""
-    events: list[TurnEvent] = []
-    stamps: list[float] = []
-    for row in rows:
-        data = json.loads(row)
-        stamps.append(float(data.pop("ts", 0.0)))
-        events.append(event_from_json(data))
-    return Journal.settled(events, stamps)
 
 
 class JournalSaver:

@@ -1,0 +1,60 @@
+"""The one SSE record type every dialect returns and `sse.py` writes, and the fold the numbered dialects share.
+
+Pure: no aiohttp. A record is what becomes one SSE message: an optional `event:` name, the `data:` payload,
+an optional `id:`. `NumberedFold` walks a journal for the dialects whose records carry ids 1…n (runs
+events, session chat streams): it stamps each event with its journal time, feeds the transcript and
+drops the completion of a tool that never started.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Sequence
+
+from ..events import ToolCompleted, ToolStarted, TurnEvent, TurnTranscript
+
+
+class SseRecord(NamedTuple):
+    """One SSE message. A NamedTuple: records are built per event on the hot path."""
+
+    event: str | None
+    data: dict[str, Any]
+    id: int | None = None
+
+
+def after_id(records: Sequence[SseRecord], last_seen: int) -> list[SseRecord]:
+    """The records a client that saw ids up to `last_seen` has not seen yet."""
+    return [r for r in records if r.id is None or r.id > last_seen]
+
+
+class NumberedFold:
+    """The shared walk over a journal; subclasses turn each event into records with `emit`."""
+
+    def __init__(self, stamps: Sequence[float]) -> None:
+        self.stamps = stamps  # stamps[i]: when journal event i was journaled
+        self.transcript = TurnTranscript()
+        self.last_id = 0
+        self._position = 0
+        self._tools: dict[str, ToolStarted] = {}
+
+    def render(self, events: Sequence[TurnEvent]) -> list[SseRecord]:
+        records: list[SseRecord] = []
+        for event in events:
+            at = self.stamps[self._position] if self._position < len(self.stamps) else 0.0
+            self._position += 1
+            emitted = self.transcript.feed(event)
+            if isinstance(event, ToolStarted):
+                self._tools[event.call_id] = event
+            elif isinstance(event, ToolCompleted) and self._tools.pop(event.call_id, None) is None:
+                continue  # an orphan completion is never reported
+            self.on_event(records, event, emitted, round(at, 3))
+        return records
+
+    def on_event(self, records: list[SseRecord], event: TurnEvent, emitted: str | None, at: float) -> None:
+        """Append the records of one event (`emitted`: what the transcript added, e.g. a reasoning delta)."""
+        raise NotImplementedError
+
+    def emit(self, records: list[SseRecord], event: str | None, payload: dict[str, Any]) -> int:
+        """Append a record with the next id; returns that id."""
+        self.last_id += 1
+        records.append(SseRecord(event, payload, self.last_id))
+        return self.last_id

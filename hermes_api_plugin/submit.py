@@ -1,0 +1,182 @@
+"""The one submission path of every work-creating POST (chat, Responses, runs, session chat; JSON and stream).
+
+    parse (protocol/) → submit (here) → deliver (delivery.py)
+
+`Submitter.submit` takes the request's idempotency slot (or none) and a *plan* — the surface's coroutine
+that resolves everything a new turn needs — and returns a typed outcome:
+
+    NewTurn    admitted, reserved, stored; its agent work is held until the delivery writes the head
+    Existing   the key's turn: `attach` to the live one, or `replay` of the recorded journal
+    Refusal    nothing executes: admission_conflict | unknown_execution | admission_expired | storage_unavailable
+
+Order (WIRE.md §5.3): drain check → key lookup → (new only) plan → cap → admission → optional early head
+(keyed chat streams) → reservation → session-key binding → the surface's `admitted` step. A failure after
+admission cancels the held turn, so it settles and frees its slot. The key's lock covers lookup to
+reservation only, never delivery: a retry arriving while the turn runs attaches at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Generic, Literal, Mapping, Sequence, TypeVar
+
+from .admissions import Admissions, Slot, error_for
+from .config import Settings
+from .content import Message, canonical_json
+from .errors import ApiError
+from .events import TurnFinished
+from .protocol.common import ModelSelection, new_run_id
+from .runtimes.base import TurnRequest
+from .store.base import AdmissionRecord, Store, StoreError
+from .turns import HeldTurn, HistoryLoader, Journal, Persister, Turn, TurnRegistry, decode_journal
+from .turns.durable import JournalSaver
+
+H = TypeVar("H")
+
+
+@dataclass(frozen=True)
+class TurnPlan:
+    """Everything surface-specific about a new turn, resolved before it is admitted."""
+
+    session_id: str
+    input: Message
+    selection: ModelSelection
+    system_prompt: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    history: HistoryLoader | None = None  # loads the agent's history once the turn may run
+    inputs: Sequence[Message] | None = None  # what the turn adds to its session (default: the input)
+    queued: bool = True  # turns of the session run one at a time (chat on a derived session: False)
+    persist: Persister | None = None  # the surface's own state, stored before the terminal record
+    durable: bool = False  # journal kept in the store even without a key (stored Responses)
+    bind_key: str | None = None  # X-Hermes-Session-Key to bind to `session_id` once admitted
+    turn_id: str = field(default_factory=new_run_id)
+    reply: Callable[[Turn], Mapping[str, Any]] = lambda turn: {}  # what a keyed retry needs to re-render
+    admitted: Callable[[Turn], Awaitable[None]] | None = None  # e.g. store the in-progress Response
+
+
+@dataclass(frozen=True)
+class NewTurn(Generic[H]):
+    held: HeldTurn
+    head: H | None = None  # the early head, when the surface asked for one
+
+
+@dataclass(frozen=True)
+class Existing:
+    kind: Literal["attach", "replay"]
+    record: AdmissionRecord
+    journal: Journal
+    turn: Turn | None  # the live turn of an attach
+
+    @property
+    def run_id(self) -> str:
+        return self.record.turn_id
+
+
+@dataclass(frozen=True)
+class Refusal(Generic[H]):
+    code: str
+    head: H | None = None  # the early head already written, where the refusal must be reported
+
+
+Outcome = NewTurn[H] | Existing | Refusal[H]
+
+
+class Submitter:
+    """Runs the submission path for one gateway process."""
+
+    def __init__(self, settings: Settings, scope: str, registry: TurnRegistry, admissions: Admissions, store: Store,
+                 journals: JournalSaver) -> None:
+        self.settings = settings
+        self.scope = scope  # the credential scope (WIRE.md §1.3) of every request this process admits
+        self.registry = registry
+        self.admissions = admissions
+        self.store = store
+        self.journals = journals
+
+    def slot(self, surface: str, key: str | None, identity: str, target: Any) -> Slot | None:
+        """The idempotency slot of a request (None without `Idempotency-Key`)."""
+        return None if key is None else Slot(self.scope, surface, key, identity, canonical_json(target))
+
+    async def submit(self, slot: Slot | None, plan: Callable[[], Awaitable[TurnPlan]],
+                     early_head: Callable[[Turn], Awaitable[H]] | None = None) -> Outcome[H]:
+        """The outcome of one work-creating request. ApiErrors of validation, resolution (404), the
+        cap (429) and draining (503) propagate; admission refusals come back as `Refusal`."""
+        self.registry.check_draining()
+        if slot is None:
+            return await self._new(None, False, plan, None)
+        async with self.admissions.serialised(slot):
+            try:
+                decision = await self.admissions.decide(slot, lambda run_id: self.registry.get(run_id) is not None)
+            except StoreError:
+                return Refusal("storage_unavailable")
+            if decision.outcome == "new":
+                return await self._new(slot, decision.free_expired, plan, early_head)
+        if decision.code is not None:
+            return Refusal(decision.code)
+        record = decision.record
+        assert record is not None
+        live = self.registry.get(record.turn_id)
+        if decision.outcome == "attach" and live is not None:
+            return Existing("attach", record, live.journal, live)
+        try:
+            journal = decode_journal(await self.store.load_journal(record.turn_id))
+        except StoreError:
+            return Refusal("storage_unavailable")
+        return Existing("replay", record, journal, None)
+
+    async def _new(self, slot: Slot | None, replace_expired: bool, plan: Callable[[], Awaitable[TurnPlan]],
+                   early_head: Callable[[Turn], Awaitable[H]] | None) -> NewTurn[H] | Refusal[H]:
+        p = await plan()
+        settings = self.settings
+        request = TurnRequest(
+            turn_id=p.turn_id, session_id=p.session_id, input=p.input, system_prompt=p.system_prompt,
+            model=p.selection.model, provider=p.selection.provider, model_options=p.selection.model_options,
+            reasoning_enabled=p.selection.reasoning_enabled, reasoning_effort=p.selection.reasoning_effort,
+            commentary_enabled=settings.interim_assistant_messages, max_iterations=settings.max_turns,
+            metadata=p.metadata,
+        )
+        held = self.registry.admit(request, queue_key=p.session_id if p.queued else None, history=p.history,
+                                   inputs=p.inputs, persist=self._persister(p, slot is not None))
+        turn = held.turn
+        head: H | None = None
+        try:
+            if early_head is not None:
+                head = await early_head(turn)
+            if slot is not None:
+                holder = await self.admissions.reserve(slot, turn.run_id, p.reply(turn), replace_expired)
+                if holder is not None:  # another process reserved the key between lookup and now
+                    held.cancel()
+                    return Refusal("admission_conflict", head)
+            if p.bind_key is not None:
+                await self.store.bind_session_key(self.scope, p.bind_key, p.session_id)
+            if p.admitted is not None:
+                await p.admitted(turn)
+        except StoreError:
+            held.cancel()
+            return Refusal("storage_unavailable", head)
+        except BaseException:
+            held.cancel()
+            raise
+        if slot is not None or p.durable:
+            self.journals.watch(turn.run_id, turn.journal)
+        return NewTurn(held, head)
+
+    def _persister(self, plan: TurnPlan, keyed: bool) -> Persister | None:
+        """The surface's persistence, then (keyed) the settle step: the whole journal, terminal record
+        included, is durable before the admission is marked settled, so a replay finds the complete turn."""
+        surface, journals, admissions = plan.persist, self.journals, self.admissions
+        if not keyed:
+            return surface
+
+        async def persist(turn: Turn, finished: TurnFinished) -> None:
+            if surface is not None:
+                await surface(turn, finished)
+            await journals.write_now(turn.run_id, turn.journal, [finished])
+            await admissions.settle(turn.run_id)
+
+        return persist
+
+
+def refusal_error(refusal: Refusal[Any]) -> ApiError:
+    """The HTTP error of a refusal (WIRE.md §5.3)."""
+    return error_for(refusal.code)

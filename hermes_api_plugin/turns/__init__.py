@@ -1,0 +1,11 @@
+"""Turns: one agent execution each — its journal, the callback bridge into it, the registry that runs it."""
+
+from .bridge import COALESCE_S, TurnBridge
+from .journal import Journal, decode_journal, encode_events
+from .registry import HeldTurn, HistoryLoader, Persister, Turn, TurnRegistry
+from .tool_display import display_tool_name
+
+__all__ = [
+    "COALESCE_S", "HeldTurn", "HistoryLoader", "Journal", "Persister", "Turn", "TurnBridge", "TurnRegistry",
+    "decode_journal", "display_tool_name", "encode_events",
+]

@@ -1,0 +1,120 @@
+"""The journal of one turn: an append-only list of events with wake-ups for its followers, and its stored form.
+
+Every HTTP surface is a view of a journal: live streams follow it, replays and resumes read a stored copy
+(`decode_journal`) through the same interface.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import AsyncIterator, Callable, Sequence
+
+from ..events import TurnEvent, TurnFinished, event_from_json, event_to_json
+
+
+class Journal:
+    """Append-only event list with wake-ups for any number of followers.
+
+    `stamps[i]` is the wall-clock time event `i` was journaled (runs and session streams show it).
+    """
+
+    __slots__ = ("events", "stamps", "finished", "listener", "_waiters")
+
+    def __init__(self) -> None:
+        self.events: list[TurnEvent] = []
+        self.stamps: list[float] = []
+        self.finished: TurnFinished | None = None
+        self.listener: Callable[[Journal], None] | None = None  # e.g. the durable journal saver
+        self._waiters: list[asyncio.Future[bool]] = []
+
+    @classmethod
+    def settled(cls, events: Sequence[TurnEvent], stamps: Sequence[float] | None = None) -> Journal:
+        """A journal holding recorded events (a replay); settled when they end with the terminal record."""
+        journal = cls()
+        journal.events.extend(events)
+        journal.stamps.extend(stamps if stamps is not None else [0.0] * len(events))
+        if events and isinstance(events[-1], TurnFinished):
+            journal.finished = events[-1]
+        return journal
+
+    def extend(self, events: list[TurnEvent]) -> None:
+        if self.finished is not None or not events:
+            return
+        self.events.extend(events)
+        now = time.time()
+        self.stamps.extend(now for _ in events)
+        last = events[-1]
+        if isinstance(last, TurnFinished):
+            self.finished = last
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(True)
+        if self.listener is not None:
+            self.listener(self)
+
+    async def follow(self, start: int = 0, idle_timeout: float | None = None) -> AsyncIterator[list[TurnEvent] | None]:
+        """Yield batches of events from `start` until the terminal record; `None` after each idle period.
+
+        One idle timer per follower, re-armed only when it fires: a busy stream creates no timer per
+        event (it would churn the loop's timer heap at thousands of events per second).
+        """
+        loop = asyncio.get_running_loop()
+        position = start
+        waiter: asyncio.Future[bool] | None = None
+        idle_at = loop.time() + (idle_timeout or 0.0)
+        timer: asyncio.TimerHandle | None = None
+
+        def on_timer() -> None:
+            nonlocal timer, idle_at
+            now = loop.time()
+            if now >= idle_at:
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(False)
+                idle_at = now + (idle_timeout or 0.0)
+            timer = loop.call_at(idle_at, on_timer)
+
+        if idle_timeout is not None:
+            timer = loop.call_at(idle_at, on_timer)
+        try:
+            while True:
+                if position < len(self.events):
+                    batch = self.events[position:]
+                    position += len(batch)
+                    if idle_timeout is not None:
+                        idle_at = loop.time() + idle_timeout
+                    yield batch
+                    continue
+                if self.finished is not None:
+                    return
+                waiter = loop.create_future()
+                self._waiters.append(waiter)
+                woken = await waiter
+                if not woken:
+                    if waiter in self._waiters:
+                        self._waiters.remove(waiter)
+                    yield None
+        finally:
+            if timer is not None:
+                timer.cancel()
+
+
+
+def encode_events(events: Sequence[TurnEvent], stamps: Sequence[float] | None = None) -> list[str]:
+    """Events as stored rows; each carries its journal time under `ts`."""
+    times = stamps if stamps is not None else [time.time()] * len(events)
+    return [json.dumps({**event_to_json(e), "ts": ts}, ensure_ascii=False, separators=(",", ":"))
+            for e, ts in zip(events, times)]
+
+
+def decode_journal(rows: Sequence[str]) -> Journal:
+    """Stored rows as a journal (settled when they end with the terminal record)."""
+    events: list[TurnEvent] = []
+    stamps: list[float] = []
+    for row in rows:
+        data = json.loads(row)
+        stamps.append(float(data.pop("ts", 0.0)))
+        events.append(event_from_json(data))
+    return Journal.settled(events, stamps)

@@ -1,0 +1,316 @@
+"""The turn registry: admits turns (cap, drain), queues the turns of one session, runs them, settles each
+exactly once.
+
+A turn is admitted *held*: its agent work waits until the surface that admitted it has written its
+response head (`HeldTurn`, an async context manager that starts the turn or cancels it — never leaves it
+held). Settling a turn is one path whatever ended it: closing events (stopped tools, the unstreamed rest
+of the final answer), then persistence (the session transcript, then the surface's own state), then the
+terminal record — so a reader that waits for the terminal record finds everything stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict
+from dataclasses import replace
+from types import TracebackType
+from typing import Awaitable, Callable, Sequence
+
+from ..content import Message
+from ..errors import draining, rate_limited
+from ..events import StatusChanged, TextDelta, TurnEvent, TurnFinished, TurnStatus, TurnTranscript
+from ..redact import redact
+from ..runtimes.base import AgentRuntime, AgentTurn, TurnHooks, TurnOutcome, TurnRequest, drive_turn
+from .bridge import TurnBridge
+from .journal import Journal
+from .locks import KeyedLocks
+
+log = logging.getLogger("hermes_api_plugin")
+
+DRAIN_GRACE_S = 10.0
+RECENT_S = 3600.0  # settled runs stay readable in memory this long (WIRE.md §6.2)
+_CANCELLED = TurnOutcome(TurnStatus.CANCELLED, error_code="cancelled")
+
+HistoryLoader = Callable[[], Awaitable[Sequence[Message]]]
+Persister = Callable[["Turn", TurnFinished], Awaitable[None]]
+
+
+class Turn:
+    """One admitted agent execution: its run id, journal, and interrupt switch."""
+
+    def __init__(self, agent_turn: AgentTurn, bridge: TurnBridge, journal: Journal, *, queue_key: str | None,
+                 queued: bool, inputs: Sequence[Message], history: HistoryLoader | None,
+                 persist: Persister | None) -> None:
+        self.run_id = agent_turn.request.turn_id
+        self.agent_turn = agent_turn
+        self.bridge = bridge
+        self.journal = journal
+        self.queue_key = queue_key
+        self.queued_at_admission = queued  # an earlier turn on the session was unsettled at admission
+        self.inputs = tuple(inputs)  # what this turn adds to its session before the agent speaks
+        self.history = history
+        self.persist = persist
+        self.detached = False  # its client went away and it keeps running
+        self.created_at = time.time()
+        self.started = False
+        self.task: asyncio.Task[None] | None = None
+        loop = asyncio.get_running_loop()
+        # A held turn waits for its gate (the response head is out) or an interrupt before any agent work.
+        self.gate: asyncio.Future[None] = loop.create_future()
+        agent_turn.on_interrupt(lambda: loop.call_soon_threadsafe(self._open_gate))
+
+    def _open_gate(self) -> None:
+        if not self.gate.done():
+            self.gate.set_result(None)
+
+    @property
+    def request(self) -> TurnRequest:
+        return self.agent_turn.request
+
+    @property
+    def status(self) -> TurnStatus:
+        if self.journal.finished is not None:
+            return self.journal.finished.status
+        return TurnStatus.RUNNING if self.started else TurnStatus.QUEUED
+
+    @property
+    def stopping(self) -> bool:
+        """Interrupted and not yet settled."""
+        return self.agent_turn.interrupted and self.journal.finished is None
+
+    def cancel(self) -> None:
+        """Interrupt the turn (thread-safe, idempotent); it settles `cancelled` or as the agent ends."""
+        self.agent_turn.interrupt()
+
+    async def wait(self) -> TurnFinished:
+        async for _ in self.journal.follow(len(self.journal.events)):
+            pass
+        assert self.journal.finished is not None
+        return self.journal.finished
+
+
+class HeldTurn:
+    """An admitted turn whose agent work has not been allowed to start.
+
+    `async with held as turn:` — inside the block the surface reserves, stores and writes its head, then
+    calls `start()`. Leaving the block without `start()` (an exception, a refusal, a head that could not
+    be written) cancels the turn, so it settles and frees its slot instead of staying queued for good.
+    """
+
+    def __init__(self, turn: Turn) -> None:
+        self.turn = turn
+        self._started = False
+
+    def start(self) -> None:
+        """Let the agent run (called once the response head is written, or at once for detached work)."""
+        self._started = True
+        self.turn._open_gate()
+
+    def cancel(self) -> None:
+        """Give the turn up before it ran (a refusal or failure during admission)."""
+        self.turn.cancel()
+
+    async def __aenter__(self) -> Turn:
+        return self.turn
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        if not self._started:
+            self.turn.cancel()
+
+
+class TurnRegistry:
+    """Admits turns (cap, drain), queues turns per session, runs them and settles them exactly once.
+
+    `transcripts` persists a settled turn's transcript into its session (the session store is the
+    registry's dependency, not something it reaches for).
+    """
+
+    def __init__(self, runtime: AgentRuntime, transcripts: Persister, hooks: TurnHooks, *, max_concurrent: int,
+                 secret_values: tuple[str, ...] = ()) -> None:
+        self.runtime = runtime
+        self.transcripts = transcripts
+        self.hooks = hooks
+        self.max_concurrent = max_concurrent
+        self.draining = False
+        self._secrets = secret_values
+        self._active: dict[str, Turn] = {}
+        self._recent: OrderedDict[str, tuple[Turn, float]] = OrderedDict()  # settled runs, oldest first
+        self._queues: KeyedLocks[str] = KeyedLocks()  # one lock per session; users = unsettled turns
+
+    @property
+    def active(self) -> int:
+        return len(self._active)
+
+    def get(self, run_id: str) -> Turn | None:
+        """The unsettled (running or queued) turn with this run id."""
+        return self._active.get(run_id)
+
+    def find(self, run_id: str) -> Turn | None:
+        """An unsettled turn, or one that settled within the last RECENT_S seconds (runs read them)."""
+        turn = self._active.get(run_id)
+        if turn is not None:
+            return turn
+        self._prune()
+        entry = self._recent.get(run_id)
+        return entry[0] if entry is not None else None
+
+    def active_on(self, session_id: str) -> bool:
+        """Whether an unsettled turn (running or queued) belongs to this session."""
+        return any(t.request.session_id == session_id for t in self._active.values())
+
+    def _prune(self) -> None:
+        horizon = time.monotonic() - RECENT_S
+        while self._recent:
+            _, (_, settled_at) = next(iter(self._recent.items()))
+            if settled_at >= horizon:
+                break
+            self._recent.popitem(last=False)
+
+    def check_draining(self) -> None:
+        if self.draining:
+            raise draining()
+
+    def admit(self, request: TurnRequest, *, queue_key: str | None = None, history: HistoryLoader | None = None,
+              inputs: Sequence[Message] | None = None, persist: Persister | None = None) -> HeldTurn:
+        """Reserve a slot for a held turn; raises 503 while draining and 429 at the cap.
+
+        `queue_key` serialises turns of one session; `history` loads the agent's history once the turn
+        may run; `persist` stores surface state after the transcript is saved, before the terminal record.
+        """
+        self.check_draining()
+        if self.max_concurrent and len(self._active) >= self.max_concurrent:
+            raise rate_limited(self.max_concurrent)
+        loop = asyncio.get_running_loop()
+        journal = Journal()
+        bridge = TurnBridge(loop, journal, self._secrets)
+        queued = False
+        if queue_key is not None:
+            queued = self._queues.users(queue_key) > 0
+            self._queues.enter(queue_key)
+        turn = Turn(AgentTurn(request, bridge), bridge, journal, queue_key=queue_key, queued=queued,
+                    inputs=inputs if inputs is not None else (request.input,), history=history, persist=persist)
+        self._active[turn.run_id] = turn
+        turn.task = loop.create_task(self._drive(turn), name=f"turn {turn.run_id}")
+        return HeldTurn(turn)
+
+    async def _drive(self, turn: Turn) -> None:
+        try:
+            await turn.gate
+            if turn.queue_key is None:
+                await self._execute(turn)
+            else:
+                await self._execute_queued(turn, turn.queue_key)
+        except asyncio.CancelledError:
+            await self._settle(turn, _CANCELLED, persist=False)
+            raise
+        finally:
+            self._active.pop(turn.run_id, None)
+            self._recent[turn.run_id] = (turn, time.monotonic())
+            self._prune()
+            if turn.queue_key is not None:
+                self._queues.leave(turn.queue_key)
+
+    async def _execute_queued(self, turn: Turn, key: str) -> None:
+        lock = self._queues.lock(key)  # the turn registered as a user of its session at admission
+        loop = asyncio.get_running_loop()
+        interrupted: asyncio.Future[None] = loop.create_future()
+        turn.agent_turn.on_interrupt(
+            lambda: loop.call_soon_threadsafe(lambda: interrupted.done() or interrupted.set_result(None))
+        )
+        acquire = asyncio.ensure_future(lock.acquire())
+        await asyncio.wait((acquire, interrupted), return_when=asyncio.FIRST_COMPLETED)
+        if not acquire.done():
+            acquire.cancel()
+        elif not acquire.cancelled():
+            try:
+                await self._execute(turn)
+            finally:
+                lock.release()
+            return
+        await self._settle(turn, _CANCELLED)
+
+    async def _execute(self, turn: Turn) -> None:
+        if turn.agent_turn.interrupted:
+            await self._settle(turn, _CANCELLED)
+            return
+        try:
+            if turn.history is not None:
+                turn.agent_turn.request = replace(turn.request, history=tuple(await turn.history()))
+            turn.started = True
+            turn.journal.extend([StatusChanged(TurnStatus.RUNNING)])
+            outcome = await drive_turn(self.runtime, turn.agent_turn, self.hooks)
+        except asyncio.CancelledError:
+            turn.agent_turn.interrupt()
+            raise
+        except Exception as exc:  # noqa: BLE001 - store or hook failure: the turn fails, the server lives
+            log.exception("[API Server] turn %s failed outside the agent", turn.run_id)
+            outcome = TurnOutcome(TurnStatus.FAILED, error_code="agent_error", error_message=f"Gateway error: {exc}")
+        await self._settle(turn, outcome)
+
+    async def _settle(self, turn: Turn, outcome: TurnOutcome, *, persist: bool = True) -> None:
+        """The one settle path: closing events, persistence, then the terminal record (exactly once).
+
+        `persist=False` only for a driver task that is itself being cancelled (it must not await)."""
+        if turn.journal.finished is not None:
+            return
+        turn.journal.extend(self._closing_events(turn, outcome))
+        finished = self._terminal(outcome)
+        if persist:
+            await self._persist(turn, finished)
+        turn.journal.extend([finished])
+
+    def _closing_events(self, turn: Turn, outcome: TurnOutcome) -> list[TurnEvent]:
+        turn.bridge.close()
+        events = turn.bridge.stop_open_tools()
+        if outcome.final_text and outcome.status is not TurnStatus.CANCELLED:
+            streamed = TurnTranscript().feed_all(turn.journal.events).answer
+            final = outcome.final_text
+            if not streamed:
+                missing = final
+            elif final.startswith(streamed):
+                missing = final[len(streamed):]
+            else:
+                missing = ""
+            if missing:
+                events.append(TextDelta(missing))
+        return events
+
+    def _terminal(self, outcome: TurnOutcome) -> TurnFinished:
+        code = outcome.error_code
+        if code is None and outcome.status is TurnStatus.CANCELLED:
+            code = "cancelled"
+        if code is None and outcome.status is TurnStatus.FAILED:
+            code = "agent_error"
+        message = outcome.error_message
+        if outcome.status is TurnStatus.FAILED:
+            message = redact(message or "The agent failed", self._secrets)
+        return TurnFinished(outcome.status, outcome.usage, code, message)
+
+    async def _persist(self, turn: Turn, finished: TurnFinished) -> None:
+        """The turn's transcript into its session (a turn cancelled before it ran adds nothing), then the
+        surface's own state."""
+        try:
+            if turn.started:
+                await self.transcripts(turn, finished)
+            if turn.persist is not None:
+                await turn.persist(turn, finished)
+        except Exception:  # noqa: BLE001 - a store failure must not lose the answer being streamed
+            log.exception("[API Server] could not store turn %s of session %s", turn.run_id, turn.request.session_id)
+
+    async def drain(self, grace_s: float = DRAIN_GRACE_S) -> None:
+        """Refuse new work, interrupt every unsettled turn and wait until each has settled."""
+        self.draining = True
+        turns = list(self._active.values())
+        for turn in turns:
+            turn.cancel()
+        tasks = [t.task for t in turns if t.task is not None]
+        if not tasks:
+            return
+        _, pending = await asyncio.wait(tasks, timeout=grace_s)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)

@@ -1,0 +1,24 @@
+"""Writing a settled turn's transcript into its session: the registry's persistence dependency."""
+
+from __future__ import annotations
+
+from ..events import Compacted, TurnFinished
+from ..history import turn_messages
+from ..store.base import Store
+from .registry import Persister, Turn
+
+
+def session_transcripts(sessions: Store) -> Persister:
+    """Append what a turn said (its inputs, tool calls and results, its answer) to its session, with its
+    usage; a context compaction during the turn archives the earlier transcript first (WIRE.md §7.2)."""
+
+    async def write(turn: Turn, finished: TurnFinished) -> None:
+        events = turn.journal.events
+        compactions = [e.summary for e in events if isinstance(e, Compacted)]
+        await sessions.append_session_messages(
+            turn.request.session_id, turn_messages(turn.inputs, events), model=turn.request.model,
+            usage=(finished.usage.prompt_tokens, finished.usage.completion_tokens),
+            compaction=compactions[-1] if compactions else None,
+        )
+
+    return write
