@@ -14,7 +14,8 @@ _CAPABILITY_HINTS = ("reasoning", "vision", "tools", "context_length")
 def normalise_option(entry: Mapping[str, Any]) -> dict[str, Any]:
     """One model option in the §8.2 shape: unknown hints null, extra keys passed through."""
     data = dict(entry)
-    hints = data.get("capabilities") if isinstance(data.get("capabilities"), dict) else {}
+    raw = data.get("capabilities")
+    hints: dict[str, Any] = raw if isinstance(raw, dict) else {}
     data["capabilities"] = {**{h: None for h in _CAPABILITY_HINTS}, **hints}
     data.setdefault("label", data.get("model"))
     data.setdefault("pricing", None)

@@ -22,7 +22,7 @@ from ..protocol.common import idempotency_key, parse_hermes_headers
 from ..protocol.responses import ResponsesRequest, parse_responses_request
 from ..store.base import StoredResponse
 from ..stored_responses import ResponseCreation, head_from_snapshot, live_snapshot, renderer
-from ..submit import Existing, NewTurn, refusal_error
+from ..submit import Outcome, Existing, NewTurn, refusal_error
 from ..turns import HeldTurn, Journal, decode_journal
 from .replies import json_response, run_headers
 
@@ -36,7 +36,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     submitter = app[SUBMITTER]
     creation = ResponseCreation(app[SETTINGS], app[STORE], app[CHAINS], app[JOURNALS], body, hermes)
     slot = submitter.slot("responses", idempotency_key(request.headers), body.identity, [hermes.session_key])
-    outcome = await submitter.submit(slot, creation.plan)
+    outcome: Outcome[None] = await submitter.submit(slot, creation.plan)
     if isinstance(outcome, NewTurn):
         held, r = outcome.held, creation.renderer()
         first = r.created(held.turn.queued_at_admission)
@@ -136,7 +136,7 @@ async def cancel_response(request: web.Request) -> web.Response:
     if not (background or turn.detached):
         raise invalid_request("response_not_cancellable",
                               "This response's client is still connected; stop it through its run instead")
-    turn.cancel()
+    app[TURNS].stop(turn.run_id)
     try:
         await asyncio.wait_for(asyncio.shield(turn.wait()), CANCEL_WAIT_S)
     except asyncio.TimeoutError:

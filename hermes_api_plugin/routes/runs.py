@@ -22,7 +22,7 @@ from ..middleware import read_json
 from ..protocol.common import idempotency_key, last_event_id, new_session_id, parse_hermes_headers
 from ..protocol.runs import RunRequest, parse_run_request
 from ..store.base import StoreError
-from ..submit import Existing, NewTurn, TurnPlan, refusal_error
+from ..submit import Outcome, Existing, NewTurn, TurnPlan, refusal_error
 from ..turns import HistoryLoader, Journal, decode_journal
 from .replies import json_response
 
@@ -39,7 +39,7 @@ async def create_run(request: web.Request) -> web.Response:
     slot = submitter.slot("runs", idempotency_key(request.headers), run.identity, [run.session_id, hermes.session_key])
     model = run.selection.model or app[SETTINGS].model_name
     planner = _RunPlanner(app[CHAINS], run, hermes.session_key, model)
-    outcome = await submitter.submit(slot, planner.plan)
+    outcome: Outcome[None] = await submitter.submit(slot, planner.plan)
     headers = {"X-Hermes-Session-Key": hermes.session_key} if hermes.session_key is not None else {}
     if isinstance(outcome, NewTurn):
         turn = start_detached(outcome.held)
@@ -158,9 +158,7 @@ async def run_events(request: web.Request) -> web.StreamResponse:
 
 async def stop_run(request: web.Request) -> web.Response:
     run_id = request.match_info["run_id"]
-    turn = request.app[TURNS].get(run_id)
-    if turn is not None:
-        turn.cancel()
+    if request.app[TURNS].stop(run_id) is not None:
         return json_response({"run_id": run_id, "status": "stopping"})
     _, view = await _found(request)
     return json_response({"run_id": run_id, "status": view.status})

@@ -22,7 +22,7 @@ from ..protocol.common import (
     parse_hermes_headers,
 )
 from ..protocol.sessions import parse_session_chat, parse_session_create, parse_session_update
-from ..submit import Existing, NewTurn, TurnPlan, refusal_error
+from ..submit import Outcome, Existing, NewTurn, TurnPlan, refusal_error
 from ..turns import HeldTurn, Journal
 from .replies import json_response, run_headers
 
@@ -160,7 +160,7 @@ async def _session_chat(request: web.Request, *, stream: bool) -> web.StreamResp
                         system_prompt=chat.instructions, history=history,
                         reply=lambda turn: {"session_id": session_id, "model": model})
 
-    outcome = await submitter.submit(slot, plan)
+    outcome: Outcome[None] = await submitter.submit(slot, plan)
     headers = run_headers(session_id, None, hermes.session_key)
     if isinstance(outcome, NewTurn):
         turn = outcome.held.turn

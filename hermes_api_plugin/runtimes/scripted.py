@@ -148,7 +148,11 @@ class ScriptedRuntime:
     async def run(self, turn: AgentTurn) -> TurnOutcome:
         loop = asyncio.get_running_loop()
         playback = asyncio.ensure_future(self._play(turn))
-        turn.on_interrupt(lambda: loop.call_soon_threadsafe(playback.cancel))
+
+        def stop() -> None:
+            loop.call_soon_threadsafe(playback.cancel)
+
+        turn.on_interrupt(stop)
         try:
             return await playback
         except asyncio.CancelledError:

@@ -28,7 +28,7 @@ class JournalSaver:
         self._written: dict[int, int] = {}
         self._dirty: set[int] = set()
         self._waiters: list[asyncio.Future[None]] = []
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.Handle | None = None
         self._flushing: asyncio.Future[None] | None = None
         self._again = False
 

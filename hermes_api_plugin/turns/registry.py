@@ -59,7 +59,12 @@ class Turn:
         loop = asyncio.get_running_loop()
         # A held turn waits for its gate (the response head is out) or an interrupt before any agent work.
         self.gate: asyncio.Future[None] = loop.create_future()
-        agent_turn.on_interrupt(lambda: loop.call_soon_threadsafe(self._open_gate))
+        agent_turn.on_interrupt(lambda: self._wake(loop, self._open_gate))
+
+    @staticmethod
+    def _wake(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:
+        """Run `callback` on the loop (interrupts arrive from any thread)."""
+        loop.call_soon_threadsafe(callback)
 
     def _open_gate(self) -> None:
         if not self.gate.done():
@@ -157,6 +162,13 @@ class TurnRegistry:
         entry = self._recent.get(run_id)
         return entry[0] if entry is not None else None
 
+    def stop(self, run_id: str) -> Turn | None:
+        """Interrupt an unsettled turn (WIRE.md §6.4, §4.8); returns it, or None when none runs."""
+        turn = self._active.get(run_id)
+        if turn is not None:
+            turn.cancel()
+        return turn
+
     def active_on(self, session_id: str) -> bool:
         """Whether an unsettled turn (running or queued) belongs to this session."""
         return any(t.request.session_id == session_id for t in self._active.values())
@@ -217,9 +229,12 @@ class TurnRegistry:
         lock = self._queues.lock(key)  # the turn registered as a user of its session at admission
         loop = asyncio.get_running_loop()
         interrupted: asyncio.Future[None] = loop.create_future()
-        turn.agent_turn.on_interrupt(
-            lambda: loop.call_soon_threadsafe(lambda: interrupted.done() or interrupted.set_result(None))
-        )
+
+        def on_interrupt() -> None:
+            if not interrupted.done():
+                interrupted.set_result(None)
+
+        turn.agent_turn.on_interrupt(lambda: Turn._wake(loop, on_interrupt))
         acquire = asyncio.ensure_future(lock.acquire())
         await asyncio.wait((acquire, interrupted), return_when=asyncio.FIRST_COMPLETED)
         if not acquire.done():
