@@ -13,6 +13,7 @@ import asyncio
 import json
 import re
 import secrets
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,7 @@ from hermes_api_plugin.gateway.server import (
     build_plugin_manager,
     runner_kwargs,
 )
-from hermes_api_plugin.keys import STORE, TURNS
+from hermes_api_plugin.keys import ADMISSIONS, STORE, TURNS
 from hermes_api_plugin.runtimes import select_runtime
 from hermes_api_plugin.turns import Turn
 from tests.live import SCRIPTS, SseRecord, executions, parse_sse, write_home
@@ -836,6 +837,12 @@ async def test_on_disconnect_continue_lets_an_unkeyed_turn_complete(make_slow_ap
 # -- W-5.9: retention, tombstones, DELETE --------------------------------------------------------------------
 
 
+def advance_clock(api: TestClient, seconds: float) -> None:
+    """Let the admissions of `api` see the time `seconds` from now (their clock is injectable): expiry tests
+    need no sleeps."""
+    api.server.app[ADMISSIONS].clock = lambda: time.time() + seconds
+
+
 async def test_retry_after_retention_is_admission_expired_and_key_stays_consumed(make_api: Any,
                                                                                  auth: dict[str, str]) -> None:
     """W-5.9, §5.4: once the answer's retention (1 s) has passed, an exact retry gets 409 admission_expired — on a
@@ -845,7 +852,7 @@ async def test_retry_after_retention_is_admission_expired_and_key_stays_consumed
     keys = {surface: new_key() for surface in SURFACES}
     for surface, key in keys.items():
         check_first(await send(api, auth, surface, f"hello {key}", stream=False, key=key))
-    await asyncio.sleep(1.3)
+    advance_clock(api, 1.3)
     for surface, key in keys.items():
         for stream in (False, True):
             exact = await send(api, auth, surface, f"hello {key}", stream=stream, key=key)
@@ -864,7 +871,7 @@ async def test_key_is_free_again_after_the_tombstone_expires(make_api: Any, auth
     for surface, key in keys.items():
         originals[surface] = await send(api, auth, surface, f"hello {key}", stream=False, key=key)
         check_first(originals[surface])
-    await asyncio.sleep(2.4)
+    advance_clock(api, 2.4)
     for surface, key in keys.items():
         again = await send(api, auth, surface, f"hello {key}", stream=False, key=key)
         check_first(again)
