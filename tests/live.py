@@ -61,6 +61,24 @@ def gateway_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, st
     return env
 
 
+def stop_process(proc: subprocess.Popen[str], reader: threading.Thread | None = None, sig: int = signal.SIGTERM,
+                 timeout: float = 30.0) -> int:
+    """Stop a gateway subprocess the way an operator would: `sig`, then SIGKILL after `timeout` s; then let the
+    thread pumping its output catch the last lines and close the pipe. Returns the exit code."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+    if reader is not None:
+        reader.join(5)
+    if proc.stdout is not None and not proc.stdout.closed:
+        proc.stdout.close()
+    return proc.returncode
+
+
 @dataclass
 class LiveGateway:
     """A running `python -m hermes_api_plugin gateway` process."""
@@ -99,18 +117,7 @@ class LiveGateway:
         return None
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        if self.reader is not None:
-            self.reader.join(5)
-        if self.proc.stdout is not None and not self.proc.stdout.closed:
-            self.proc.stdout.close()
-        return self.proc.returncode
+        return stop_process(self.proc, self.reader, sig, timeout)
 
     def executions(self) -> list[dict[str, Any]]:
         return executions(self.home)

@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..config import MIN_KEY_LENGTH, default_hermes_home, load_settings, parse_env_file
-from ..hermes_bridge import ENTRY_POINT_NAME
+from ..hermes.bridge import ENTRY_POINT_NAME
 from .server import run_gateway
 
 

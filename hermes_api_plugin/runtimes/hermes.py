@@ -1,21 +1,19 @@
 """The `hermes` runtime: one real Hermes `run_agent.AIAgent` per turn, run in a worker thread.
 
 Model provider, toolsets, reasoning default and fallback chain are resolved by Hermes' own gateway helpers
-(`gateway.run._resolve_runtime_agent_kwargs` and friends, the same calls its built-in api_server makes), so
-config.yaml `model.provider` / `model.base_url` / `model.default` and the provider keys in `.env` mean
-exactly what they mean to `hermes gateway`. When those helpers are missing (another hermes-agent version),
-the `model:` section of Settings is used instead.
+(the same calls its built-in api_server makes, reached through `hermes.compat`), so config.yaml
+`model.provider` / `model.base_url` / `model.default` and the provider keys in `.env` mean exactly what they
+mean to `hermes gateway`. When those helpers are missing (another hermes-agent version), the `model:` section
+of Settings is used instead.
 
-Nothing here imports hermes-agent at module level: `run_agent` takes seconds to import, loads
-`$HERMES_HOME/.env` and creates files under `$HERMES_HOME`, so it is imported in a worker thread — by
-`start_warm_up()` right after the runtime is selected, or else by the first turn.
+Every hermes-agent name goes through `hermes.compat`, which imports nothing at module level: `run_agent` takes
+seconds to import, loads `$HERMES_HOME/.env` and creates files under `$HERMES_HOME`, so it is imported in a worker
+thread — by `start_warm_up()` right after the runtime is selected, or else by the first turn.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import json
 import logging
 import threading
 from typing import Any, Callable, Mapping
@@ -23,20 +21,14 @@ from typing import Any, Callable, Mapping
 from ..config import Settings
 from ..content import Message
 from ..events import TurnStatus, Usage
+from ..hermes import compat
+from ..hermes.compat import hermes_available  # noqa: F401 - runtime selection (runtimes/__init__) reads it here
 from .base import AgentTurn, TurnOutcome, TurnRequest
 
 log = logging.getLogger("hermes_api_plugin")
 
 INTERRUPT_GRACE_S = 5.0  # how long an interrupted agent may take to return before the turn settles anyway
 _BUDGET_EXITS = ("max_iterations_reached", "budget_exhausted")
-
-
-def hermes_available() -> bool:
-    """True when hermes-agent (`run_agent`) is importable in this environment."""
-    try:
-        return importlib.util.find_spec("run_agent") is not None
-    except (ImportError, ValueError):
-        return False
 
 
 # -- request → AIAgent arguments ---------------------------------------------------------------------
@@ -68,26 +60,6 @@ def reasoning_config_for(effort: str | None) -> dict[str, Any] | None:
     if effort == "none":
         return {"enabled": False}
     return {"enabled": True, "effort": effort}
-
-
-def tool_failed(name: str, result: Any) -> bool:
-    """Hermes' own failure test for a tool result (`agent.display._detect_tool_failure`), else the same idea:
-    a terminal exit code other than 0, or a JSON `error`."""
-    try:
-        from agent.display import _detect_tool_failure
-
-        return bool(_detect_tool_failure(name, result)[0])
-    except Exception:  # noqa: BLE001 - private helper of another package: fall back to reading the JSON
-        pass
-    try:
-        data = json.loads(result) if isinstance(result, str) else result
-    except ValueError:
-        return False
-    if not isinstance(data, dict):
-        return False
-    if data.get("exit_code") not in (None, 0):
-        return True
-    return bool(data.get("error")) or data.get("success") is False
 
 
 def outcome_from_result(result: Mapping[str, Any], interrupted: bool) -> TurnOutcome:
@@ -125,12 +97,16 @@ class _AgentHandle:
         self._agent: Any = None
         self._requested = False
 
+    @property
+    def agent(self) -> Any:
+        return self._agent
+
     def attach(self, agent: Any) -> None:
         with self._lock:
             self._agent = agent
             requested = self._requested
         if requested:
-            agent.interrupt("Stopped by the API client")
+            compat.interrupt_agent(agent, "Stopped by the API client")
 
     def interrupt(self) -> None:
         with self._lock:
@@ -138,7 +114,7 @@ class _AgentHandle:
             agent = self._agent
         if agent is not None:
             try:
-                agent.interrupt("Stopped by the API client")
+                compat.interrupt_agent(agent, "Stopped by the API client")
             except Exception:  # noqa: BLE001 - the agent may be finishing; the turn is settled anyway
                 log.debug("[API Server] agent.interrupt() failed", exc_info=True)
 
@@ -153,7 +129,6 @@ class HermesRuntime:
         self.interrupt_grace_s = interrupt_grace_s
         self._session_db: Any = None
         self._session_db_tried = False
-        self._import_lock = threading.Lock()
 
     # -- AgentRuntime ---------------------------------------------------------------------------------
     def providers(self) -> frozenset[str]:
@@ -174,7 +149,7 @@ class HermesRuntime:
 
         def warm() -> None:
             try:
-                self._import_agent_class()
+                compat.agent_class()
             except Exception:  # noqa: BLE001 - the first turn reports the import error
                 log.debug("[API Server] hermes-agent warm-up import failed", exc_info=True)
 
@@ -230,34 +205,28 @@ class HermesRuntime:
             raise
 
     # -- worker thread --------------------------------------------------------------------------------
-    def _import_agent_class(self) -> Any:
-        with self._import_lock:  # one importer; concurrent first turns wait instead of racing the import
-            from run_agent import AIAgent
-
-        return AIAgent
-
     def _run_blocking(self, turn: AgentTurn, handle: _AgentHandle) -> TurnOutcome:
         request = turn.request
-        agent_class = self._import_agent_class()
+        agent_class = compat.agent_class()
         if turn.interrupted:
             return TurnOutcome(TurnStatus.CANCELLED, error_code="cancelled")
         kwargs = self._agent_kwargs(request)
         kwargs.update(self._callbacks(turn))
-        tokens = _bind_session(request.session_id)
+        if turn.compaction_callback is not None:
+            kwargs["event_callback"] = _compaction_relay(handle, turn.compaction_callback)
+        tokens = compat.bind_session_vars(request.session_id)
         try:
             agent = agent_class(**kwargs)
             handle.attach(agent)
-            compaction = turn.compaction_callback
-            if compaction is not None:
-                agent.event_callback = _compaction_relay(agent, compaction)
-            result = agent.run_conversation(
+            result = compat.run_conversation(
+                agent,
                 user_message=user_content(request.input),
                 conversation_history=[message_to_openai(m) for m in request.history],
                 task_id=request.session_id,
             )
         finally:
-            _clear_session(tokens)
-        return outcome_from_result(result if isinstance(result, Mapping) else {}, turn.interrupted)
+            compat.clear_session_vars(tokens)
+        return outcome_from_result(result, turn.interrupted)
 
     def _callbacks(self, turn: AgentTurn) -> dict[str, Any]:
         reasoning = turn.reasoning_callback
@@ -276,7 +245,7 @@ class HermesRuntime:
         if tool_complete is not None:
 
             def completed(call_id: Any, name: str, args: Any, result: Any) -> None:
-                tool_complete(call_id, name, result, tool_failed(name, result))
+                tool_complete(call_id, name, result, compat.detect_tool_failure(name, result))
 
             callbacks["tool_complete_callback"] = completed
         if interim is not None:
@@ -309,56 +278,35 @@ class HermesRuntime:
         return {k: v for k, v in kwargs.items() if v is not None}
 
     def _hermes_session_db(self) -> Any:
-        """Hermes' session store (state.db), so API sessions show up where Hermes lists sessions."""
+        """Hermes' session store (state.db), opened once per runtime; None when unavailable (compat logs why)."""
         if not self._session_db_tried:
             self._session_db_tried = True
-            try:
-                from hermes_state import SessionDB
-
-                self._session_db = SessionDB()
-            except Exception:  # noqa: BLE001 - optional: turns run without it
-                log.debug("[API Server] Hermes SessionDB unavailable", exc_info=True)
+            self._session_db = compat.session_db()
         return self._session_db
 
 
 def _hermes_gateway_settings(settings: Settings, request: TurnRequest) -> dict[str, Any]:
     """Model, provider credentials, toolsets, reasoning default and fallback chain as `hermes gateway` reads
-    them (`gateway.run`); Settings.model when those helpers are not there."""
+    them; the model: section of Settings where Hermes' helpers are not there (each fallback is logged once)."""
     model_override = _requested_model(settings, request)
-    try:
-        from gateway.run import (
-            GatewayRunner,
-            _load_gateway_config,
-            _resolve_gateway_model,
-            _resolve_runtime_agent_kwargs,
-            _resolve_runtime_agent_kwargs_for_provider,
-        )
-        from hermes_cli.tools_config import _get_platform_tools
-    except ImportError:
-        log.debug("[API Server] hermes gateway helpers unavailable; using the model: section", exc_info=True)
-        model = settings.model
-        return {
-            "model": model_override or model.default or "",
-            "provider": request.provider or model.provider,
-            "base_url": model.base_url,
-            "api_key": model.api_key,
-            "api_mode": "chat_completions" if model.base_url else None,
+    runtime = compat.runtime_agent_kwargs(request.provider)
+    if runtime is None:
+        section = settings.model
+        runtime = {
+            "provider": request.provider or section.provider,
+            "base_url": section.base_url,
+            "api_key": section.api_key,
+            "api_mode": "chat_completions" if section.base_url else None,
         }
-    if request.provider:
-        runtime = _resolve_runtime_agent_kwargs_for_provider(request.provider)
-    else:
-        runtime = _resolve_runtime_agent_kwargs()
     runtime_model = runtime.pop("model", None)  # a fallback provider's own model (see Hermes' api_server)
-    model = model_override or runtime_model or _resolve_gateway_model()
-    config = _load_gateway_config()
-    kwargs: dict[str, Any] = {
+    model = model_override or runtime_model or compat.gateway_model() or settings.model.default or ""
+    return {
         **runtime,
         "model": model,
-        "enabled_toolsets": sorted(_get_platform_tools(config, "api_server")),
-        "reasoning_config": GatewayRunner._load_reasoning_config(model),
-        "fallback_model": GatewayRunner._load_fallback_model(),
+        "enabled_toolsets": compat.platform_toolsets("api_server"),
+        "reasoning_config": compat.reasoning_config(model),
+        "fallback_model": compat.fallback_model(),
     }
-    return kwargs
 
 
 def _requested_model(settings: Settings, request: TurnRequest) -> str | None:
@@ -371,36 +319,12 @@ def _requested_model(settings: Settings, request: TurnRequest) -> str | None:
     return None
 
 
-def _compaction_relay(agent: Any, callback: Callable[[str], None]) -> Callable[..., None]:
-    """Hermes' `event_callback("session:compress", …)` → the turn's compaction callback with the summary."""
+def _compaction_relay(handle: _AgentHandle, callback: Callable[[str], None]) -> Callable[..., None]:
+    """Hermes' `event_callback("session:compress", …)` → the turn's compaction callback with the summary. The
+    event fires inside run_conversation, so the handle holds the agent by then."""
 
     def relay(event: Any, payload: Any = None, *_: Any) -> None:
-        if event != "session:compress":
-            return
-        compressor = getattr(agent, "context_compressor", None)
-        summary = getattr(compressor, "_previous_summary", None)
-        callback(summary if isinstance(summary, str) else "")
+        if event == "session:compress" and handle.agent is not None:
+            callback(compat.compaction_summary(handle.agent))
 
     return relay
-
-
-def _bind_session(session_id: str) -> Any:
-    """Mark the worker thread's context as an api_server turn (no async delivery), as Hermes' api_server does."""
-    try:
-        from gateway.session_context import set_session_vars
-
-        return set_session_vars(platform="api_server", chat_id=session_id, session_key=session_id,
-                                session_id=session_id, async_delivery=False)
-    except Exception:  # noqa: BLE001 - older/newer hermes-agent: run without the binding
-        return None
-
-
-def _clear_session(tokens: Any) -> None:
-    if tokens is None:
-        return
-    try:
-        from gateway.session_context import clear_session_vars
-
-        clear_session_vars(tokens)
-    except Exception:  # noqa: BLE001
-        pass

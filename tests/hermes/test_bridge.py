@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from hermes_api_plugin import hermes_bridge
+from hermes_api_plugin.hermes import bridge, compat
 from hermes_api_plugin.config import load_settings
 from hermes_api_plugin.events import TurnStatus
 from hermes_api_plugin.runtimes import (
@@ -25,11 +25,7 @@ from hermes_api_plugin.runtimes import (
     ScriptedRuntime,
     select_runtime,
 )
-from hermes_api_plugin.runtimes.hermes import (
-    outcome_from_result,
-    reasoning_config_for,
-    tool_failed,
-)
+from hermes_api_plugin.runtimes.hermes import outcome_from_result, reasoning_config_for
 from tests.live import TEST_KEY, write_home
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,7 +45,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture(autouse=True)
 def _entry_point_not_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts as a process where register(ctx) has not run (it sets a process-wide flag)."""
-    monkeypatch.setattr(hermes_bridge, "_registered", False)
+    monkeypatch.setattr(bridge, "_registered", False)
 
 
 def load_handler() -> ModuleType:
@@ -73,7 +69,7 @@ def test_register_records_the_api_server_platform_with_hermes_entry_fields(home:
     from gateway.platform_registry import PlatformEntry
 
     recorded: dict[str, Any] = {}
-    hermes_bridge.register(SimpleNamespace(register_platform=lambda **kw: recorded.update(kw)))
+    bridge.register(SimpleNamespace(register_platform=lambda **kw: recorded.update(kw)))
     entry = PlatformEntry(**recorded)  # unknown keys would raise TypeError here
     assert entry.name == "api_server"
     assert entry.check_fn() is True
@@ -87,7 +83,7 @@ def test_register_records_the_api_server_platform_with_hermes_entry_fields(home:
 def test_a_key_alone_does_not_enable_the_platform(home: Path, caplog: pytest.LogCaptureFixture) -> None:
     (home / ".env").write_text(f"API_SERVER_KEY={TEST_KEY}\n", encoding="utf-8")
     recorded: dict[str, Any] = {}
-    hermes_bridge.register(SimpleNamespace(register_platform=lambda **kw: recorded.update(kw)))
+    bridge.register(SimpleNamespace(register_platform=lambda **kw: recorded.update(kw)))
     assert recorded["is_connected"](None) is False
     with caplog.at_level(logging.INFO, "hermes_api_plugin"):
         assert recorded["validate_config"](None) is False
@@ -107,9 +103,9 @@ def _runner(adapters: dict[Any, Any]) -> Any:
 async def test_hook_confirms_the_entry_point_adapter(home: Path, caplog: pytest.LogCaptureFixture) -> None:
     from gateway.config import Platform
 
-    adapter = hermes_bridge.make_adapter(_platform_config())
+    adapter = bridge.make_adapter(_platform_config())
     with caplog.at_level(logging.INFO, "hermes_api_plugin"):
-        result = await hermes_bridge.on_gateway_startup({}, runner=_runner({Platform.API_SERVER: adapter}))
+        result = await bridge.on_gateway_startup({}, runner=_runner({Platform.API_SERVER: adapter}))
     assert result == "active"
     assert "hermes-api-plugin serves the api_server platform" in caplog.text
 
@@ -119,7 +115,7 @@ async def test_hook_reports_the_builtin_holding_the_port(home: Path, caplog: pyt
 
     builtin = SimpleNamespace(platform=Platform.API_SERVER)
     with caplog.at_level(logging.INFO, "hermes_api_plugin"):
-        result = await hermes_bridge.on_gateway_startup({}, runner=_runner({Platform.API_SERVER: builtin}))
+        result = await bridge.on_gateway_startup({}, runner=_runner({Platform.API_SERVER: builtin}))
     assert result == "held"
     assert ("[API Server] Port 8642 is held by Hermes' built-in api_server — disable platforms.api_server"
             in caplog.text)
@@ -130,15 +126,15 @@ async def test_hook_does_not_retry_a_refused_entry_point_adapter(home: Path, mon
     """The entry point is loaded but its adapter refused (it logged the one refusal line): the hook starts
     nothing and logs no second refusal (§1.2: exactly one line, final)."""
     (home / ".env").write_text("API_SERVER_ENABLED=true\nAPI_SERVER_KEY=short\n", encoding="utf-8")
-    hermes_bridge.register(SimpleNamespace(register_platform=lambda **kw: None))
+    bridge.register(SimpleNamespace(register_platform=lambda **kw: None))
     with caplog.at_level(logging.INFO, "hermes_api_plugin"):
-        assert await hermes_bridge.on_gateway_startup({}, runner=_runner({})) == "refused"
+        assert await bridge.on_gateway_startup({}, runner=_runner({})) == "refused"
     assert "Refusing to start" not in caplog.text
 
 
 async def test_hook_does_nothing_when_not_enabled_or_outside_a_gateway(home: Path) -> None:
     (home / ".env").write_text("", encoding="utf-8")
-    assert await hermes_bridge.on_gateway_startup({}, runner=_runner({})) == "disabled"
+    assert await bridge.on_gateway_startup({}, runner=_runner({})) == "disabled"
     assert await load_handler().handle("gateway:startup", {}) == "no-gateway"  # no running GatewayRunner
     assert await load_handler().handle("agent:start", {}) is None
 
@@ -155,7 +151,7 @@ async def test_hook_boots_the_adapter_and_hands_it_to_the_gateway(home: Path, mo
     (home / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     adapters: dict[Any, Any] = {}
     with caplog.at_level(logging.INFO, "hermes_api_plugin"):
-        assert await hermes_bridge.on_gateway_startup({}, runner=_runner(adapters)) == "started"
+        assert await bridge.on_gateway_startup({}, runner=_runner(adapters)) == "started"
         adapter = adapters[Platform.API_SERVER]
         assert "[API Server] API server listening on http://127.0.0.1:" in caplog.text
         assert adapter.port and adapter.active_agent_work_count() == 0
@@ -171,7 +167,7 @@ async def test_port_in_use_is_a_final_refusal(home: Path, monkeypatch: pytest.Mo
         taken.listen()
         port = taken.getsockname()[1]
         monkeypatch.setenv("API_SERVER_PORT", str(port))
-        adapter = hermes_bridge.make_adapter(_platform_config())
+        adapter = bridge.make_adapter(_platform_config())
         with caplog.at_level(logging.INFO, "hermes_api_plugin"):
             assert await adapter.connect() is False
     assert f"[API Server] Port {port} is already in use — set API_SERVER_PORT" in caplog.text
@@ -246,5 +242,5 @@ def test_interrupt_wins_over_an_unfinished_result_and_helpers() -> None:
     assert reasoning_config_for(None) is None
     assert reasoning_config_for("none") == {"enabled": False}
     assert reasoning_config_for("high") == {"enabled": True, "effort": "high"}
-    assert tool_failed("terminal", '{"output": "x", "exit_code": 1, "error": null}') is True
-    assert tool_failed("terminal", '{"output": "tool-ok", "exit_code": 0, "error": null}') is False
+    assert compat.detect_tool_failure("terminal", '{"output": "x", "exit_code": 1, "error": null}') is True
+    assert compat.detect_tool_failure("terminal", '{"output": "tool-ok", "exit_code": 0, "error": null}') is False

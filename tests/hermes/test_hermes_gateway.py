@@ -15,7 +15,6 @@ import json
 import os
 import re
 import secrets
-import signal
 import socket
 import subprocess
 import sys
@@ -30,7 +29,7 @@ from typing import Any, Callable
 import openai
 import pytest
 
-from tests.live import TEST_KEY
+from tests.live import TEST_KEY, stop_process
 
 from .conftest import HomeFactory
 
@@ -68,18 +67,7 @@ class HermesGateway:
         return None
 
     def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        if self.reader is not None:
-            self.reader.join(5)
-        if self.proc.stdout is not None and not self.proc.stdout.closed:
-            self.proc.stdout.close()
-        return self.proc.returncode
+        return stop_process(self.proc, self.reader)
 
     def get(self, path: str, key: str = TEST_KEY) -> tuple[int, dict[str, Any]]:
         request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}",
@@ -172,6 +160,7 @@ def test_entry_point_replaces_the_builtin_api_server(hermes_home: HomeFactory,
     assert "tool-ok" in "".join(content)
     assert progress == ["running", "completed"]
     assert finish == "stop"
+    assert "falling back to:" not in gateway.output()  # hermes.compat took no fallback on the pinned hermes-agent
 
     gateway.stop()
     assert "[API Server] Stopped" in gateway.output()

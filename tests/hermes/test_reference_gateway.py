@@ -72,8 +72,8 @@ def test_runtime_is_hermes_when_a_provider_is_configured(client: openai.OpenAI, 
     assert "Scripted runtime" not in gateway.output()
 
 
-def test_chat_stream_reasoning_tool_progress_and_real_tool_output(client: openai.OpenAI,
-                                                                  provider: ScriptedProvider) -> None:
+def test_chat_stream_reasoning_tool_progress_and_real_tool_output(client: openai.OpenAI, provider: ScriptedProvider,
+                                                                  gateway: LiveGateway) -> None:
     """Reasoning deltas before the answer, a running/completed progress pair for `terminal`, the answer quotes
     the real tool output, finish `stop` (§3.3, §3.4, §3.6, §10.1)."""
     prompt = unique("What does the command print?")
@@ -107,6 +107,7 @@ def test_chat_stream_reasoning_tool_progress_and_real_tool_output(client: openai
     assert [c.last_role for c in calls] == ["user", "tool"]
     assert "terminal" in calls[0].tools
     assert "tool-ok" in calls[1].messages[-1]["content"]  # the tool really ran on the gateway host
+    assert "falling back to:" not in gateway.output()  # hermes.compat took no fallback on the pinned hermes-agent
 
 
 def test_chat_non_streaming_answer_and_reasoning(client: openai.OpenAI) -> None:

@@ -19,16 +19,17 @@ port / listening lines, and on `disconnect()` call `hermes_api_gateway_shutdown`
 the real Hermes `AIAgent` (`runtimes/hermes.py`) unless config.yaml says `agent.runtime: scripted`.
 
 Importing this module is cheap (Hermes imports it in every `hermes` command once enabled): hermes-agent's
-gateway classes are imported only when the adapter is built.
+gateway classes are imported only when the adapter is built. Every hermes-agent name is reached through
+`hermes.compat`.
 """
 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any
 
-from .config import Settings, load_settings
+from ..config import Settings, load_settings
+from . import compat
 
 log = logging.getLogger("hermes_api_plugin")
 
@@ -41,20 +42,9 @@ _adapter_class: type | None = None
 _registered = False  # register(ctx) ran in this process: the entry point owns the api_server platform
 
 
-def hermes_home() -> Path:
-    """`$HERMES_HOME` as Hermes resolves it (profiles included), else ours."""
-    try:
-        from hermes_constants import get_hermes_home
-
-        return Path(get_hermes_home())
-    except Exception:  # noqa: BLE001 - outside hermes-agent: the plugin's own default
-        from .config import default_hermes_home
-
-        return default_hermes_home()
-
-
 def current_settings() -> Settings:
-    return load_settings(hermes_home())
+    """Settings from `$HERMES_HOME` as Hermes resolves it (profiles included)."""
+    return load_settings(compat.hermes_home())
 
 
 # -- entry point ------------------------------------------------------------------------------------
@@ -67,7 +57,8 @@ def register(ctx: Any) -> None:
     the platform entry; nothing is imported, bound or started here.
     """
     global _registered
-    ctx.register_platform(
+    compat.register_platform(
+        ctx,
         name=PLATFORM,
         label=LABEL,
         adapter_factory=make_adapter,
@@ -90,7 +81,7 @@ def _enabled_or_say_why(_config: Any) -> bool:
     settings = current_settings()
     if settings.enabled:
         return True
-    from .gateway.server import check_startable
+    from ..gateway.server import check_startable
 
     check_startable(settings)  # logs the one "Not starting" line
     return False
@@ -110,28 +101,25 @@ def adapter_class() -> type:
 
 
 def _build_adapter_class() -> type:
-    from gateway.config import Platform
-    from gateway.platforms.base import BasePlatformAdapter, SendResult
-
-    from .gateway.server import (
+    from ..gateway.server import (
         ReferenceGateway,
         build_plugin_manager,
         check_startable,
         shutdown_plugins,
         start_api_server,
     )
-    from .keys import TURNS
-    from .runtimes import RuntimeUnavailable, scripted_runtime
-    from .runtimes.hermes import HermesRuntime
-    from .runtimes.scripted import ScriptError
+    from ..keys import TURNS
+    from ..runtimes import RuntimeUnavailable, scripted_runtime
+    from ..runtimes.hermes import HermesRuntime
+    from ..runtimes.scripted import ScriptError
 
-    class PluginApiServerAdapter(BasePlatformAdapter):  # type: ignore[misc, valid-type]
+    class PluginApiServerAdapter(compat.adapter_base()):  # type: ignore[misc]
         """Hermes' `api_server` platform, served by hermes-api-plugin."""
 
         hermes_api_plugin = True  # how the startup hook recognises the entry-point adapter
 
         def __init__(self, config: Any) -> None:
-            super().__init__(config, Platform.API_SERVER)
+            super().__init__(config, compat.api_server_platform())
             self.settings: Settings | None = None
             self._gateway: Any = None
             self._runner: Any = None
@@ -176,11 +164,11 @@ def _build_adapter_class() -> type:
                 return self._refuse("api_server_port_in_use", f"port {settings.port} is already in use")
             self._runtime, self._gateway, self._runner = runtime, (pm, gateway), runner
             log.info("[API Server] Serving inside hermes gateway (agent runtime: %s)", runtime.name)
-            self._mark_connected()
+            compat.mark_connected(self)
             return True
 
         def _refuse(self, code: str, message: str) -> bool:
-            self._set_fatal_error(code, message, retryable=False)  # final: Hermes does not retry the start
+            compat.set_fatal_error(self, code, message, retryable=False)  # final: Hermes does not retry the start
             return False
 
         async def disconnect(self) -> None:
@@ -197,11 +185,12 @@ def _build_adapter_class() -> type:
                     if runtime is not None:
                         await runtime.close()
                 log.info("[API Server] Stopped")
-            self._mark_disconnected()
+            compat.mark_disconnected(self)
 
         async def send(self, chat_id: str, content: str, reply_to: str | None = None,
                        metadata: dict[str, Any] | None = None) -> Any:
-            return SendResult(success=False, error="The API server answers over HTTP; it has no chats to send to")
+            return compat.send_result(success=False,
+                                      error="The API server answers over HTTP; it has no chats to send to")
 
         async def get_chat_info(self, chat_id: str) -> dict[str, Any]:
             settings = self.settings
@@ -228,20 +217,14 @@ async def on_gateway_startup(context: dict[str, Any] | None = None, runner: Any 
     (the adapter refused to start and logged why — also when the entry point's adapter already refused: a
     refusal is final, the hook does not try again), or `no-gateway`.
     """
-    from gateway.config import Platform
-
     if runner is None:
-        try:
-            from gateway.run import _gateway_runner_ref
-
-            runner = _gateway_runner_ref()
-        except Exception:  # noqa: BLE001 - not inside hermes gateway
-            runner = None
+        runner = compat.gateway_runner()
     if runner is None:
         log.error("[API Server] hermes-api-plugin hook: no running hermes gateway found; nothing started")
         return "no-gateway"
-    adapters = getattr(runner, "adapters", {})
-    current = adapters.get(Platform.API_SERVER)
+    adapters = compat.gateway_adapters(runner)
+    platform = compat.api_server_platform()
+    current = adapters.get(platform)
     if getattr(current, "hermes_api_plugin", False):
         log.info("[API Server] hermes-api-plugin serves the api_server platform (plugin entry point %s)",
                  ENTRY_POINT_NAME)
@@ -259,12 +242,9 @@ async def on_gateway_startup(context: dict[str, Any] | None = None, runner: Any 
         log.error("[API Server] To serve this plugin instead, add %s to plugins.enabled in config.yaml "
                   "(it replaces the built-in api_server platform)", ENTRY_POINT_NAME)
         return "held"
-    from gateway.config import PlatformConfig
-
-    platforms = getattr(getattr(runner, "config", None), "platforms", {}) or {}
-    adapter = make_adapter(platforms.get(Platform.API_SERVER) or PlatformConfig(enabled=True))
+    adapter = make_adapter(compat.gateway_platform_config(runner))
     if not await adapter.connect():
         return "refused"
-    adapters[Platform.API_SERVER] = adapter  # so the gateway's stop() disconnects (drains) it
+    adapters[platform] = adapter  # so the gateway's stop() disconnects (drains) it
     log.info("[API Server] hermes-api-plugin started from the gateway:startup hook")
     return "started"
