@@ -42,7 +42,7 @@ from .runtimes.base import (
     TurnRequest,
     drive_turn,
 )
-from .store.base import Store
+from .store.base import SessionStore
 
 log = logging.getLogger("hermes_api_plugin")
 
@@ -421,10 +421,10 @@ class Turn:
 class TurnRegistry:
     """Admits turns (cap, drain), queues turns per session, runs them and settles them exactly once."""
 
-    def __init__(self, runtime: AgentRuntime, store: Store, hooks: TurnHooks, *, max_concurrent: int,
+    def __init__(self, runtime: AgentRuntime, sessions: SessionStore, hooks: TurnHooks, *, max_concurrent: int,
                  secret_values: tuple[str, ...] = ()) -> None:
         self.runtime = runtime
-        self.store = store
+        self.sessions = sessions  # where each turn's transcript is appended
         self.hooks = hooks
         self.max_concurrent = max_concurrent
         self.draining = False
@@ -605,7 +605,7 @@ class TurnRegistry:
                 events = turn.journal.events
                 messages = turn_messages(turn.inputs, events)
                 compactions = [e.summary for e in events if isinstance(e, Compacted)]
-                await self.store.append_session_messages(
+                await self.sessions.append_session_messages(
                     turn.request.session_id, messages, model=turn.request.model,
                     usage=(finished.usage.prompt_tokens, finished.usage.completion_tokens),
                     compaction=compactions[-1] if compactions else None,

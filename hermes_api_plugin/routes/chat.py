@@ -20,7 +20,7 @@ from ..errors import (
 )
 from ..events import TurnFinished, TurnStatus
 from ..journals import decode_journal
-from ..keys import ADMISSIONS, JOURNALS, RUNTIME, SCOPE, SETTINGS, STORE, TURNS
+from ..keys import ADMISSIONS, JOURNALS, RUNTIME, SCOPE, SESSIONS, SETTINGS, STORE, TURNS
 from ..middleware import read_json
 from ..runtimes.base import TurnRequest
 from ..sse import SseStream
@@ -227,7 +227,7 @@ class _View:
                 "session_id": self.session_id}
 
     def admit(self, keyed: bool = False) -> Turn:
-        chat, settings, store = self.chat, self.settings, self.app[STORE]
+        chat, settings, sessions = self.chat, self.settings, self.app[SESSIONS]
         explicit = self.hermes.session_id is not None
         session_id = self.session_id
         turn_request = TurnRequest(
@@ -241,7 +241,7 @@ class _View:
         turn = self.app[TURNS].admit(
             turn_request,
             queue_key=self.hermes.session_id,
-            history=(lambda: store.load_session_messages(session_id)) if explicit else None,
+            history=(lambda: sessions.load_session_messages(session_id)) if explicit else None,
             persist=keyed_settler(self.app) if keyed else None,
             hold=True,
         )

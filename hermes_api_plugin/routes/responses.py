@@ -38,7 +38,7 @@ from ..errors import (
 from ..events import TurnFinished
 from ..history import turn_messages
 from ..journals import close_journal, decode_events, decode_journal
-from ..keys import ADMISSIONS, JOURNALS, RUNTIME, SCOPE, SETTINGS, STORE, TURNS
+from ..keys import ADMISSIONS, JOURNALS, RUNTIME, SCOPE, SESSIONS, SETTINGS, STORE, TURNS
 from ..middleware import read_json
 from ..runtimes.base import TurnRequest
 from ..sse import SseStream
@@ -378,7 +378,7 @@ class _Creation:
             elif previous is not None:
                 base = await store.chain_messages(scope, previous.id)
             elif bind_key:
-                base = await store.load_session_messages(session_id)
+                base = await app[SESSIONS].load_session_messages(session_id)
             else:
                 base = []
             base += resolved.messages[:-1]

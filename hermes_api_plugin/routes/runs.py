@@ -25,7 +25,7 @@ from ..errors import (
     not_found,
 )
 from ..journals import decode_journal
-from ..keys import ADMISSIONS, JOURNALS, RUNTIME, SCOPE, SETTINGS, STORE, TURNS
+from ..keys import ADMISSIONS, JOURNALS, RUNTIME, SCOPE, SESSIONS, SETTINGS, STORE, TURNS
 from ..middleware import read_json
 from ..runtimes.base import TurnRequest
 from ..sse import SseStream
@@ -186,7 +186,7 @@ async def _admit(request: web.Request, run: RunRequest, session_key: str | None,
             return await store.chain_messages(scope, previous.id) + run.messages[:-1]
         if len(run.messages) > 1:
             return run.messages[:-1]
-        return await store.load_session_messages(session_id)
+        return await app[SESSIONS].load_session_messages(session_id)
 
     registry.check_capacity()
     if bound:

@@ -19,7 +19,7 @@ from ..errors import (
     not_found,
 )
 from ..journals import decode_journal
-from ..keys import ADMISSIONS, JOURNALS, RUNTIME, SCOPE, SETTINGS, STORE, TURNS
+from ..keys import ADMISSIONS, JOURNALS, RUNTIME, SCOPE, SESSIONS, SETTINGS, STORE, TURNS
 from ..middleware import read_json
 from ..runtimes.base import TurnRequest
 from ..store.base import StoreError
@@ -69,12 +69,12 @@ def _path_session(request: web.Request) -> str:
 async def list_sessions(request: web.Request) -> web.Response:
     limit = _int_param(request, "limit", 50, 1, 200)
     offset = _int_param(request, "offset", 0, 0, None)
-    data, more = await request.app[STORE].list_sessions(limit, offset, request.query.get("source"))
+    data, more = await request.app[SESSIONS].list_sessions(limit, offset, request.query.get("source"))
     return json_response({"object": "list", "data": data, "limit": limit, "offset": offset, "has_more": more})
 
 
 async def get_session(request: web.Request) -> web.Response:
-    session = await request.app[STORE].get_session(_path_session(request))
+    session = await request.app[SESSIONS].get_session(_path_session(request))
     if session is None:
         raise session_not_found()
     return json_response({"object": "hermes.session", "session": session})
@@ -89,7 +89,7 @@ async def create_session(request: web.Request) -> web.Response:
     title = optional_string(body, "title")
     if title is not None and len(title) > 200:
         raise invalid_parameter("'title' is at most 200 characters", "title")
-    store = request.app[STORE]
+    store = request.app[SESSIONS]
     if not await store.create_session(session_id, title):
         raise ApiError(409, "A session with that id exists", type="conflict_error", code="session_exists", param="id")
     return json_response({"object": "hermes.session", "session": await store.get_session(session_id)}, status=201)
@@ -110,7 +110,7 @@ async def update_session(request: web.Request) -> web.Response:
     for flag in ("pinned", "archived"):
         if flag in body:
             fields[flag] = body_bool(body, flag, False)
-    store = request.app[STORE]
+    store = request.app[SESSIONS]
     if not await store.update_session(session_id, fields):
         raise session_not_found()
     return json_response({"object": "hermes.session", "session": await store.get_session(session_id)})
@@ -120,7 +120,9 @@ async def delete_session(request: web.Request) -> web.Response:
     session_id = _path_session(request)
     if request.app[TURNS].active_on(session_id):
         raise ApiError(409, "A turn is running on this session", type="conflict_error", code="session_active_turn")
-    if not await request.app[STORE].delete_session(session_id):
+    deleted = await request.app[SESSIONS].delete_session(session_id)
+    await request.app[STORE].unbind_session(session_id)  # session keys no longer lead to it
+    if not deleted:
         raise session_not_found()
     return json_response({"object": "hermes.session.deleted", "id": session_id, "deleted": True})
 
@@ -146,7 +148,7 @@ def _message_view(row: dict[str, Any], tool_names: dict[str, str], inline_images
 
 async def session_messages(request: web.Request) -> web.Response:
     session_id = _path_session(request)
-    store = request.app[STORE]
+    store = request.app[SESSIONS]
     if await store.get_session(session_id) is None:
         raise session_not_found()
     limit = _int_param(request, "limit", 500, 1, 500)
@@ -217,7 +219,7 @@ async def _session_chat(request: web.Request, *, stream: bool) -> web.StreamResp
             max_iterations=settings.max_turns,
         )
         turn = registry.admit(turn_request, queue_key=session_id,
-                              history=lambda: store.load_session_messages(session_id),
+                              history=lambda: app[SESSIONS].load_session_messages(session_id),
                               persist=keyed_settler(app) if keyed else None, hold=True)
         if keyed:
             app[JOURNALS].watch(turn.run_id, turn.journal)
