@@ -67,19 +67,25 @@ class SqliteDatabase:
 
     async def open(self) -> None:
         """Open (creating and migrating) the file, or memory: see the module docstring."""
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hermes-api-store")
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hermes-api-store")
         loop = asyncio.get_running_loop()
         try:
-            self._conn = await loop.run_in_executor(self._executor, self._open_sync, self.path)
-        except (OSError, sqlite3.Error) as exc:
-            if not self.fallback_to_memory or self.path is None:
-                self._executor.shutdown(wait=False)
-                self._executor = None
-                raise StoreError(f"cannot open {self.path or 'the in-memory store'}: {exc}") from exc
-            log.error("[API Server] Store unavailable (cannot open %s: %s); keeping state in memory until restart",
-                      self.path, exc)
-            self.durable = False
-            self._conn = await loop.run_in_executor(self._executor, self._open_sync, None)
+            try:
+                conn = await loop.run_in_executor(executor, self._open_sync, self.path)
+            except (OSError, sqlite3.Error) as exc:
+                if not self.fallback_to_memory or self.path is None:
+                    raise StoreError(f"cannot open {self.path or 'the in-memory store'}: {exc}") from exc
+                log.error("[API Server] Store unavailable (cannot open %s: %s); keeping state in memory until "
+                          "restart", self.path, exc)
+                self.durable = False
+                try:
+                    conn = await loop.run_in_executor(executor, self._open_sync, None)
+                except (OSError, sqlite3.Error) as again:
+                    raise StoreError(f"cannot open the in-memory store either: {again}") from again
+        except BaseException:
+            executor.shutdown(wait=False)
+            raise
+        self._executor, self._conn = executor, conn
 
     def _open_sync(self, path: Path | None) -> sqlite3.Connection:
         # isolation_level=None: no implicit transactions; every write path says BEGIN/COMMIT itself.

@@ -80,3 +80,18 @@ async def test_unopenable_store_falls_back_to_memory(tmp_path: Path, caplog: pyt
     assert [m.text for m in await store.sessions.load_session_messages("s")] == ["x"]
     await store.close()
     assert "Store unavailable" in caplog.text
+
+
+async def test_corrupt_file_refuses_to_open_or_falls_back_to_memory(tmp_path: Path) -> None:
+    path = tmp_path / "store.sqlite3"
+    path.write_bytes(b"this is not a database" * 200)
+    with pytest.raises(StoreError, match="not a database"):
+        await SqliteStore(path).open()
+    store = SqliteStore(path, fallback_to_memory=True)
+    await store.open()
+    try:
+        assert store.durable is False
+        assert await store.sessions.create_session("s", None) is True
+    finally:
+        await store.close()
+    assert path.read_bytes().startswith(b"this is not a database")  # left as it was, for the operator
