@@ -22,7 +22,7 @@ from ..journals import decode_journal
 from ..keys import ADMISSIONS, JOURNALS, RUNTIME, SCOPE, SESSIONS, SETTINGS, STORE, TURNS
 from ..middleware import read_json
 from ..runtimes.base import TurnRequest
-from ..store.base import StoreError
+from ..store.base import SessionMessageRow, StoreError
 from ..turns import Journal, Turn
 from .common import (
     body_bool,
@@ -127,7 +127,7 @@ async def delete_session(request: web.Request) -> web.Response:
     return json_response({"object": "hermes.session.deleted", "id": session_id, "deleted": True})
 
 
-def _message_view(row: dict[str, Any], tool_names: dict[str, str], inline_images: bool) -> dict[str, Any]:
+def _message_view(row: SessionMessageRow, tool_names: dict[str, str], inline_images: bool) -> dict[str, Any]:
     parts = row["content"]
     has_image = any(p.get("type") == "image_url" for p in parts)
     if has_image:

@@ -91,7 +91,8 @@ class SqliteStore:
     # -- session-key bindings ------------------------------------------------------------------------
     async def session_for_key(self, scope: str, key: str) -> str | None:
         def find(conn: sqlite3.Connection) -> str | None:
-            row = conn.execute("SELECT session_id FROM session_keys WHERE scope = ? AND key = ?", (scope, key)).fetchone()
+            row = conn.execute("SELECT session_id FROM session_keys WHERE scope = ? AND key = ?",
+                               (scope, key)).fetchone()
             return row["session_id"] if row else None
 
         return await self.db.call(find)
@@ -122,9 +123,9 @@ class SqliteStore:
         # function_call_output for that call (sent back as input) must never replace the real one.
         input_ids = {item.get("id") for item in response.input_items}
         item_rows = [
-            {"item_id": item["id"], "scope": response.scope, "response_id": response.id,
-             "call_id": item.get("call_id") if item.get("type") == "function_call_output" and item["id"] not in input_ids
-             else None, "item": _dumps(item)}
+            {"item_id": item["id"], "scope": response.scope, "response_id": response.id, "item": _dumps(item),
+             "call_id": item.get("call_id")
+             if item.get("type") == "function_call_output" and item["id"] not in input_ids else None}
             for item in items if isinstance(item.get("id"), str)
         ]
 
@@ -138,7 +139,8 @@ class SqliteStore:
                     row,
                 )
                 conn.executemany(
-                    _insert("response_items", ("item_id", "scope", "response_id", "call_id", "item"), "INSERT OR REPLACE"),
+                    _insert("response_items", ("item_id", "scope", "response_id", "call_id", "item"),
+                            "INSERT OR REPLACE"),
                     item_rows,
                 )
                 if response.conversation is not None:
@@ -202,7 +204,8 @@ class SqliteStore:
 
     async def conversation_head(self, scope: str, name: str) -> str | None:
         def head(conn: sqlite3.Connection) -> str | None:
-            row = conn.execute("SELECT response_id FROM conversations WHERE scope = ? AND name = ?", (scope, name)).fetchone()
+            row = conn.execute("SELECT response_id FROM conversations WHERE scope = ? AND name = ?",
+                               (scope, name)).fetchone()
             return row["response_id"] if row else None
 
         return await self.db.call(head)
@@ -223,7 +226,8 @@ class SqliteStore:
 
     async def find_item(self, scope: str, item_id: str) -> dict[str, Any] | None:
         def find(conn: sqlite3.Connection) -> str | None:
-            row = conn.execute("SELECT item FROM response_items WHERE item_id = ? AND scope = ?", (item_id, scope)).fetchone()
+            row = conn.execute("SELECT item FROM response_items WHERE item_id = ? AND scope = ?",
+                               (item_id, scope)).fetchone()
             return row["item"] if row else None
 
         raw = await self.db.call(find)

@@ -76,7 +76,8 @@ class SqliteSessionStore:
         for m in messages:
             body = m.to_json()
             extra = {k: body[k] for k in ("tool_calls", "tool_call_id") if k in body}
-            rows.append((session_id, m.role, _dumps(body["content"]), m.reasoning, _dumps(extra) if extra else None, now))
+            rows.append((session_id, m.role, _dumps(body["content"]), m.reasoning,
+                         _dumps(extra) if extra else None, now))
 
         def append(conn: sqlite3.Connection) -> None:
             with transaction(conn):

@@ -67,7 +67,8 @@ async def test_append_creates_the_session_and_counts_usage_model_and_messages(ba
     assert (info["model"], info["input_tokens"], info["output_tokens"]) == ("m1", 15, 5)
     assert (info["message_count"], info["tool_call_count"], info["preview"]) == (6, 1, "hi")
     await sessions.append_session_messages("s", [user("x")], model="m2")
-    assert (await sessions.get_session("s") or {}).get("model") == "m2"
+    info = await sessions.get_session("s")
+    assert info is not None and info["model"] == "m2"
 
 
 async def test_list_pages_most_recently_active_first(backend: Backend) -> None:
