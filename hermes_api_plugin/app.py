@@ -18,6 +18,7 @@ from .keys import (
     MODEL_OPTIONS,
     RUNTIME,
     SCOPE,
+    SESSIONS,
     SETTINGS,
     STARTED_AT,
     STORE,
@@ -30,27 +31,38 @@ from .routes import chat, discovery, responses, runs, sessions
 from .protocol.common import credential_scope
 from .recovery import recover
 from .runtimes.base import AgentRuntime, TurnHooks
-from .store.base import Store
+from .store.base import SessionStore, Store
+from .store.sqlite import SqliteStore
 from .submit import Submitter
 from .turns import TurnRegistry
 from .turns.durable import JournalSaver
 from .turns.transcripts import session_transcripts
 
 
-def create_app(settings: Settings, runtime: AgentRuntime, store: Store, hooks: TurnHooks) -> web.Application:
-    """Build the API app. The store is opened on startup; turns are drained before it is closed."""
+def create_app(settings: Settings, runtime: AgentRuntime, store: Store, hooks: TurnHooks,
+               session_store: SessionStore | None = None) -> web.Application:
+    """Build the API app. The store is opened on startup; turns are drained before it is closed.
+
+    `session_store` defaults to the session tables of a SQLite `store` (same database); a store without
+    session tables needs one passed in.
+    """
     if settings.key is None:
         raise ValueError("the API server needs API_SERVER_KEY (at least 16 characters)")
+    if session_store is None:
+        if not isinstance(store, SqliteStore):
+            raise TypeError("create_app needs `session_store` for a store that keeps no sessions")
+        session_store = store.sessions
     # Slack above the body limit so the 413 comes from our own check, with the envelope.
     app = web.Application(middlewares=list(MIDDLEWARES), client_max_size=MAX_BODY_BYTES)
     app[SETTINGS] = settings
     app[RUNTIME] = runtime
     app[STORE] = store
+    app[SESSIONS] = session_store
     app[STARTED_AT] = int(time.time())
     app[SCOPE] = credential_scope(settings.profile, settings.key)
     secret_values = tuple(s for s in (settings.key, settings.model.api_key) if s)
     app[TURNS] = TurnRegistry(
-        runtime, session_transcripts(store), hooks, max_concurrent=settings.max_concurrent_runs,
+        runtime, session_transcripts(session_store), hooks, max_concurrent=settings.max_concurrent_runs,
         secret_values=secret_values,
     )
     app[JOURNALS] = JournalSaver(store)
@@ -59,7 +71,7 @@ def create_app(settings: Settings, runtime: AgentRuntime, store: Store, hooks: T
         store, secrets.token_hex(8), retention_s=settings.idempotency_retention_seconds,
         tombstone_s=settings.idempotency_tombstone_seconds,
     )
-    app[CHAINS] = Chains(store, store, app[SCOPE])
+    app[CHAINS] = Chains(store, session_store, app[SCOPE])
     app[SUBMITTER] = Submitter(settings, app[SCOPE], app[TURNS], app[ADMISSIONS], store, app[JOURNALS])
 
     app.router.add_get("/health", discovery.health, name="health")

@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 from .content import Message
 from .errors import ApiError, not_found
 from .protocol.common import derived_session_id
-from .store.base import Store, StoredResponse
+from .store.base import SessionStore, Store, StoredResponse
 from .turns import HistoryLoader
 
 
@@ -36,7 +36,7 @@ class Chains:
     """Chain resolution over the plugin's store (responses, conversation names, key bindings) and the
     session store (transcripts)."""
 
-    def __init__(self, store: Store, sessions: Store, scope: str) -> None:
+    def __init__(self, store: Store, sessions: SessionStore, scope: str) -> None:
         self.store = store
         self.sessions = sessions
         self.scope = scope

@@ -9,14 +9,15 @@ from .chains import Chains
 from .config import Settings
 from .model_options import ModelOptionsCache
 from .runtimes.base import AgentRuntime
-from .store.base import Store
+from .store.base import SessionStore, Store
 from .submit import Submitter
 from .turns import TurnRegistry
 from .turns.durable import JournalSaver
 
 SETTINGS = web.AppKey("settings", Settings)
 RUNTIME = web.AppKey("runtime", AgentRuntime)
-STORE = web.AppKey("store", Store)
+STORE = web.AppKey("store", Store)  # plugin-owned state: responses, admissions, journals
+SESSIONS = web.AppKey("sessions", SessionStore)  # sessions and their messages
 TURNS = web.AppKey("turns", TurnRegistry)
 STARTED_AT = web.AppKey("started_at", int)
 SCOPE = web.AppKey("scope", str)  # credential scope: sha256(profile + "\0" + key), hex

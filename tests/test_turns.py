@@ -23,7 +23,7 @@ from hermes_api_plugin.events import (
 )
 from hermes_api_plugin.runtimes.base import AgentTurn, TurnOutcome, TurnRequest
 from hermes_api_plugin.runtimes.scripted import ScriptedRuntime, load_script
-from hermes_api_plugin.store import MemoryStore
+from hermes_api_plugin.store import MemoryStore, SessionStore
 from hermes_api_plugin.turns import HeldTurn, Journal, Turn, TurnBridge, TurnRegistry, display_tool_name
 from hermes_api_plugin.turns.transcripts import session_transcripts
 
@@ -51,10 +51,11 @@ def request(text: str, session: str = "s1", run: str = "run_1") -> TurnRequest:
     return TurnRequest(turn_id=run, session_id=session, input=Message("user", (TextPart(text),)))
 
 
-async def open_store() -> MemoryStore:
+async def open_store() -> SessionStore:
+    """The session store the registry writes transcripts to (over an in-memory database)."""
     store = MemoryStore()
     await store.open()
-    return store
+    return store.sessions
 
 
 async def registry(max_concurrent: int = 10, store: Any = None) -> TurnRegistry:

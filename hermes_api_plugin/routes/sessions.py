@@ -11,7 +11,7 @@ from ..delivery import deliver
 from ..dialects.record import SseRecord, after_id
 from ..dialects.sessions import SessionStreamRenderer
 from ..errors import ApiError, invalid_parameter, not_found
-from ..keys import CHAINS, RUNTIME, SETTINGS, STORE, SUBMITTER, TURNS
+from ..keys import CHAINS, RUNTIME, SESSIONS, SETTINGS, STORE, SUBMITTER, TURNS
 from ..middleware import read_json
 from ..protocol.common import (
     body_bool,
@@ -22,6 +22,7 @@ from ..protocol.common import (
     parse_hermes_headers,
 )
 from ..protocol.sessions import parse_session_chat, parse_session_create, parse_session_update
+from ..store.base import SessionMessageRow
 from ..submit import Outcome, Existing, NewTurn, TurnPlan, refusal_error
 from ..turns import HeldTurn, Journal
 from .replies import json_response, run_headers
@@ -57,12 +58,12 @@ def _path_session(request: web.Request) -> str:
 async def list_sessions(request: web.Request) -> web.Response:
     limit = _int_param(request, "limit", 50, 1, 200)
     offset = _int_param(request, "offset", 0, 0, None)
-    data, more = await request.app[STORE].list_sessions(limit, offset, request.query.get("source"))
+    data, more = await request.app[SESSIONS].list_sessions(limit, offset, request.query.get("source"))
     return json_response({"object": "list", "data": data, "limit": limit, "offset": offset, "has_more": more})
 
 
 async def get_session(request: web.Request) -> web.Response:
-    session = await request.app[STORE].get_session(_path_session(request))
+    session = await request.app[SESSIONS].get_session(_path_session(request))
     if session is None:
         raise session_not_found()
     return json_response({"object": "hermes.session", "session": session})
@@ -71,7 +72,7 @@ async def get_session(request: web.Request) -> web.Response:
 async def create_session(request: web.Request) -> web.Response:
     create = parse_session_create(await read_json(request))
     session_id = create.id or new_session_id()
-    store = request.app[STORE]
+    store = request.app[SESSIONS]
     if not await store.create_session(session_id, create.title):
         raise ApiError(409, "A session with that id exists", type="conflict_error", code="session_exists", param="id")
     return json_response({"object": "hermes.session", "session": await store.get_session(session_id)}, status=201)
@@ -80,7 +81,7 @@ async def create_session(request: web.Request) -> web.Response:
 async def update_session(request: web.Request) -> web.Response:
     session_id = _path_session(request)
     fields = parse_session_update(await read_json(request))
-    store = request.app[STORE]
+    store = request.app[SESSIONS]
     if not await store.update_session(session_id, fields):
         raise session_not_found()
     return json_response({"object": "hermes.session", "session": await store.get_session(session_id)})
@@ -90,12 +91,14 @@ async def delete_session(request: web.Request) -> web.Response:
     session_id = _path_session(request)
     if request.app[TURNS].active_on(session_id):
         raise ApiError(409, "A turn is running on this session", type="conflict_error", code="session_active_turn")
-    if not await request.app[STORE].delete_session(session_id):
+    deleted = await request.app[SESSIONS].delete_session(session_id)
+    await request.app[STORE].unbind_session(session_id)  # session keys no longer lead to it
+    if not deleted:
         raise session_not_found()
     return json_response({"object": "hermes.session.deleted", "id": session_id, "deleted": True})
 
 
-def _message_view(row: dict[str, Any], tool_names: dict[str, str], inline_images: bool) -> dict[str, Any]:
+def _message_view(row: SessionMessageRow, tool_names: dict[str, str], inline_images: bool) -> dict[str, Any]:
     parts = row["content"]
     has_image = any(p.get("type") == "image_url" for p in parts)
     if has_image:
@@ -116,7 +119,7 @@ def _message_view(row: dict[str, Any], tool_names: dict[str, str], inline_images
 
 async def session_messages(request: web.Request) -> web.Response:
     session_id = _path_session(request)
-    store = request.app[STORE]
+    store = request.app[SESSIONS]
     if await store.get_session(session_id) is None:
         raise session_not_found()
     limit = _int_param(request, "limit", 500, 1, 500)

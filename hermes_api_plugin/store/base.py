@@ -1,9 +1,15 @@
-"""The Store protocol every backend implements, and the values it stores."""
+"""The store protocols every backend implements, and the values they exchange.
+
+Two protocols, because they can live in different places: `SessionStore` is the conversation history
+behind `/api/sessions` and `X-Hermes-Session-Id` (the plugin's own tables today, Hermes' SessionDB
+later), `Store` is the state only this plugin owns (stored Responses, conversation names, session-key
+bindings, idempotent admissions, turn journals). Neither needs the other's tables.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol, Sequence, TypedDict
 
 from ..content import Message
 
@@ -57,14 +63,41 @@ class AdmissionRecord:
     settled_at: float | None = None
 
 
-class Store(Protocol):
-    durable: bool  # False for the in-memory fallback: capabilities report it
+class SessionInfo(TypedDict):
+    """A session as `/api/sessions` shows it (WIRE.md §7): the routes serialise it as is."""
 
-    async def open(self) -> None: ...
+    id: str
+    source: str
+    title: str | None
+    model: str | None
+    started_at: float
+    ended_at: float | None
+    last_active: float
+    message_count: int  # live (not compacted) messages
+    tool_call_count: int  # tool result messages
+    input_tokens: int
+    output_tokens: int
+    parent_session_id: str | None
+    pinned: bool
+    archived: bool
+    preview: str | None  # the first real user message's text, at most 200 characters
 
-    async def close(self) -> None: ...
 
-    # -- sessions ------------------------------------------------------------------------------------
+class SessionMessageRow(TypedDict):
+    """One stored message of a session, as the messages page renders it."""
+
+    id: str  # "m_<n>", increasing in append order
+    role: str
+    content: list[dict[str, Any]]  # content parts (JSON)
+    reasoning: str | None
+    extra: dict[str, Any]  # tool_calls / tool_call_id / {"summary": true} for a compaction summary
+    timestamp: float
+    compacted: bool
+
+
+class SessionStore(Protocol):
+    """Sessions and their messages. Opened and closed by whoever owns the database behind it."""
+
     async def load_session_messages(self, session_id: str) -> list[Message]:
         """The live transcript of a session, oldest first; empty for an unknown session."""
         ...
@@ -76,30 +109,55 @@ class Store(Protocol):
         `compaction` summary the live transcript is archived first (WIRE.md §7.2)."""
         ...
 
-    async def list_sessions(self, limit: int, offset: int, source: str | None) -> tuple[list[dict[str, Any]], bool]:
-        """A page of session objects, most recently active first, and whether more follow."""
+    async def list_sessions(self, limit: int, offset: int, source: str | None) -> tuple[list[SessionInfo], bool]:
+        """A page of sessions, most recently active first, and whether more follow."""
         ...
 
-    async def get_session(self, session_id: str) -> dict[str, Any] | None: ...
+    async def get_session(self, session_id: str) -> SessionInfo | None: ...
 
     async def create_session(self, session_id: str, title: str | None) -> bool:
         """False when the id exists."""
         ...
 
-    async def update_session(self, session_id: str, fields: dict[str, Any]) -> bool: ...
+    async def update_session(self, session_id: str, fields: dict[str, Any]) -> bool:
+        """Set `title`, `pinned`, `archived` (other keys are ignored); False for an unknown session."""
+        ...
 
     async def delete_session(self, session_id: str) -> bool:
-        """Delete a session, its messages and the session-key bindings to it."""
+        """Delete a session and its messages; False when unknown."""
         ...
 
     async def session_message_rows(self, session_id: str, *, limit: int, offset: int, newest_first: bool,
-                                   include_compacted: bool) -> list[dict[str, Any]]: ...
+                                   include_compacted: bool) -> list[SessionMessageRow]:
+        """A page of a session's messages (newest page first when asked), returned archived first, then in
+        append order."""
+        ...
 
-    async def session_tool_names(self, session_id: str) -> dict[str, str]: ...
+    async def session_tool_names(self, session_id: str) -> dict[str, str]:
+        """tool_call_id → tool name for every tool call of a session."""
+        ...
 
+
+class Store(Protocol):
+    """The state this plugin owns, whoever keeps the sessions."""
+
+    @property
+    def durable(self) -> bool:
+        """False for the in-memory fallback: capabilities report it."""
+        ...
+
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    # -- session-key bindings (X-Hermes-Session-Key → session id) -------------------------------------
     async def session_for_key(self, scope: str, key: str) -> str | None: ...
 
     async def bind_session_key(self, scope: str, key: str, session_id: str) -> None: ...
+
+    async def unbind_session(self, session_id: str) -> None:
+        """Forget every session-key binding to a (deleted) session."""
+        ...
 
     # -- responses -----------------------------------------------------------------------------------
     async def put_response(self, response: StoredResponse, items: Sequence[dict[str, Any]]) -> list[Eviction]:
@@ -111,7 +169,10 @@ class Store(Protocol):
         """The response (marking it accessed), or None when unknown, deleted, evicted or of another scope."""
         ...
 
-    async def delete_response(self, scope: str, response_id: str) -> bool: ...
+    async def delete_response(self, scope: str, response_id: str) -> bool:
+        """Delete a response, its items, its conversation names and its journal; its admission (if any)
+        becomes a tombstone. False when unknown or of another scope."""
+        ...
 
     async def conversation_head(self, scope: str, name: str) -> str | None: ...
 
@@ -121,7 +182,9 @@ class Store(Protocol):
 
     async def find_item(self, scope: str, item_id: str) -> dict[str, Any] | None: ...
 
-    async def find_tool_output(self, scope: str, call_id: str) -> str | None: ...
+    async def find_tool_output(self, scope: str, call_id: str) -> str | None:
+        """The output of a tool this server ran (never a client's own function_call_output)."""
+        ...
 
     async def unsettled_responses(self) -> list[StoredResponse]:
         """Responses a previous gateway process left queued or in progress."""
@@ -138,10 +201,8 @@ class Store(Protocol):
         """Overwrite the record of an expired key with a new reservation."""
         ...
 
-    async def settle_admission(self, turn_id: str) -> None: ...
-
-    async def tombstone_admission(self, turn_id: str) -> None:
-        """The answer of the turn's admission is gone (deleted or evicted); the key stays consumed."""
+    async def settle_admission(self, turn_id: str) -> None:
+        """The turn's running admission becomes `settled` (other states are left alone)."""
         ...
 
     async def mark_unknown_admissions(self, owner: str) -> list[str]:
@@ -150,11 +211,12 @@ class Store(Protocol):
 
     async def admission_for_turn(self, scope: str, turn_id: str) -> AdmissionRecord | None: ...
 
-    async def delete_admission(self, scope: str, surface: str, key: str) -> None: ...
-
     # -- journals ------------------------------------------------------------------------------------
     async def append_journals(self, batches: Sequence[tuple[str, int, Sequence[str]]]) -> None:
-        """Append JSON-encoded events (turn id, first sequence number, events) in one transaction."""
+        """Write JSON-encoded events (turn id, sequence number of the first, events) in one transaction;
+        writing a sequence number again replaces that event."""
         ...
 
-    async def load_journal(self, turn_id: str) -> list[str]: ...
+    async def load_journal(self, turn_id: str) -> list[str]:
+        """A turn's events in sequence order; empty when unknown."""
+        ...

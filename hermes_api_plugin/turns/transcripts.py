@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from ..events import Compacted, TurnFinished
 from ..history import turn_messages
-from ..store.base import Store
+from ..store.base import SessionStore
 from .registry import Persister, Turn
 
 
-def session_transcripts(sessions: Store) -> Persister:
+def session_transcripts(sessions: SessionStore) -> Persister:
     """Append what a turn said (its inputs, tool calls and results, its answer) to its session, with its
     usage; a context compaction during the turn archives the earlier transcript first (WIRE.md §7.2)."""
 

@@ -1,4 +1,5 @@
-"""The SQLite store: file mode 0600, WAL, numbered migrations, session history round trips."""
+"""The SQLite backend only: file mode 0600, WAL, memory fallback, reopening a file. (What every backend does
+is in test_contract.py; migrations in test_migrations.py.)"""
 
 from __future__ import annotations
 
@@ -10,17 +11,20 @@ import pytest
 
 from hermes_api_plugin.content import ImagePart, Message, TextPart
 from hermes_api_plugin.store import SqliteStore, StoreError
-from hermes_api_plugin.store.sqlite import migrations
+from hermes_api_plugin.store.sqlite_migrate import load_migrations
 
 
-async def test_open_creates_a_private_wal_database_with_schema_version(tmp_path: Path) -> None:
+def bundled_versions() -> list[int]:
+    return [m.version for m in load_migrations()]
+
+
+async def test_open_creates_a_private_wal_database_with_every_migration_recorded(tmp_path: Path) -> None:
     path = tmp_path / "h" / "store.sqlite3"
     store = SqliteStore(path)
     await store.open()
     try:
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
-        assert await store.schema_version() == max(v for v, _ in migrations())
-        await store.append_session_messages("s", [Message("user", (TextPart("hi"),))])
+        await store.sessions.append_session_messages("s", [Message("user", (TextPart("hi"),))])
         for side in (Path(f"{path}-wal"), Path(f"{path}-shm")):
             if side.exists():
                 assert stat.S_IMODE(side.stat().st_mode) == 0o600, side
@@ -29,14 +33,14 @@ async def test_open_creates_a_private_wal_database_with_schema_version(tmp_path:
     conn = sqlite3.connect(path)
     try:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        versions = [row[0] for row in conn.execute("SELECT version FROM schema_version ORDER BY version")]
-        assert versions == [v for v, _ in migrations()]
+        versions = [version for (version,) in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
+        assert versions == bundled_versions()
     finally:
         conn.close()
 
 
 def test_migrations_are_numbered_from_one_without_gaps() -> None:
-    versions = [v for v, _ in migrations()]
+    versions = bundled_versions()
     assert versions == list(range(1, len(versions) + 1))
 
 
@@ -48,15 +52,14 @@ async def test_session_messages_round_trip_and_survive_reopen(tmp_path: Path) ->
     ]
     store = SqliteStore(path)
     await store.open()
-    await store.append_session_messages("s1", messages)
-    await store.append_session_messages("s2", [Message("user", (TextPart("other"),))])
+    await store.sessions.append_session_messages("s1", messages)
+    await store.sessions.append_session_messages("s2", [Message("user", (TextPart("other"),))])
     await store.close()
     again = SqliteStore(path)
     await again.open()
     try:
-        assert await again.load_session_messages("s1") == messages
-        assert await again.load_session_messages("unknown") == []
-        assert await again.schema_version() == max(v for v, _ in migrations())  # migrations not re-applied
+        assert await again.sessions.load_session_messages("s1") == messages
+        assert await again.sessions.load_session_messages("unknown") == []
     finally:
         await again.close()
 
@@ -64,7 +67,7 @@ async def test_session_messages_round_trip_and_survive_reopen(tmp_path: Path) ->
 async def test_closed_store_raises_store_error(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "s.sqlite3")
     with pytest.raises(StoreError):
-        await store.load_session_messages("s")
+        await store.sessions.load_session_messages("s")
 
 
 async def test_unopenable_store_falls_back_to_memory(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -73,7 +76,22 @@ async def test_unopenable_store_falls_back_to_memory(tmp_path: Path, caplog: pyt
     store = SqliteStore(blocker / "store.sqlite3", fallback_to_memory=True)
     await store.open()
     assert store.durable is False
-    await store.append_session_messages("s", [Message("user", (TextPart("x"),))])
-    assert [m.text for m in await store.load_session_messages("s")] == ["x"]
+    await store.sessions.append_session_messages("s", [Message("user", (TextPart("x"),))])
+    assert [m.text for m in await store.sessions.load_session_messages("s")] == ["x"]
     await store.close()
     assert "Store unavailable" in caplog.text
+
+
+async def test_corrupt_file_refuses_to_open_or_falls_back_to_memory(tmp_path: Path) -> None:
+    path = tmp_path / "store.sqlite3"
+    path.write_bytes(b"this is not a database" * 200)
+    with pytest.raises(StoreError, match="not a database"):
+        await SqliteStore(path).open()
+    store = SqliteStore(path, fallback_to_memory=True)
+    await store.open()
+    try:
+        assert store.durable is False
+        assert await store.sessions.create_session("s", None) is True
+    finally:
+        await store.close()
+    assert path.read_bytes().startswith(b"this is not a database")  # left as it was, for the operator

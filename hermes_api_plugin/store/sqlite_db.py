@@ -1,0 +1,125 @@
+"""One SQLite database shared by the session store and the plugin store: the connection, its thread, its file.
+
+stdlib sqlite3 on one dedicated thread (never on the event loop, and one thread means statements never
+interleave), WAL, file mode 0600, schema migrations on open, rows by column name (`sqlite3.Row`).
+Without a path, or when the file cannot be opened and the fallback is allowed, the same schema lives in
+memory and `durable` is False (WIRE.md §5.4).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sqlite3
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Callable, Iterator, TypeVar
+
+from .base import StoreError
+from .sqlite_migrate import load_migrations, migrate
+
+T = TypeVar("T")
+log = logging.getLogger("hermes_api_plugin")
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """`with transaction(conn):` one IMMEDIATE transaction (the write lock up front, so a read-then-write
+    never meets another writer halfway), rolled back on any error."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+class SqliteDatabase:
+    """The connection and its single worker thread; `call` runs a function on it and maps sqlite errors to
+    StoreError."""
+
+    def __init__(self, path: Path | None, *, fallback_to_memory: bool = False,
+                 migrations_dir: Traversable | Path | None = None) -> None:
+        self.path = path
+        self.fallback_to_memory = fallback_to_memory
+        self.migrations_dir = migrations_dir  # None: the bundled migrations (tests inject their own)
+        self.durable = path is not None
+        self._executor: ThreadPoolExecutor | None = None
+        self._conn: sqlite3.Connection | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self._conn is not None
+
+    async def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `fn(connection)` on the database thread."""
+        if self._executor is None or self._conn is None:
+            raise StoreError("the store is closed")
+        conn = self._conn
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, fn, conn)
+        except sqlite3.Error as exc:
+            raise StoreError(str(exc)) from exc
+
+    async def open(self) -> None:
+        """Open (creating and migrating) the file, or memory: see the module docstring."""
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hermes-api-store")
+        loop = asyncio.get_running_loop()
+        try:
+            try:
+                conn = await loop.run_in_executor(executor, self._open_sync, self.path)
+            except (OSError, sqlite3.Error) as exc:
+                if not self.fallback_to_memory or self.path is None:
+                    raise StoreError(f"cannot open {self.path or 'the in-memory store'}: {exc}") from exc
+                log.error("[API Server] Store unavailable (cannot open %s: %s); keeping state in memory until "
+                          "restart", self.path, exc)
+                self.durable = False
+                try:
+                    conn = await loop.run_in_executor(executor, self._open_sync, None)
+                except (OSError, sqlite3.Error) as again:
+                    raise StoreError(f"cannot open the in-memory store either: {again}") from again
+        except BaseException:
+            executor.shutdown(wait=False)
+            raise
+        self._executor, self._conn = executor, conn
+
+    def _open_sync(self, path: Path | None) -> sqlite3.Connection:
+        # isolation_level=None: no implicit transactions; every write path says BEGIN/COMMIT itself.
+        if path is None:
+            conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # Create the file 0600 before sqlite does, so it never exists with wider permissions.
+            os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+            os.chmod(path, 0o600)
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        try:
+            conn.row_factory = sqlite3.Row
+            if path is not None:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("PRAGMA busy_timeout=5000")
+            conn.execute("PRAGMA foreign_keys=ON")
+            migrate(conn, load_migrations(self.migrations_dir))
+        except BaseException:
+            conn.close()
+            raise
+        if path is not None:
+            for suffix in ("-wal", "-shm"):
+                side = Path(f"{path}{suffix}")
+                if side.exists():
+                    os.chmod(side, 0o600)
+        return conn
+
+    async def close(self) -> None:
+        if self._executor is None:
+            return
+        conn, self._conn = self._conn, None
+        executor, self._executor = self._executor, None
+        if conn is not None:
+            await asyncio.get_running_loop().run_in_executor(executor, conn.close)
+        executor.shutdown(wait=True)

@@ -1,0 +1,183 @@
+"""SqliteSessionStore: sessions and their messages in the `sessions` and `messages` tables.
+
+Touches no other table, so the plugin store can move elsewhere (or the sessions to Hermes' SessionDB)
+without this module knowing. Runs on the shared `SqliteDatabase`, which opens and closes it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from typing import Any, Sequence
+
+from ..content import Message
+from .base import SessionInfo, SessionMessageRow
+from .sqlite_db import SqliteDatabase, transaction
+
+_SESSION_COLUMNS = (
+    "s.id, s.source, s.title, s.model, s.created_at, s.ended_at, s.updated_at, s.input_tokens, s.output_tokens, "
+    "s.parent_session_id, s.pinned, s.archived, "
+    "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id AND m.compacted = 0) AS message_count, "
+    "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id AND m.role = 'tool') AS tool_call_count, "
+    # The preview skips the user-role summary message a compaction inserts.
+    "(SELECT m.content FROM messages m WHERE m.session_id = s.id AND m.role = 'user' "
+    "AND (m.extra IS NULL OR m.extra NOT LIKE '%\"summary\"%') ORDER BY m.id LIMIT 1) AS first_user_content"
+)
+_UPDATABLE = ("title", "pinned", "archived")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _session(row: sqlite3.Row | None) -> SessionInfo | None:
+    if row is None:
+        return None
+    preview = None
+    if row["first_user_content"] is not None:
+        parts = json.loads(row["first_user_content"])
+        preview = "".join(p.get("text", "") for p in parts if p.get("type") == "text")[:200]
+    return {
+        "id": row["id"], "source": row["source"], "title": row["title"], "model": row["model"],
+        "started_at": row["created_at"], "ended_at": row["ended_at"], "last_active": row["updated_at"],
+        "message_count": row["message_count"], "tool_call_count": row["tool_call_count"],
+        "input_tokens": row["input_tokens"], "output_tokens": row["output_tokens"],
+        "parent_session_id": row["parent_session_id"], "pinned": bool(row["pinned"]),
+        "archived": bool(row["archived"]), "preview": preview,
+    }
+
+
+class SqliteSessionStore:
+    """The SessionStore protocol over the plugin's own SQLite tables."""
+
+    def __init__(self, db: SqliteDatabase) -> None:
+        self.db = db
+
+    async def load_session_messages(self, session_id: str) -> list[Message]:
+        def load(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+            return conn.execute(
+                "SELECT role, content, reasoning, extra FROM messages WHERE session_id = ? AND compacted = 0 "
+                "ORDER BY id", (session_id,)
+            ).fetchall()
+
+        return [
+            Message.from_json({"role": row["role"], "content": json.loads(row["content"]),
+                               "reasoning": row["reasoning"], **json.loads(row["extra"] or "{}")})
+            for row in await self.db.call(load)
+        ]
+
+    async def append_session_messages(self, session_id: str, messages: Sequence[Message], *,
+                                      model: str | None = None, usage: tuple[int, int] = (0, 0),
+                                      compaction: str | None = None) -> None:
+        """Append a turn's messages; a compaction first archives the live transcript behind its summary."""
+        now = time.time()
+        rows = []
+        for m in messages:
+            body = m.to_json()
+            extra = {k: body[k] for k in ("tool_calls", "tool_call_id") if k in body}
+            rows.append((session_id, m.role, _dumps(body["content"]), m.reasoning,
+                         _dumps(extra) if extra else None, now))
+
+        def append(conn: sqlite3.Connection) -> None:
+            with transaction(conn):
+                conn.execute(
+                    "INSERT INTO sessions (id, created_at, updated_at, model, input_tokens, output_tokens) "
+                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET updated_at = excluded.updated_at, "
+                    "model = COALESCE(excluded.model, sessions.model), "
+                    "input_tokens = sessions.input_tokens + excluded.input_tokens, "
+                    "output_tokens = sessions.output_tokens + excluded.output_tokens",
+                    (session_id, now, now, model, usage[0], usage[1]),
+                )
+                if compaction is not None:
+                    conn.execute("UPDATE messages SET compacted = 1 WHERE session_id = ? AND compacted = 0",
+                                 (session_id,))
+                    conn.execute(
+                        "INSERT INTO messages (session_id, role, content, reasoning, extra, created_at) "
+                        "VALUES (?, 'user', ?, NULL, ?, ?)",
+                        (session_id, _dumps([{"type": "text", "text": compaction}]), _dumps({"summary": True}), now),
+                    )
+                conn.executemany(
+                    "INSERT INTO messages (session_id, role, content, reasoning, extra, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?)", rows,
+                )
+
+        await self.db.call(append)
+
+    async def list_sessions(self, limit: int, offset: int, source: str | None) -> tuple[list[SessionInfo], bool]:
+        def rows(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+            where, args = ("WHERE s.source = ?", [source]) if source else ("", [])
+            # One row beyond the page tells whether more follow.
+            return conn.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions s {where} ORDER BY s.updated_at DESC, s.id "
+                "LIMIT ? OFFSET ?", (*args, limit + 1, offset)).fetchall()
+
+        found = [s for s in map(_session, await self.db.call(rows)) if s is not None]
+        return found[:limit], len(found) > limit
+
+    async def get_session(self, session_id: str) -> SessionInfo | None:
+        return await self.db.call(lambda c: _session(c.execute(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.id = ?", (session_id,)).fetchone()))
+
+    async def create_session(self, session_id: str, title: str | None) -> bool:
+        now = time.time()
+
+        def create(conn: sqlite3.Connection) -> bool:
+            cursor = conn.execute(
+                "INSERT OR IGNORE INTO sessions (id, created_at, updated_at, title) VALUES (?, ?, ?, ?)",
+                (session_id, now, now, title))
+            return cursor.rowcount == 1
+
+        return await self.db.call(create)
+
+    async def update_session(self, session_id: str, fields: dict[str, Any]) -> bool:
+        # Column names come from the fixed _UPDATABLE list, never from the request.
+        columns = {k: (int(v) if isinstance(v, bool) else v) for k, v in fields.items() if k in _UPDATABLE}
+
+        def update(conn: sqlite3.Connection) -> bool:
+            if not columns:
+                return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
+            assignments = ", ".join(f"{k} = ?" for k in columns)
+            return conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?",
+                                (*columns.values(), session_id)).rowcount == 1
+
+        return await self.db.call(update)
+
+    async def delete_session(self, session_id: str) -> bool:
+        def delete(conn: sqlite3.Connection) -> bool:
+            with transaction(conn):
+                conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+                return conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount == 1
+
+        return await self.db.call(delete)
+
+    async def session_tool_names(self, session_id: str) -> dict[str, str]:
+        """tool_call_id → tool name for every tool call of a session (tool messages name their tool)."""
+        def names(conn: sqlite3.Connection) -> dict[str, str]:
+            found: dict[str, str] = {}
+            for row in conn.execute(
+                "SELECT extra FROM messages WHERE session_id = ? AND extra LIKE '%tool_calls%'", (session_id,)
+            ):
+                for call in json.loads(row["extra"]).get("tool_calls") or ():
+                    found[call["id"]] = call["function"]["name"]
+            return found
+
+        return await self.db.call(names)
+
+    async def session_message_rows(self, session_id: str, *, limit: int, offset: int, newest_first: bool,
+                                   include_compacted: bool) -> list[SessionMessageRow]:
+        """A page of a session's messages in chronological order (compacted ones first when included)."""
+        def rows(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+            where = "" if include_compacted else "AND compacted = 0"
+            direction = "DESC" if newest_first else "ASC"
+            page = conn.execute(
+                f"SELECT id, role, content, reasoning, extra, created_at, compacted FROM messages "
+                f"WHERE session_id = ? {where} ORDER BY compacted {'ASC' if newest_first else 'DESC'}, id {direction} "
+                "LIMIT ? OFFSET ?", (session_id, limit, offset)).fetchall()
+            return sorted(page, key=lambda r: (-r["compacted"], r["id"]))
+
+        return [
+            {"id": f"m_{r['id']}", "role": r["role"], "content": json.loads(r["content"]), "reasoning": r["reasoning"],
+             "extra": json.loads(r["extra"] or "{}"), "timestamp": r["created_at"], "compacted": bool(r["compacted"])}
+            for r in await self.db.call(rows)
+        ]
