@@ -54,10 +54,26 @@ class ToolEnd(NamedTuple):
     at: float
 
 
-# What a callback enqueues: finished events for text-like callbacks, raw records for tools (their ids are
-# normalised on the loop, where the set of running tools lives). NamedTuples: as cheap as the tuples
-# this hot path used to carry, with names instead of positions.
-Pending = ReasoningDelta | TextDelta | Commentary | Compacted | ToolStart | ToolEnd
+class DeltaRun:
+    """Consecutive reasoning or answer deltas not yet journaled: one object per run, not per token.
+
+    Deltas are the hot path (one callback per token); appending to the trailing run under the lock costs
+    less than building a record per delta, and the journal gets one coalesced event per run anyway.
+    """
+
+    __slots__ = ("kind", "parts")
+
+    def __init__(self, kind: type[ReasoningDelta] | type[TextDelta], text: str) -> None:
+        self.kind = kind
+        self.parts = [text]
+
+    def event(self) -> ReasoningDelta | TextDelta:
+        return self.kind("".join(self.parts))
+
+
+# What a callback enqueues: delta runs, finished events for commentary and compaction, raw records for
+# tools (their ids are normalised on the loop, where the set of running tools lives).
+Pending = DeltaRun | Commentary | Compacted | ToolStart | ToolEnd
 
 
 class TurnBridge:
@@ -82,11 +98,11 @@ class TurnBridge:
     # -- agent side (any thread) ------------------------------------------------------------------
     def on_reasoning(self, text: str) -> None:
         if text:
-            self._enqueue(ReasoningDelta(text))
+            self._enqueue_delta(ReasoningDelta, text)
 
     def on_text(self, text: str | None) -> None:
         if text:
-            self._enqueue(TextDelta(text))
+            self._enqueue_delta(TextDelta, text)
 
     def on_tool_start(self, call_id: str | None, name: str, arguments: Any) -> None:
         self._enqueue(ToolStart(call_id, name, arguments, time.monotonic()))
@@ -107,6 +123,22 @@ class TurnBridge:
             self._closed = True
         self.flush()
 
+    def _enqueue_delta(self, kind: type[ReasoningDelta] | type[TextDelta], text: str) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            pending = self._pending
+            if pending:
+                last = pending[-1]
+                if type(last) is DeltaRun and last.kind is kind:
+                    last.parts.append(text)  # a flush is already scheduled for the run
+                    return
+            pending.append(DeltaRun(kind, text))
+            if self._scheduled:
+                return
+            self._scheduled = True
+        self._wake()
+
     def _enqueue(self, item: Pending) -> None:
         with self._lock:
             if self._closed:
@@ -115,6 +147,9 @@ class TurnBridge:
             if self._scheduled:
                 return
             self._scheduled = True
+        self._wake()
+
+    def _wake(self) -> None:
         if threading.get_ident() == self._loop_thread:
             self._loop.call_soon(self._schedule_flush)  # same thread: no self-pipe wake-up syscall
             return
@@ -157,6 +192,8 @@ class TurnBridge:
         self._journal.extend(events)
 
     def _convert(self, item: Pending) -> TurnEvent | None:
+        if isinstance(item, DeltaRun):
+            return item.event()
         if isinstance(item, ToolStart):
             return self._tool_started(item)
         if isinstance(item, ToolEnd):
