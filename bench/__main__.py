@@ -19,8 +19,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import aiohttp
 
@@ -28,17 +29,34 @@ KEY = "bench-key-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 ROOT = Path(__file__).resolve().parent
 STAMP = re.compile(rb"(\d{10}\.\d{6});")
-FULL = {"deltas": 20000, "repeat": 3, "latency_streams": [1, 100, 1000], "latency_seconds": 3.0, "hz": 20,
-        "idle_streams": 10000, "admissions": 300, "startups": 3}
-QUICK = {"deltas": 500, "repeat": 1, "latency_streams": [1, 5], "latency_seconds": 1.0, "hz": 20,
-         "idle_streams": 50, "admissions": 20, "startups": 1}
+FULL = {
+    "deltas": 20000,
+    "repeat": 3,
+    "latency_streams": [1, 100, 1000],
+    "latency_seconds": 3.0,
+    "hz": 20,
+    "idle_streams": 10000,
+    "admissions": 300,
+    "startups": 3,
+}
+QUICK = {
+    "deltas": 500,
+    "repeat": 1,
+    "latency_streams": [1, 5],
+    "latency_seconds": 1.0,
+    "hz": 20,
+    "idle_streams": 50,
+    "admissions": 20,
+    "startups": 1,
+}
 
 
 def write_home(home: Path, keepalive: int) -> Path:
     home.mkdir(parents=True, exist_ok=True)
     (home / ".env").write_text(f"API_SERVER_ENABLED=true\nAPI_SERVER_KEY={KEY}\n", encoding="utf-8")
     (home / "config.yaml").write_text(
-        f"api_server:\n  max_concurrent_runs: 0\n  sse_keepalive_seconds: {keepalive}\n", encoding="utf-8")
+        f"api_server:\n  max_concurrent_runs: 0\n  sse_keepalive_seconds: {keepalive}\n", encoding="utf-8"
+    )
     return home
 
 
@@ -47,8 +65,11 @@ class Server:
 
     def __init__(self, home: Path, deltas: int) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bench.server", str(home), str(deltas)], cwd=ROOT.parent,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            [sys.executable, "-m", "bench.server", str(home), str(deltas)],
+            cwd=ROOT.parent,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
         )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
@@ -80,7 +101,7 @@ def percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 async def _timed_read(session: aiohttp.ClientSession, method: str, url: str, **kwargs: Any) -> tuple[float, bytes]:
@@ -97,14 +118,19 @@ async def throughput(session: aiohttp.ClientSession, server: Server, size: dict[
     chat_body = {"stream": True, "messages": [{"role": "user", "content": "deltas"}]}
     results: dict[str, list[float]] = {"chat": [], "responses": [], "raw": []}
     for _ in range(size["repeat"]):
-        elapsed, body = await _timed_read(session, "POST", server.url + "/v1/chat/completions", json=chat_body,
-                                          headers=AUTH)
-        text = "".join(json.loads(line[6:])["choices"][0]["delta"].get("content", "")
-                       for line in body.decode().split("\n") if line.startswith("data: {"))
+        elapsed, body = await _timed_read(
+            session, "POST", server.url + "/v1/chat/completions", json=chat_body, headers=AUTH
+        )
+        text = "".join(
+            json.loads(line[6:])["choices"][0]["delta"].get("content", "")
+            for line in body.decode().split("\n")
+            if line.startswith("data: {")
+        )
         assert len(text) == deltas, len(text)
         results["chat"].append(deltas / elapsed)
-        elapsed, body = await _timed_read(session, "POST", server.url + "/v1/responses",
-                                          json={"input": "deltas", "stream": True}, headers=AUTH)
+        elapsed, body = await _timed_read(
+            session, "POST", server.url + "/v1/responses", json={"input": "deltas", "stream": True}, headers=AUTH
+        )
         assert b"response.completed" in body
         results["responses"].append(deltas / elapsed)
         elapsed, body = await _timed_read(session, "GET", f"{server.raw_url}/raw?n={deltas}")
@@ -112,14 +138,18 @@ async def throughput(session: aiohttp.ClientSession, server: Server, size: dict[
         results["raw"].append(deltas / elapsed)
     best = {k: max(v) for k, v in results.items()}
     return {
-        "deltas": deltas, "chat_deltas_per_s": round(best["chat"]), "responses_deltas_per_s": round(best["responses"]),
-        "raw_deltas_per_s": round(best["raw"]), "chat_ratio": round(best["chat"] / best["raw"], 3),
+        "deltas": deltas,
+        "chat_deltas_per_s": round(best["chat"]),
+        "responses_deltas_per_s": round(best["responses"]),
+        "raw_deltas_per_s": round(best["raw"]),
+        "chat_ratio": round(best["chat"] / best["raw"], 3),
         "responses_ratio": round(best["responses"] / best["raw"], 3),
     }
 
 
-async def _latency_stream(session: aiohttp.ClientSession, url: str, ticks: int, hz: int,
-                          samples: list[float], phase: float) -> None:
+async def _latency_stream(
+    session: aiohttp.ClientSession, url: str, ticks: int, hz: int, samples: list[float], phase: float
+) -> None:
     # Streams start at spread-out phases of the tick period, as independent clients would: phase-locked
     # tickers would measure a synthetic burst of every stream at once instead of per-event latency.
     await asyncio.sleep(phase)
@@ -137,10 +167,14 @@ async def latency(session: aiohttp.ClientSession, server: Server, size: dict[str
     ticks = int(size["latency_seconds"] * hz)
     for streams in size["latency_streams"]:
         samples: list[float] = []
-        await asyncio.gather(*(_latency_stream(session, server.url, ticks, hz, samples, i / streams / hz)
-                               for i in range(streams)))
-        out[str(streams)] = {"events": len(samples), "p50_ms": round(percentile(samples, 50), 3),
-                             "p99_ms": round(percentile(samples, 99), 3)}
+        await asyncio.gather(
+            *(_latency_stream(session, server.url, ticks, hz, samples, i / streams / hz) for i in range(streams))
+        )
+        out[str(streams)] = {
+            "events": len(samples),
+            "p50_ms": round(percentile(samples, 50), 3),
+            "p99_ms": round(percentile(samples, 99), 3),
+        }
     return out
 
 
@@ -148,8 +182,13 @@ async def idle_streams(session: aiohttp.ClientSession, server: Server, size: dic
     """How many idle SSE streams (scripted sleep, keepalives flowing) the gateway holds, and RSS per stream."""
     count = size["idle_streams"]
     body = {"stream": True, "messages": [{"role": "user", "content": "idle"}]}
-    await _timed_read(session, "POST", server.url + "/v1/chat/completions", headers=AUTH,
-                      json={"stream": True, "messages": [{"role": "user", "content": "warm up"}]})
+    await _timed_read(
+        session,
+        "POST",
+        server.url + "/v1/chat/completions",
+        headers=AUTH,
+        json={"stream": True, "messages": [{"role": "user", "content": "warm up"}]},
+    )
     await asyncio.sleep(0.5)
     before = server.rss_kb()
     ready = 0
@@ -175,9 +214,15 @@ async def idle_streams(session: aiohttp.ClientSession, server: Server, size: dic
     for response in responses:
         response.close()
     errors = [repr(r) for r in results if isinstance(r, BaseException)][:3]
-    return {"requested": count, "held": ready, "open_seconds": round(opened, 2), "rss_before_kb": before,
-            "rss_after_kb": after, "rss_per_stream_kb": round((after - before) / max(ready, 1), 2),
-            "errors": errors}
+    return {
+        "requested": count,
+        "held": ready,
+        "open_seconds": round(opened, 2),
+        "rss_before_kb": before,
+        "rss_after_kb": after,
+        "rss_per_stream_kb": round((after - before) / max(ready, 1), 2),
+        "errors": errors,
+    }
 
 
 async def admissions(session: aiohttp.ClientSession, server: Server, size: dict[str, Any]) -> dict[str, Any]:
@@ -188,8 +233,9 @@ async def admissions(session: aiohttp.ClientSession, server: Server, size: dict[
         samples = []
         for i in range(size["admissions"]):
             headers = {**AUTH, "Idempotency-Key": f"bench-{time.time_ns()}-{i}"} if label == "keyed" else AUTH
-            elapsed, _ = await _timed_read(session, "POST", server.url + "/v1/chat/completions", json=body,
-                                           headers=headers)
+            elapsed, _ = await _timed_read(
+                session, "POST", server.url + "/v1/chat/completions", json=body, headers=headers
+            )
             samples.append(elapsed * 1000)
         out[label] = {"p50_ms": round(percentile(samples, 50), 3), "p99_ms": round(percentile(samples, 99), 3)}
     out["overhead_p50_ms"] = round(out["keyed"]["p50_ms"] - out["unkeyed"]["p50_ms"], 3)
@@ -205,8 +251,13 @@ def startup(size: dict[str, Any], work: Path) -> dict[str, Any]:
         home = write_home(work / f"startup{i}", 10)
         env = {**os.environ, "HERMES_HOME": str(home), "API_SERVER_PORT": "0"}
         started = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "hermes_api_plugin", "gateway"], env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "hermes_api_plugin", "gateway"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         assert proc.stdout is not None
         port = None
         for line in proc.stdout:
@@ -230,7 +281,10 @@ def startup(size: dict[str, Any], work: Path) -> dict[str, Any]:
 
 
 BENCHES: dict[str, Callable[..., Awaitable[dict[str, Any]]]] = {
-    "throughput": throughput, "latency": latency, "idle_streams": idle_streams, "admissions": admissions,
+    "throughput": throughput,
+    "latency": latency,
+    "idle_streams": idle_streams,
+    "admissions": admissions,
 }
 
 
@@ -244,21 +298,27 @@ def report(name: str, result: dict[str, Any]) -> list[str]:
             "aiohttp",
         ]
     if name == "latency":
-        return [f"latency.{n}_streams     p50 {v['p50_ms']} ms, p99 {v['p99_ms']} ms ({v['events']} events)"
-                for n, v in result.items()]
+        return [
+            f"latency.{n}_streams     p50 {v['p50_ms']} ms, p99 {v['p99_ms']} ms ({v['events']} events)"
+            for n, v in result.items()
+        ]
     if name == "idle_streams":
-        return [f"idle_streams           {result['held']}/{result['requested']} held, "
-                f"{result['rss_per_stream_kb']} KB RSS per stream (server {result['rss_before_kb']} -> "
-                f"{result['rss_after_kb']} KB)"]
+        return [
+            f"idle_streams           {result['held']}/{result['requested']} held, "
+            f"{result['rss_per_stream_kb']} KB RSS per stream (server {result['rss_before_kb']} -> "
+            f"{result['rss_after_kb']} KB)"
+        ]
     if name == "admissions":
-        return [f"admissions             unkeyed p50 {result['unkeyed']['p50_ms']} / p99 {result['unkeyed']['p99_ms']} ms, "
-                f"keyed p50 {result['keyed']['p50_ms']} / p99 {result['keyed']['p99_ms']} ms "
-                f"(+{result['overhead_p50_ms']} ms p50)"]
+        return [
+            f"admissions             unkeyed p50 {result['unkeyed']['p50_ms']} / p99 {result['unkeyed']['p99_ms']} ms, "
+            f"keyed p50 {result['keyed']['p50_ms']} / p99 {result['keyed']['p99_ms']} ms "
+            f"(+{result['overhead_p50_ms']} ms p50)"
+        ]
     return [f"startup                /health 200 after {result['median_s']} s (median of {result['runs']})"]
 
 
 async def run(size: dict[str, Any], only: list[str], work: Path) -> dict[str, Any]:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     results: dict[str, Any] = {}
     for name, bench in BENCHES.items():
@@ -291,7 +351,8 @@ def main(argv: list[str] | None = None) -> int:
         results = asyncio.run(run(size, args.only, Path(tmp)))
     document = {
         "machine": {"nproc": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
-        "size": "quick" if args.quick else "full", "results": results,
+        "size": "quick" if args.quick else "full",
+        "results": results,
     }
     Path(args.out).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     return 0

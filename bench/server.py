@@ -29,15 +29,20 @@ async def raw_stream(request: web.Request) -> web.StreamResponse:
     await response.prepare(request)
     created = int(time.time())
     for _ in range(count):
-        chunk = {"id": "chatcmpl-raw", "object": "chat.completion.chunk", "created": created, "model": "raw",
-                 "choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": None}]}
+        chunk = {
+            "id": "chatcmpl-raw",
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": "raw",
+            "choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": None}],
+        }
         await response.write(b"data: " + json.dumps(chunk, separators=(",", ":")).encode() + b"\n\n")
     await response.write(b"data: [DONE]\n\n")
     return response
 
 
 async def main(home: Path, deltas: int) -> None:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     script = home / "bench-script.yaml"
     write_script(str(script), deltas)

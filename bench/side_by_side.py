@@ -39,10 +39,16 @@ def _home(root: Path, provider: ScriptedProvider, port: int, ours: bool) -> Path
     work.mkdir()
     (home / ".env").write_text(
         f"API_SERVER_ENABLED=true\nAPI_SERVER_KEY={KEY}\nAPI_SERVER_HOST=127.0.0.1\nAPI_SERVER_PORT={port}\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     config: dict[str, Any] = {
-        "model": {"provider": "custom", "default": MODEL, "base_url": provider.base_url, "api_key": "bench",
-                  "context_length": 131072},
+        "model": {
+            "provider": "custom",
+            "default": MODEL,
+            "base_url": provider.base_url,
+            "api_key": "bench",
+            "context_length": 131072,
+        },
         "memory": {"memory_enabled": False, "user_profile_enabled": False, "provider": ""},
         "terminal": {"backend": "local", "cwd": str(work)},
         "platform_toolsets": {"api_server": ["terminal"]},
@@ -68,10 +74,19 @@ def _free_port() -> int:
 def _start(home: Path, ours: bool) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("API_SERVER_")}
     env["HERMES_HOME"] = str(home)
-    command = ([str(BIN / "python"), "-m", "hermes_api_plugin", "gateway"] if ours
-               else [str(BIN / "hermes"), "gateway", "run", "-v"])
-    return subprocess.Popen(command, env=env, cwd=ROOT.parent, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    command = (
+        [str(BIN / "python"), "-m", "hermes_api_plugin", "gateway"]
+        if ours
+        else [str(BIN / "hermes"), "gateway", "run", "-v"]
+    )
+    return subprocess.Popen(
+        command,
+        env=env,
+        cwd=ROOT.parent,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 async def _wait_health(url: str, timeout: float = 60.0) -> None:
@@ -95,8 +110,9 @@ async def _chat(session: aiohttp.ClientSession, url: str, prompt: str) -> dict[s
     reasoning = False
     deltas = 0
     done = False
-    async with session.post(url + "/v1/chat/completions", json=body,
-                            headers={"Authorization": f"Bearer {KEY}"}) as reply:
+    async with session.post(
+        url + "/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {KEY}"}
+    ) as reply:
         buffer = b""
         async for chunk in reply.content.iter_any():
             buffer += chunk
@@ -116,15 +132,21 @@ async def _chat(session: aiohttp.ClientSession, url: str, prompt: str) -> dict[s
                         deltas += 1
                         if first_content is None:
                             first_content = time.perf_counter() - started
-    return {"ttfb": first_content, "reasoning": reasoning, "deltas": deltas, "done": done,
-            "total": time.perf_counter() - started}
+    return {
+        "ttfb": first_content,
+        "reasoning": reasoning,
+        "deltas": deltas,
+        "done": done,
+        "total": time.perf_counter() - started,
+    }
 
 
 def _peak_rss_kb(pid: int) -> int:
     """VmHWM of the process and its children (hermes gateway runs in one process; be safe)."""
     total = 0
-    pids = [pid] + [int(p) for p in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
-                    .stdout.split()]
+    pids = [pid] + [
+        int(p) for p in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+    ]
     for each in pids:
         try:
             for line in Path(f"/proc/{each}/status").read_text().splitlines():
@@ -143,8 +165,9 @@ async def measure(provider: ScriptedProvider, root: Path, ours: bool, streams: i
     try:
         await _wait_health(url)
         tag = "plugin" if ours else "upstream"
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0),
-                                         timeout=aiohttp.ClientTimeout(total=300)) as session:
+        async with aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=0), timeout=aiohttp.ClientTimeout(total=300)
+        ) as session:
             await _chat(session, url, f"[bench] warm-up {tag} {time.time_ns()}")
             started = time.perf_counter()
             results = await asyncio.gather(
@@ -156,8 +179,11 @@ async def measure(provider: ScriptedProvider, root: Path, ours: bool, streams: i
         ttfb = [r["ttfb"] * 1000 for r in ok if r["ttfb"] is not None]
         return {
             "server": "hermes-api-plugin (hermes runtime)" if ours else "hermes-agent 0.19.0 built-in api_server",
-            "requests": streams, "completed": len(ok), "wall_s": round(wall, 2),
-            "ttfb_p50_ms": round(percentile(ttfb, 50), 1), "ttfb_p95_ms": round(percentile(ttfb, 95), 1),
+            "requests": streams,
+            "completed": len(ok),
+            "wall_s": round(wall, 2),
+            "ttfb_p50_ms": round(percentile(ttfb, 50), 1),
+            "ttfb_p95_ms": round(percentile(ttfb, 95), 1),
             "content_deltas_per_request": round(sum(r["deltas"] for r in ok) / max(len(ok), 1), 1),
             "reasoning_arrives": any(r["reasoning"] for r in ok),
             "peak_rss_mb": round(_peak_rss_kb(proc.pid) / 1024, 1),
@@ -173,10 +199,12 @@ async def measure(provider: ScriptedProvider, root: Path, ours: bool, streams: i
 
 
 def report(result: dict[str, Any]) -> str:
-    return (f"side_by_side.{'plugin' if 'plugin' in result['server'] else 'upstream':9s} "
-            f"{result['completed']}/{result['requests']} completed in {result['wall_s']} s, first content "
-            f"p50 {result['ttfb_p50_ms']} ms / p95 {result['ttfb_p95_ms']} ms, peak RSS {result['peak_rss_mb']} MB, "
-            f"reasoning {'arrives' if result['reasoning_arrives'] else 'never arrives'}")
+    return (
+        f"side_by_side.{'plugin' if 'plugin' in result['server'] else 'upstream':9s} "
+        f"{result['completed']}/{result['requests']} completed in {result['wall_s']} s, first content "
+        f"p50 {result['ttfb_p50_ms']} ms / p95 {result['ttfb_p95_ms']} ms, peak RSS {result['peak_rss_mb']} MB, "
+        f"reasoning {'arrives' if result['reasoning_arrives'] else 'never arrives'}"
+    )
 
 
 async def run(streams: int) -> dict[str, Any]:
@@ -190,8 +218,12 @@ async def run(streams: int) -> dict[str, Any]:
     if plugin["ttfb_p50_ms"] and upstream["ttfb_p50_ms"]:
         out["ttfb_p50_ratio_upstream_over_plugin"] = round(upstream["ttfb_p50_ms"] / plugin["ttfb_p50_ms"], 2)
         out["wall_ratio_upstream_over_plugin"] = round(upstream["wall_s"] / plugin["wall_s"], 2)
-        print(f"side_by_side.ratio     upstream / plugin: first content p50 x{out['ttfb_p50_ratio_upstream_over_plugin']}, "
-              f"wall time x{out['wall_ratio_upstream_over_plugin']}", flush=True)
+        print(
+            "side_by_side.ratio     upstream / plugin: "
+            f"first content p50 x{out['ttfb_p50_ratio_upstream_over_plugin']}, "
+            f"wall time x{out['wall_ratio_upstream_over_plugin']}",
+            flush=True,
+        )
     return out
 
 

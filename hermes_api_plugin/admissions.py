@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Literal, Mapping
+from typing import Any, Literal
 
 from .errors import ApiError
 from .store.base import AdmissionRecord, Store
@@ -46,8 +47,9 @@ def admission_expired() -> ApiError:
 
 
 def storage_unavailable() -> ApiError:
-    return ApiError(503, "storage_unavailable", type="server_error", code="storage_unavailable",
-                    headers={"Retry-After": "1"})
+    return ApiError(
+        503, "storage_unavailable", type="server_error", code="storage_unavailable", headers={"Retry-After": "1"}
+    )
 
 
 ERRORS = {
@@ -90,8 +92,9 @@ class Decision:
 class Admissions:
     """Looks up, reserves and settles admissions for one gateway process (`boot_id` owns what it runs)."""
 
-    def __init__(self, store: Store, boot_id: str, *, retention_s: int, tombstone_s: int,
-                 clock: Clock = time.time) -> None:
+    def __init__(
+        self, store: Store, boot_id: str, *, retention_s: int, tombstone_s: int, clock: Clock = time.time
+    ) -> None:
         self.store = store
         self.boot_id = boot_id
         self.retention_s = retention_s
@@ -132,12 +135,24 @@ class Admissions:
             return Decision("attach" if live(record.turn_id) else "unknown", record)
         return Decision("replay", record)
 
-    async def reserve(self, slot: Slot, turn_id: str, reply: Mapping[str, Any],
-                      replace_expired: bool) -> AdmissionRecord | None:
+    async def reserve(
+        self, slot: Slot, turn_id: str, reply: Mapping[str, Any], replace_expired: bool
+    ) -> AdmissionRecord | None:
         """Reserve the key for `turn_id` in one transaction; returns the holder if another got there first.
         Raises StoreError when the store fails."""
-        record = AdmissionRecord(slot.scope, slot.surface, slot.key, slot.identity, slot.target, "running", turn_id,
-                                 dict(reply), self.boot_id, self.clock(), None)
+        record = AdmissionRecord(
+            slot.scope,
+            slot.surface,
+            slot.key,
+            slot.identity,
+            slot.target,
+            "running",
+            turn_id,
+            dict(reply),
+            self.boot_id,
+            self.clock(),
+            None,
+        )
         if replace_expired:
             await self.store.replace_admission(record)
             return None

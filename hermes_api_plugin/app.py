@@ -27,9 +27,9 @@ from .keys import (
 )
 from .middleware import MAX_BODY_BYTES, MIDDLEWARES, add_common_headers
 from .model_options import ModelOptionsCache
-from .routes import chat, discovery, responses, runs, sessions
 from .protocol.common import credential_scope
 from .recovery import recover
+from .routes import chat, discovery, responses, runs, sessions
 from .runtimes.base import AgentRuntime, TurnHooks
 from .store.base import SessionStore, Store
 from .store.sqlite import SqliteStore
@@ -39,8 +39,9 @@ from .turns.durable import JournalSaver
 from .turns.transcripts import session_transcripts
 
 
-def create_app(settings: Settings, runtime: AgentRuntime, store: Store, hooks: TurnHooks,
-               session_store: SessionStore | None = None) -> web.Application:
+def create_app(
+    settings: Settings, runtime: AgentRuntime, store: Store, hooks: TurnHooks, session_store: SessionStore | None = None
+) -> web.Application:
     """Build the API app. The store is opened on startup; turns are drained before it is closed.
 
     `session_store` defaults to the session tables of a SQLite `store` (same database); a store without
@@ -62,13 +63,18 @@ def create_app(settings: Settings, runtime: AgentRuntime, store: Store, hooks: T
     app[SCOPE] = credential_scope(settings.profile, settings.key)
     secret_values = tuple(s for s in (settings.key, settings.model.api_key) if s)
     app[TURNS] = TurnRegistry(
-        runtime, session_transcripts(session_store), hooks, max_concurrent=settings.max_concurrent_runs,
+        runtime,
+        session_transcripts(session_store),
+        hooks,
+        max_concurrent=settings.max_concurrent_runs,
         secret_values=secret_values,
     )
     app[JOURNALS] = JournalSaver(store)
     app[MODEL_OPTIONS] = ModelOptionsCache()
     app[ADMISSIONS] = Admissions(
-        store, secrets.token_hex(8), retention_s=settings.idempotency_retention_seconds,
+        store,
+        secrets.token_hex(8),
+        retention_s=settings.idempotency_retention_seconds,
         tombstone_s=settings.idempotency_tombstone_seconds,
     )
     app[CHAINS] = Chains(store, session_store, app[SCOPE])
@@ -85,8 +91,12 @@ def create_app(settings: Settings, runtime: AgentRuntime, store: Store, hooks: T
     app.router.add_get("/v1/responses/{response_id}", responses.get_response, name="response", allow_head=False)
     app.router.add_delete("/v1/responses/{response_id}", responses.delete_response, name="response_delete")
     app.router.add_post("/v1/responses/{response_id}/cancel", responses.cancel_response, name="response_cancel")
-    app.router.add_get("/v1/responses/{response_id}/input_items", responses.list_input_items,
-                       name="response_input_items", allow_head=False)
+    app.router.add_get(
+        "/v1/responses/{response_id}/input_items",
+        responses.list_input_items,
+        name="response_input_items",
+        allow_head=False,
+    )
     app.router.add_post("/v1/runs", runs.create_run, name="runs")
     app.router.add_get("/v1/runs/{run_id}", runs.get_run, name="run_status", allow_head=False)
     app.router.add_get("/v1/runs/{run_id}/events", runs.run_events, name="run_events", allow_head=False)
@@ -96,11 +106,13 @@ def create_app(settings: Settings, runtime: AgentRuntime, store: Store, hooks: T
     app.router.add_get("/api/sessions/{session_id}", sessions.get_session, name="session", allow_head=False)
     app.router.add_patch("/api/sessions/{session_id}", sessions.update_session, name="session_update")
     app.router.add_delete("/api/sessions/{session_id}", sessions.delete_session, name="session_delete")
-    app.router.add_get("/api/sessions/{session_id}/messages", sessions.session_messages, name="session_messages",
-                       allow_head=False)
+    app.router.add_get(
+        "/api/sessions/{session_id}/messages", sessions.session_messages, name="session_messages", allow_head=False
+    )
     app.router.add_post("/api/sessions/{session_id}/chat", sessions.session_chat, name="session_chat")
-    app.router.add_post("/api/sessions/{session_id}/chat/stream", sessions.session_chat_stream,
-                        name="session_chat_stream")
+    app.router.add_post(
+        "/api/sessions/{session_id}/chat/stream", sessions.session_chat_stream, name="session_chat_stream"
+    )
 
     # Retired (410 after authentication); unnamed, so capabilities do not list them.
     app.router.add_route("*", "/v1/browser-control/register", discovery.retired)

@@ -8,8 +8,9 @@ queued turn sees what the turn before it added).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from .content import Message
 from .errors import ApiError, not_found
@@ -41,7 +42,9 @@ class Chains:
         self.sessions = sessions
         self.scope = scope
 
-    async def previous(self, previous_response_id: str | None, conversation: str | None = None) -> StoredResponse | None:
+    async def previous(
+        self, previous_response_id: str | None, conversation: str | None = None
+    ) -> StoredResponse | None:
         """The stored Response a request continues: by id (404 when unknown), or the head of a conversation
         name (None for a new name)."""
         if previous_response_id is not None:
@@ -54,8 +57,14 @@ class Chains:
             return await self.store.get_response(self.scope, head_id) if head_id else None
         return None
 
-    async def resolve(self, *, explicit_session: str | None, previous: StoredResponse | None,
-                      session_key: str | None, new_session: Callable[[], str]) -> Chain:
+    async def resolve(
+        self,
+        *,
+        explicit_session: str | None,
+        previous: StoredResponse | None,
+        session_key: str | None,
+        new_session: Callable[[], str],
+    ) -> Chain:
         """Session precedence: an explicit session id, the chain's session, the session bound to the
         session key (or a new one bound to it), else a new session."""
         if explicit_session is not None:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
@@ -154,7 +155,9 @@ class _Reader:
             return default
         return parsed
 
-    def integer(self, env_name: str | None, path: str, default: int, lo: int | None = None, hi: int | None = None) -> int:
+    def integer(
+        self, env_name: str | None, path: str, default: int, lo: int | None = None, hi: int | None = None
+    ) -> int:
         value, where = self.raw(env_name, path)
         if value is None:
             return default

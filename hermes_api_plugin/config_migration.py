@@ -17,7 +17,9 @@ log = logging.getLogger("hermes_api_plugin")
 
 _BROWSER = re.compile(r"^browser\s*:\s*(#.*)?$")
 _CHILD = re.compile(r"^(\s+)extension_control\s*:")
-MIGRATED = "[API Server] Removed obsolete browser.extension_control from config.yaml (use browser.cdp_url / browser_exec)"
+MIGRATED = (
+    "[API Server] Removed obsolete browser.extension_control from config.yaml (use browser.cdp_url / browser_exec)"
+)
 
 
 def _indent(line: str) -> int:
@@ -56,7 +58,7 @@ def without_extension_control(text: str) -> str | None:
                         break
                 elif not following.strip() or _indent(following) <= level:
                     # A blank line or a shallow comment belongs to the section only if the section goes on.
-                    rest = next((ln for ln in lines[end + 1:] if _content(ln)), None)
+                    rest = next((ln for ln in lines[end + 1 :] if _content(ln)), None)
                     if rest is None or _indent(rest) <= level:
                         break
                 end += 1

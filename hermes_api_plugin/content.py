@@ -123,7 +123,9 @@ def _image(url: Any, detail: Any, param: str) -> ImagePart:
         if not lowered.startswith("data:image/"):
             raise _unsupported(param)
         if not _IMAGE_DATA_URL.match(url):
-            raise invalid_request("invalid_image_url", "Image data URLs must be base64: data:image/<type>;base64,<data>", param)
+            raise invalid_request(
+                "invalid_image_url", "Image data URLs must be base64: data:image/<type>;base64,<data>", param
+            )
     elif not (lowered.startswith("http://") or lowered.startswith("https://")):
         raise invalid_request("invalid_image_url", "Image URL must use http, https or a data:image URL", param)
     if detail is not None and (not isinstance(detail, str) or not detail.strip()):
@@ -149,7 +151,9 @@ def parse_part(part: Any, param: str) -> Part:
         if isinstance(image, str):
             return _image(image, part.get("detail"), param)
         if not isinstance(image, dict):
-            raise invalid_request("invalid_content_part", "An 'image_url' part needs an 'image_url' object or string", param)
+            raise invalid_request(
+                "invalid_content_part", "An 'image_url' part needs an 'image_url' object or string", param
+            )
         return _image(image.get("url"), image.get("detail"), param)
     if kind == "input_image":
         if part.get("image_url") is None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any, AsyncContextManager, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from aiohttp import web
 
@@ -26,8 +27,12 @@ Render = Callable[[list[TurnEvent]], Iterable[SseRecord]]
 
 def client_gone() -> ApiError:
     """The response head could not be written: the client closed the connection first (nginx's 499)."""
-    return ApiError(499, "The client closed the connection before the response head was written",
-                    type="invalid_request_error", code="client_closed_request")
+    return ApiError(
+        499,
+        "The client closed the connection before the response head was written",
+        type="invalid_request_error",
+        code="client_closed_request",
+    )
 
 
 def on_client_gone(request: web.Request, turn: Turn, keep: bool) -> None:
@@ -40,8 +45,14 @@ def on_client_gone(request: web.Request, turn: Turn, keep: bool) -> None:
         turn.detached = True
 
 
-async def pump(stream: SseStream, journal: Journal, render: Render, keepalive: float, start: int = 0,
-               before_send: Callable[[], Awaitable[None]] | None = None) -> bool:
+async def pump(
+    stream: SseStream,
+    journal: Journal,
+    render: Render,
+    keepalive: float,
+    start: int = 0,
+    before_send: Callable[[], Awaitable[None]] | None = None,
+) -> bool:
     """Render and write the journal from `start` until its terminal record; False when the client left.
 
     `before_send` runs before each batch is written (e.g. waiting until the batch is durable).
@@ -58,8 +69,9 @@ async def pump(stream: SseStream, journal: Journal, render: Render, keepalive: f
     return True
 
 
-async def await_settled(reply: EarlyJson, journal: Journal, fold: Callable[[list[TurnEvent]], object],
-                        keepalive: float) -> bool:
+async def await_settled(
+    reply: EarlyJson, journal: Journal, fold: Callable[[list[TurnEvent]], object], keepalive: float
+) -> bool:
     """Fold the journal until it settles, padding the reply while idle; False when the client left."""
     async for batch in journal.follow(0, idle_timeout=keepalive):
         if batch is not None:
@@ -90,11 +102,22 @@ async def _open_json(request: web.Request, headers: Mapping[str, str]) -> EarlyJ
         raise client_gone() from None
 
 
-async def deliver(request: web.Request, journal: Journal, held: HeldTurn | None, *, stream: bool, keep: bool,
-                  headers: Mapping[str, str], render: Render, fold: Callable[[list[TurnEvent]], object],
-                  body: Callable[[], Mapping[str, Any]], first: Sequence[SseRecord] = (),
-                  sse: SseStream | None = None, done_marker: bool = False,
-                  before_send: Callable[[], Awaitable[None]] | None = None) -> web.StreamResponse:
+async def deliver(
+    request: web.Request,
+    journal: Journal,
+    held: HeldTurn | None,
+    *,
+    stream: bool,
+    keep: bool,
+    headers: Mapping[str, str],
+    render: Render,
+    fold: Callable[[list[TurnEvent]], object],
+    body: Callable[[], Mapping[str, Any]],
+    first: Sequence[SseRecord] = (),
+    sse: SseStream | None = None,
+    done_marker: bool = False,
+    before_send: Callable[[], Awaitable[None]] | None = None,
+) -> web.StreamResponse:
     """A turn's journal (live, attached or replayed) as an SSE stream or as an early-head JSON reply.
 
     `held` is the turn this request admitted (None for attaches and replays: their clients only watch);
@@ -102,7 +125,7 @@ async def deliver(request: web.Request, journal: Journal, held: HeldTurn | None,
     background). `sse` is a stream whose head was already written; `done_marker` ends with `[DONE]`.
     """
     keepalive = request.app[SETTINGS].sse_keepalive_seconds
-    guard: AsyncContextManager[Turn | None] = held if held is not None else contextlib.nullcontext()
+    guard: contextlib.AbstractAsyncContextManager[Turn | None] = held if held is not None else contextlib.nullcontext()
     async with guard as turn:
         try:
             if stream:

@@ -119,7 +119,7 @@ class TurnTranscript:
     count); `any_text` means answer text was delivered.
     """
 
-    __slots__ = ("_reasoning", "_answer", "_in_burst", "any_text", "finished")
+    __slots__ = ("_answer", "_in_burst", "_reasoning", "any_text", "finished")
 
     def __init__(self) -> None:
         self._reasoning: list[str] = []
@@ -145,9 +145,8 @@ class TurnTranscript:
         elif isinstance(event, ToolStarted) or (isinstance(event, ToolCompleted) and not event.stopped):
             self._in_burst = False
             self._answer.clear()
-        elif isinstance(event, ToolCompleted):  # stopped by the end of the turn: the answer stands
-            self._in_burst = False
-        elif isinstance(event, Commentary):
+        elif isinstance(event, (ToolCompleted, Commentary)):
+            # a tool the end of the turn stopped, or commentary beside the answer: the answer stands
             self._in_burst = False
         elif isinstance(event, TurnFinished):
             self._in_burst = False
@@ -170,28 +169,45 @@ class TurnTranscript:
 
 _EVENT_TYPES: dict[str, type] = {
     cls.__name__: cls
-    for cls in (ReasoningDelta, TextDelta, ToolStarted, ToolCompleted, Commentary, Compacted, StatusChanged,
-                TurnFinished)
+    for cls in (
+        ReasoningDelta,
+        TextDelta,
+        ToolStarted,
+        ToolCompleted,
+        Commentary,
+        Compacted,
+        StatusChanged,
+        TurnFinished,
+    )
 }
 
 
 def event_to_json(event: TurnEvent) -> dict[str, Any]:
     """A journal event as a JSON object (`t` names the type), for durable journals."""
     if isinstance(event, TurnFinished):
-        return {"t": "TurnFinished", "status": event.status.value, "prompt_tokens": event.usage.prompt_tokens,
-                "completion_tokens": event.usage.completion_tokens, "error_code": event.error_code,
-                "error_message": event.error_message}
+        return {
+            "t": "TurnFinished",
+            "status": event.status.value,
+            "prompt_tokens": event.usage.prompt_tokens,
+            "completion_tokens": event.usage.completion_tokens,
+            "error_code": event.error_code,
+            "error_message": event.error_message,
+        }
     if isinstance(event, StatusChanged):
         return {"t": "StatusChanged", "status": event.status.value}
-    return {"t": type(event).__name__, **{name: getattr(event, name) for name in event.__slots__}}  # type: ignore[union-attr]
+    return {"t": type(event).__name__, **{name: getattr(event, name) for name in event.__slots__}}
 
 
 def event_from_json(data: dict[str, Any]) -> TurnEvent:
     kind = data["t"]
     if kind == "TurnFinished":
-        return TurnFinished(TurnStatus(data["status"]), Usage(data["prompt_tokens"], data["completion_tokens"]),
-                            data["error_code"], data["error_message"])
+        return TurnFinished(
+            TurnStatus(data["status"]),
+            Usage(data["prompt_tokens"], data["completion_tokens"]),
+            data["error_code"],
+            data["error_message"],
+        )
     if kind == "StatusChanged":
         return StatusChanged(TurnStatus(data["status"]))
     fields = {k: v for k, v in data.items() if k != "t"}
-    return _EVENT_TYPES[kind](**fields)  # type: ignore[no-any-return]
+    return _EVENT_TYPES[kind](**fields)

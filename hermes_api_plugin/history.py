@@ -6,7 +6,7 @@ tools it ran and their results on later turns.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from .content import Message, ToolCall, text_message
 from .events import TextDelta, ToolCompleted, ToolStarted, TurnEvent, TurnTranscript

@@ -11,7 +11,8 @@ import hmac
 import json
 import logging
 import re
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 
@@ -137,7 +138,9 @@ async def limits_middleware(request: web.Request, handler: Handler) -> web.Strea
         try:
             length = int(raw_length)
         except ValueError:
-            raise invalid_request("invalid_content_length", "Content-Length is not a number", "Content-Length") from None
+            raise invalid_request(
+                "invalid_content_length", "Content-Length is not a number", "Content-Length"
+            ) from None
         if length > MAX_BODY_BYTES:
             raise body_too_large(MAX_BODY_BYTES)
     for name, value in request.headers.items():

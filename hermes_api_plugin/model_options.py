@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .runtimes.base import AgentRuntime
 
@@ -30,8 +31,9 @@ class ModelOptionsCache:
         self.fetched_at = 0
         self._lock = asyncio.Lock()
 
-    async def get(self, runtime: AgentRuntime, configured: Sequence[Mapping[str, Any]],
-                  refresh: bool) -> tuple[list[dict[str, Any]], bool]:
+    async def get(
+        self, runtime: AgentRuntime, configured: Sequence[Mapping[str, Any]], refresh: bool
+    ) -> tuple[list[dict[str, Any]], bool]:
         """(options, cached): `cached` is False when this call built the list."""
         async with self._lock:
             if self.options is not None and not refresh:

@@ -39,9 +39,18 @@ _SUMMARIES = {
 _ERROR = {
     "type": "object",
     "required": ["error"],
-    "properties": {"error": {"type": "object", "required": ["message", "type", "param", "code"], "properties": {
-        "message": {"type": "string"}, "type": {"type": "string"},
-        "param": {"type": ["string", "null"]}, "code": {"type": ["string", "null"]}}}},
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["message", "type", "param", "code"],
+            "properties": {
+                "message": {"type": "string"},
+                "type": {"type": "string"},
+                "param": {"type": ["string", "null"]},
+                "code": {"type": ["string", "null"]},
+            },
+        }
+    },
 }
 
 
@@ -64,15 +73,22 @@ def build_openapi(app: web.Application) -> dict[str, Any]:
             "summary": _SUMMARIES.get(name, name),
             "responses": {
                 "202" if name == "runs" else "201" if name == "session_create" else "200": {
-                    "description": "Success", "content": content},
-                "default": {"description": "Error", "content": {
-                    "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+                    "description": "Success",
+                    "content": content,
+                },
+                "default": {
+                    "description": "Error",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+                },
             },
         }
         if name not in ("health", "health_v1"):
             operation["security"] = [{"bearer": []}]
-        params = [{"name": part[1:-1], "in": "path", "required": True, "schema": {"type": "string"}}
-                  for part in path.split("/") if part.startswith("{")]
+        params = [
+            {"name": part[1:-1], "in": "path", "required": True, "schema": {"type": "string"}}
+            for part in path.split("/")
+            if part.startswith("{")
+        ]
         if params:
             operation["parameters"] = params
         paths.setdefault(path, {})[route.method.lower()] = operation

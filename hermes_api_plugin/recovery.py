@@ -27,11 +27,15 @@ async def settle_leftover_responses(settings: Settings, store: Store) -> None:
         r = renderer(settings, head_from_snapshot(record.snapshot), record.commentary)
         r.created(record.queued)
         r.render(journal.events)
-        settled = replace(record, status=r.status, snapshot=r.snapshot(),
-                          messages=turn_messages(record.messages, journal.events))
+        settled = replace(
+            record, status=r.status, snapshot=r.snapshot(), messages=turn_messages(record.messages, journal.events)
+        )
         await store.put_response(settled, [*record.input_items, *r.output])
-        log.warning("[API Server] Response %s was left %s by a previous process: settled failed (unknown_execution)",
-                    record.id, record.status)
+        log.warning(
+            "[API Server] Response %s was left %s by a previous process: settled failed (unknown_execution)",
+            record.id,
+            record.status,
+        )
 
 
 async def recover(settings: Settings, store: Store, admissions: Admissions) -> None:

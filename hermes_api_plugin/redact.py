@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 _PATTERNS = (
     re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-]{12,}"),

@@ -7,7 +7,8 @@ write becomes a no-op, so handlers stop cleanly instead of raising into the turn
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from aiohttp import web
 

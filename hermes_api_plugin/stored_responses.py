@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, replace
-from typing import Any, Sequence
+from typing import Any
 
 from .chains import Chains, extended, fixed_history
 from .config import Settings
@@ -28,16 +29,24 @@ TRUNCATION_KEEP = 100
 def renderer(settings: Settings, head: ResponseHead, commentary: bool, tool_items: bool = True) -> ResponsesRenderer:
     """A renderer for one delivery; per-request options (`X-Hermes-Tool-Items`) apply to it, never to what
     is stored."""
-    return ResponsesRenderer(head, commentary=commentary, tool_output_max_chars=settings.tool_output_max_chars,
-                             tool_items=tool_items)
+    return ResponsesRenderer(
+        head, commentary=commentary, tool_output_max_chars=settings.tool_output_max_chars, tool_items=tool_items
+    )
 
 
 def head_from_snapshot(snapshot: dict[str, Any]) -> ResponseHead:
     return ResponseHead(
-        id=snapshot["id"], created_at=snapshot["created_at"], model=snapshot["model"],
-        background=snapshot["background"], store=snapshot["store"], instructions=snapshot["instructions"],
-        metadata=snapshot["metadata"], tools=snapshot["tools"], tool_choice=snapshot["tool_choice"],
-        parallel_tool_calls=snapshot["parallel_tool_calls"], previous_response_id=snapshot["previous_response_id"],
+        id=snapshot["id"],
+        created_at=snapshot["created_at"],
+        model=snapshot["model"],
+        background=snapshot["background"],
+        store=snapshot["store"],
+        instructions=snapshot["instructions"],
+        metadata=snapshot["metadata"],
+        tools=snapshot["tools"],
+        tool_choice=snapshot["tool_choice"],
+        parallel_tool_calls=snapshot["parallel_tool_calls"],
+        previous_response_id=snapshot["previous_response_id"],
     )
 
 
@@ -52,16 +61,26 @@ def live_snapshot(settings: Settings, record: StoredResponse, turn: Turn) -> dic
 def log_evictions(evictions: Sequence[Eviction]) -> None:
     for eviction in evictions:
         if eviction.conversations:
-            log.info("[API Server] Evicted response %s (responses.max_stored); conversation name(s) %s no longer "
-                     "resolve", eviction.response_id, ", ".join(eviction.conversations))
+            log.info(
+                "[API Server] Evicted response %s (responses.max_stored); conversation name(s) %s no longer resolve",
+                eviction.response_id,
+                ", ".join(eviction.conversations),
+            )
 
 
 class ResponseCreation:
     """A new Response: `plan()` resolves its input and chain and describes its turn; after admission `head`,
     `session_id` and `commentary` say how to render it."""
 
-    def __init__(self, settings: Settings, store: Store, chains: Chains, journals: JournalSaver,
-                 body: ResponsesRequest, hermes: HermesHeaders) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        chains: Chains,
+        journals: JournalSaver,
+        body: ResponsesRequest,
+        hermes: HermesHeaders,
+    ) -> None:
         self.settings = settings
         self.store = store
         self.chains = chains
@@ -79,8 +98,9 @@ class ResponseCreation:
         previous = await chains.previous(body.previous_response_id, body.conversation)
         # A conversation name never falls back to the session key (WIRE.md §4.7).
         key = self.hermes.session_key if body.conversation is None else None
-        chain = await chains.resolve(explicit_session=None, previous=previous, session_key=key,
-                                     new_session=new_chain_session_id)
+        chain = await chains.resolve(
+            explicit_session=None, previous=previous, session_key=key, new_session=new_chain_session_id
+        )
         inherited = previous.instructions if previous else None
         instructions = body.instructions if body.instructions is not None else inherited
         system = "\n".join(s for s in ([instructions] if instructions else []) + resolved.system if s) or None
@@ -93,29 +113,59 @@ class ResponseCreation:
             base = chains.session_history(chain.session_id)
         history = extended(base, resolved.messages[:-1], TRUNCATION_KEEP if body.truncation == "auto" else None)
         head = ResponseHead(
-            id=response_id, created_at=int(time.time()), model=body.selection.model or settings.model_name,
-            background=body.background, store=body.store, instructions=instructions, metadata=body.metadata,
-            tools=body.tools, tool_choice=body.tool_choice, parallel_tool_calls=body.parallel_tool_calls,
+            id=response_id,
+            created_at=int(time.time()),
+            model=body.selection.model or settings.model_name,
+            background=body.background,
+            store=body.store,
+            instructions=instructions,
+            metadata=body.metadata,
+            tools=body.tools,
+            tool_choice=body.tool_choice,
+            parallel_tool_calls=body.parallel_tool_calls,
             previous_response_id=previous.id if previous else None,
         )
         self.head, self.session_id = head, chain.session_id
-        plan = TurnPlan(session_id=chain.session_id, input=resolved.messages[-1], selection=body.selection,
-                        system_prompt=system, metadata=body.metadata, history=history, inputs=resolved.messages,
-                        bind_key=chain.bind_key, durable=body.store)
+        plan = TurnPlan(
+            session_id=chain.session_id,
+            input=resolved.messages[-1],
+            selection=body.selection,
+            system_prompt=system,
+            metadata=body.metadata,
+            history=history,
+            inputs=resolved.messages,
+            bind_key=chain.bind_key,
+            durable=body.store,
+        )
         record = StoredResponse(
-            id=response_id, scope=chains.scope, turn_id=plan.turn_id, session_id=chain.session_id,
-            status="in_progress", snapshot={}, previous_response_id=head.previous_response_id,
-            conversation=body.conversation, input_items=resolved.stored_items, instructions=instructions,
+            id=response_id,
+            scope=chains.scope,
+            turn_id=plan.turn_id,
+            session_id=chain.session_id,
+            status="in_progress",
+            snapshot={},
+            previous_response_id=head.previous_response_id,
+            conversation=body.conversation,
+            input_items=resolved.stored_items,
+            instructions=instructions,
             commentary=self.commentary,
             messages=list(resolved.messages),  # until it settles: what a restart-settled turn leaves in the chain
         )
-        return replace(plan, reply=self._reply, persist=self._persister(record) if body.store else None,
-                       admitted=self._storer(record) if body.store else None)
+        return replace(
+            plan,
+            reply=self._reply,
+            persist=self._persister(record) if body.store else None,
+            admitted=self._storer(record) if body.store else None,
+        )
 
     def _reply(self, turn: Turn) -> dict[str, Any]:
         assert self.head is not None
-        return {"head": asdict(self.head), "commentary": self.commentary, "queued": turn.queued_at_admission,
-                "session_id": self.session_id}
+        return {
+            "head": asdict(self.head),
+            "commentary": self.commentary,
+            "queued": turn.queued_at_admission,
+            "session_id": self.session_id,
+        }
 
     def renderer(self) -> ResponsesRenderer:
         assert self.head is not None
@@ -140,8 +190,13 @@ class ResponseCreation:
             r = renderer(settings, head, commentary)
             r.created(turn.queued_at_admission)
             r.render([*turn.journal.events, finished])
-            final = replace(record, status=r.status, snapshot=r.snapshot(), queued=turn.queued_at_admission,
-                            messages=turn_messages(turn.inputs, turn.journal.events))
+            final = replace(
+                record,
+                status=r.status,
+                snapshot=r.snapshot(),
+                queued=turn.queued_at_admission,
+                messages=turn_messages(turn.inputs, turn.journal.events),
+            )
             await journals.write_now(turn.run_id, turn.journal, [finished])
             log_evictions(await store.put_response(final, [*record.input_items, *r.output]))
 

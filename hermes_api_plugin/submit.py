@@ -17,8 +17,9 @@ reservation only, never delivery: a retry arriving while the turn runs attaches 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Generic, Literal, Mapping, Sequence, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from .admissions import Admissions, Slot, error_for
 from .config import Settings
@@ -84,8 +85,15 @@ Outcome = NewTurn[H] | Existing | Refusal[H]
 class Submitter:
     """Runs the submission path for one gateway process."""
 
-    def __init__(self, settings: Settings, scope: str, registry: TurnRegistry, admissions: Admissions, store: Store,
-                 journals: JournalSaver) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        scope: str,
+        registry: TurnRegistry,
+        admissions: Admissions,
+        store: Store,
+        journals: JournalSaver,
+    ) -> None:
         self.settings = settings
         self.scope = scope  # the credential scope (WIRE.md §1.3) of every request this process admits
         self.registry = registry
@@ -97,8 +105,12 @@ class Submitter:
         """The idempotency slot of a request (None without `Idempotency-Key`)."""
         return None if key is None else Slot(self.scope, surface, key, identity, canonical_json(target))
 
-    async def submit(self, slot: Slot | None, plan: Callable[[], Awaitable[TurnPlan]],
-                     early_head: Callable[[Turn], Awaitable[H]] | None = None) -> Outcome[H]:
+    async def submit(
+        self,
+        slot: Slot | None,
+        plan: Callable[[], Awaitable[TurnPlan]],
+        early_head: Callable[[Turn], Awaitable[H]] | None = None,
+    ) -> Outcome[H]:
         """The outcome of one work-creating request. ApiErrors of validation, resolution (404), the
         cap (429) and draining (503) propagate; admission refusals come back as `Refusal`."""
         self.registry.check_draining()
@@ -124,19 +136,36 @@ class Submitter:
             return Refusal("storage_unavailable")
         return Existing("replay", record, journal, None)
 
-    async def _new(self, slot: Slot | None, replace_expired: bool, plan: Callable[[], Awaitable[TurnPlan]],
-                   early_head: Callable[[Turn], Awaitable[H]] | None) -> NewTurn[H] | Refusal[H]:
+    async def _new(
+        self,
+        slot: Slot | None,
+        replace_expired: bool,
+        plan: Callable[[], Awaitable[TurnPlan]],
+        early_head: Callable[[Turn], Awaitable[H]] | None,
+    ) -> NewTurn[H] | Refusal[H]:
         p = await plan()
         settings = self.settings
         request = TurnRequest(
-            turn_id=p.turn_id, session_id=p.session_id, input=p.input, system_prompt=p.system_prompt,
-            model=p.selection.model, provider=p.selection.provider, model_options=p.selection.model_options,
-            reasoning_enabled=p.selection.reasoning_enabled, reasoning_effort=p.selection.reasoning_effort,
-            commentary_enabled=settings.interim_assistant_messages, max_iterations=settings.max_turns,
+            turn_id=p.turn_id,
+            session_id=p.session_id,
+            input=p.input,
+            system_prompt=p.system_prompt,
+            model=p.selection.model,
+            provider=p.selection.provider,
+            model_options=p.selection.model_options,
+            reasoning_enabled=p.selection.reasoning_enabled,
+            reasoning_effort=p.selection.reasoning_effort,
+            commentary_enabled=settings.interim_assistant_messages,
+            max_iterations=settings.max_turns,
             metadata=p.metadata,
         )
-        held = self.registry.admit(request, queue_key=p.session_id if p.queued else None, history=p.history,
-                                   inputs=p.inputs, persist=self._persister(p, slot is not None))
+        held = self.registry.admit(
+            request,
+            queue_key=p.session_id if p.queued else None,
+            history=p.history,
+            inputs=p.inputs,
+            persist=self._persister(p, slot is not None),
+        )
         turn = held.turn
         head: H | None = None
         try:

@@ -32,7 +32,6 @@ _ERROR_TYPES = {
 }
 
 
-
 def usage_dict(usage: Usage) -> dict[str, int]:
     return {
         "prompt_tokens": usage.prompt_tokens,
@@ -56,7 +55,9 @@ def finish_fields(finished: TurnFinished, partial: bool) -> tuple[str, dict[str,
         code = finished.error_code or "iteration_budget_exhausted"
         return "length", {"hermes": {"completed": False, "partial": True, "failed": False, "error_code": code}}
     if status is TurnStatus.CANCELLED:
-        return "cancelled", {"hermes": {"completed": False, "partial": partial, "failed": False, "error_code": "cancelled"}}
+        return "cancelled", {
+            "hermes": {"completed": False, "partial": partial, "failed": False, "error_code": "cancelled"}
+        }
     code = finished.error_code or "agent_error"
     error = {
         "message": finished.error_message or code,
@@ -64,7 +65,10 @@ def finish_fields(finished: TurnFinished, partial: bool) -> tuple[str, dict[str,
         "param": None,
         "code": code,
     }
-    return "error", {"error": error, "hermes": {"completed": False, "partial": partial, "failed": True, "error_code": code}}
+    return "error", {
+        "error": error,
+        "hermes": {"completed": False, "partial": partial, "failed": True, "error_code": code},
+    }
 
 
 class ChatRenderer:
@@ -96,7 +100,9 @@ class ChatRenderer:
             emitted = self.transcript.feed(event)
             if isinstance(event, ReasoningDelta):
                 assert emitted is not None
-                records.extend(SseRecord(None, self._chunk({"content": "", "reasoning_content": p})) for p in _pieces(emitted))
+                records.extend(
+                    SseRecord(None, self._chunk({"content": "", "reasoning_content": p})) for p in _pieces(emitted)
+                )
             elif isinstance(event, TextDelta):
                 records.extend(SseRecord(None, self._chunk({"content": p})) for p in _pieces(event.text))
             elif isinstance(event, ToolStarted):

@@ -8,7 +8,8 @@ drops the completion of a tool that never started.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from ..events import ToolCompleted, ToolStarted, TurnEvent, TurnTranscript
 

@@ -88,8 +88,14 @@ class _Open:
 class ResponsesRenderer:
     """Renders one turn as one Response; feed it journal batches in order."""
 
-    def __init__(self, head: ResponseHead, *, commentary: bool = True, tool_output_max_chars: int = 16000,
-                 tool_items: bool = True) -> None:
+    def __init__(
+        self,
+        head: ResponseHead,
+        *,
+        commentary: bool = True,
+        tool_output_max_chars: int = 16000,
+        tool_items: bool = True,
+    ) -> None:
         self.head = head
         self.commentary = commentary
         self.tool_items = tool_items  # False: server tools are not shown (X-Hermes-Tool-Items: off)
@@ -187,51 +193,104 @@ class ResponsesRenderer:
         if self._reasoning is None:
             index = self._new_index()
             self._reasoning = _Open(item_id("rs", self.head.id, index), index)
-            self._add(records, index, {"id": self._reasoning.id, "type": "reasoning", "status": "in_progress", "summary": []})
-            self._emit(records, "response.reasoning_summary_part.added", item_id=self._reasoning.id, output_index=index,
-                       summary_index=0, part={"type": "summary_text", "text": ""})
+            self._add(
+                records, index, {"id": self._reasoning.id, "type": "reasoning", "status": "in_progress", "summary": []}
+            )
+            self._emit(
+                records,
+                "response.reasoning_summary_part.added",
+                item_id=self._reasoning.id,
+                output_index=index,
+                summary_index=0,
+                part={"type": "summary_text", "text": ""},
+            )
         self._reasoning.parts.append(text)
-        self._emit(records, "response.reasoning_summary_text.delta", item_id=self._reasoning.id,
-                   output_index=self._reasoning.index, summary_index=0, delta=text)
+        self._emit(
+            records,
+            "response.reasoning_summary_text.delta",
+            item_id=self._reasoning.id,
+            output_index=self._reasoning.index,
+            summary_index=0,
+            delta=text,
+        )
 
     def _close_reasoning(self, records: list[SseRecord], status: str) -> None:
         open_item, self._reasoning = self._reasoning, None
         if open_item is None:
             return
         text, rid, index = open_item.text, open_item.id, open_item.index
-        self._emit(records, "response.reasoning_summary_text.done", item_id=rid, output_index=index, summary_index=0,
-                   text=text)
-        self._emit(records, "response.reasoning_summary_part.done", item_id=rid, output_index=index, summary_index=0,
-                   part={"type": "summary_text", "text": text})
-        self._finish_item(records, index, {"id": rid, "type": "reasoning", "status": status,
-                                           "summary": [{"type": "summary_text", "text": text}]})
+        self._emit(
+            records, "response.reasoning_summary_text.done", item_id=rid, output_index=index, summary_index=0, text=text
+        )
+        self._emit(
+            records,
+            "response.reasoning_summary_part.done",
+            item_id=rid,
+            output_index=index,
+            summary_index=0,
+            part={"type": "summary_text", "text": text},
+        )
+        self._finish_item(
+            records,
+            index,
+            {"id": rid, "type": "reasoning", "status": status, "summary": [{"type": "summary_text", "text": text}]},
+        )
 
     def _open_message(self, records: list[SseRecord]) -> _Open:
         index = self._new_index()
         message = _Open(item_id("msg", self.head.id, index), index)
         self._message = message
-        self._add(records, index, {"id": message.id, "type": "message", "status": "in_progress", "role": "assistant",
-                                   "content": []})
-        self._emit(records, "response.content_part.added", item_id=message.id, output_index=index, content_index=0,
-                   part=_text_part(""))
+        self._add(
+            records,
+            index,
+            {"id": message.id, "type": "message", "status": "in_progress", "role": "assistant", "content": []},
+        )
+        self._emit(
+            records,
+            "response.content_part.added",
+            item_id=message.id,
+            output_index=index,
+            content_index=0,
+            part=_text_part(""),
+        )
         return message
 
     def _on_text(self, records: list[SseRecord], text: str) -> None:
         self._close_reasoning(records, "completed")
         message = self._message or self._open_message(records)
         message.parts.append(text)
-        self._emit(records, "response.output_text.delta", item_id=message.id, output_index=message.index,
-                   content_index=0, delta=text, logprobs=[])
+        self._emit(
+            records,
+            "response.output_text.delta",
+            item_id=message.id,
+            output_index=message.index,
+            content_index=0,
+            delta=text,
+            logprobs=[],
+        )
 
     def _close_message(self, records: list[SseRecord], status: str, phase: str | None = None) -> None:
         open_item, self._message = self._message, None
         if open_item is None:
             return
         text, mid, index = open_item.text, open_item.id, open_item.index
-        self._emit(records, "response.output_text.done", item_id=mid, output_index=index, content_index=0, text=text,
-                   logprobs=[])
-        self._emit(records, "response.content_part.done", item_id=mid, output_index=index, content_index=0,
-                   part=_text_part(text))
+        self._emit(
+            records,
+            "response.output_text.done",
+            item_id=mid,
+            output_index=index,
+            content_index=0,
+            text=text,
+            logprobs=[],
+        )
+        self._emit(
+            records,
+            "response.content_part.done",
+            item_id=mid,
+            output_index=index,
+            content_index=0,
+            part=_text_part(text),
+        )
         item: dict[str, Any] = {"id": mid, "type": "message", "status": status, "role": "assistant"}
         if phase is not None:
             item["phase"] = phase
@@ -244,19 +303,36 @@ class ResponsesRenderer:
 
     def _on_commentary(self, records: list[SseRecord], text: str) -> None:
         index = self._new_index()
-        item = {"id": item_id("msg", self.head.id, index), "type": "message", "status": "completed",
-                "role": "assistant", "phase": "commentary", "content": [_text_part(text)]}
+        item = {
+            "id": item_id("msg", self.head.id, index),
+            "type": "message",
+            "status": "completed",
+            "role": "assistant",
+            "phase": "commentary",
+            "content": [_text_part(text)],
+        }
         self._add(records, index, item)
         self._finish_item(records, index, item)
 
     def _on_tool_started(self, records: list[SseRecord], event: ToolStarted) -> None:
         index = self._new_index()
-        item = {"id": item_id("fc", self.head.id, index), "type": "function_call", "status": "in_progress",
-                "call_id": event.call_id, "name": event.name, "arguments": event.arguments}
+        item = {
+            "id": item_id("fc", self.head.id, index),
+            "type": "function_call",
+            "status": "in_progress",
+            "call_id": event.call_id,
+            "name": event.name,
+            "arguments": event.arguments,
+        }
         self._tools[event.call_id] = (item, index)
         self._add(records, index, item)
-        self._emit(records, "response.function_call_arguments.done", item_id=item["id"], output_index=index,
-                   arguments=event.arguments)
+        self._emit(
+            records,
+            "response.function_call_arguments.done",
+            item_id=item["id"],
+            output_index=index,
+            arguments=event.arguments,
+        )
 
     def _on_tool_completed(self, records: list[SseRecord], event: ToolCompleted) -> None:
         entry = self._tools.pop(event.call_id, None)
@@ -266,8 +342,13 @@ class ResponsesRenderer:
         self._finish_item(records, index, {**started, "status": "completed"})
         out_index = self._new_index()
         output = "[interrupted]" if event.stopped else truncate_output(event.result, self.tool_output_max_chars)
-        item = {"id": item_id("fco", self.head.id, out_index), "type": "function_call_output", "status": "completed",
-                "call_id": event.call_id, "output": output}
+        item = {
+            "id": item_id("fco", self.head.id, out_index),
+            "type": "function_call_output",
+            "status": "completed",
+            "call_id": event.call_id,
+            "output": output,
+        }
         self._add(records, out_index, item)
         self._finish_item(records, out_index, item)
 

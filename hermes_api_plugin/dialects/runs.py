@@ -6,7 +6,8 @@ and the time the event was journaled. The settled status and the terminal event 
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..events import (
     Commentary,
@@ -22,10 +23,12 @@ from ..events import (
 from .record import NumberedFold, SseRecord
 
 
-
 def run_usage(usage: Usage) -> dict[str, int]:
-    return {"input_tokens": usage.prompt_tokens, "output_tokens": usage.completion_tokens,
-            "total_tokens": usage.total_tokens}
+    return {
+        "input_tokens": usage.prompt_tokens,
+        "output_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }
 
 
 def terminal_fields(finished: TurnFinished) -> dict[str, Any]:
@@ -61,8 +64,15 @@ class RunEventsRenderer(NumberedFold):
         elif isinstance(event, ToolStarted):
             self._record(records, "tool.started", at, tool=event.name, tool_call_id=event.call_id, preview=event.label)
         elif isinstance(event, ToolCompleted):
-            self._record(records, "tool.completed", at, tool=event.name, tool_call_id=event.call_id,
-                         duration=round(event.duration_ms / 1000, 3), error=event.is_error)
+            self._record(
+                records,
+                "tool.completed",
+                at,
+                tool=event.name,
+                tool_call_id=event.call_id,
+                duration=round(event.duration_ms / 1000, 3),
+                error=event.is_error,
+            )
         elif isinstance(event, TurnFinished):
             fields: dict[str, Any] = {"output": self.transcript.answer, "usage": run_usage(event.usage)}
             extra = terminal_fields(event)
@@ -73,15 +83,29 @@ class RunEventsRenderer(NumberedFold):
             self._record(records, f"run.{event.status.value}", at, **fields)
 
 
-def run_object(run_id: str, *, status: str, created_at: float, updated_at: float, session_id: str, model: str,
-               renderer: RunEventsRenderer) -> dict[str, Any]:
+def run_object(
+    run_id: str,
+    *,
+    status: str,
+    created_at: float,
+    updated_at: float,
+    session_id: str,
+    model: str,
+    renderer: RunEventsRenderer,
+) -> dict[str, Any]:
     """The `hermes.run` object from a renderer that has seen the journal so far."""
     finished = renderer.transcript.finished
     extra = terminal_fields(finished) if finished is not None else {"error": None, "turn_exit_reason": None}
     return {
-        "object": "hermes.run", "run_id": run_id, "status": status, "created_at": round(created_at, 3),
-        "updated_at": round(updated_at, 3), "session_id": session_id, "model": model,
-        "last_event": renderer.last_event, "output": renderer.transcript.answer,
+        "object": "hermes.run",
+        "run_id": run_id,
+        "status": status,
+        "created_at": round(created_at, 3),
+        "updated_at": round(updated_at, 3),
+        "session_id": session_id,
+        "model": model,
+        "last_event": renderer.last_event,
+        "output": renderer.transcript.answer,
         "usage": run_usage(finished.usage) if finished is not None else None,
         **extra,
     }

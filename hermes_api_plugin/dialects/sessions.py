@@ -7,7 +7,8 @@ event then `done`; `assistant.completed` is the assistant's closing frame, never
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..events import (
     Commentary,
@@ -21,6 +22,7 @@ from ..events import (
 from .record import NumberedFold, SseRecord
 from .runs import run_usage, terminal_fields
 
+
 class SessionStreamRenderer(NumberedFold):
     """Renders one session chat turn as named records with ids; `stamps[i]` is when event `i` was journaled."""
 
@@ -31,8 +33,14 @@ class SessionStreamRenderer(NumberedFold):
         self.message_id = "msg_" + hashlib.sha256(run_id.encode()).hexdigest()[:24]
 
     def _record(self, records: list[SseRecord], name: str, at: float, **fields: Any) -> None:
-        payload = {"event": name, "session_id": self.session_id, "run_id": self.run_id, "seq": self.last_id + 1,
-                   "ts": at, **fields}
+        payload = {
+            "event": name,
+            "session_id": self.session_id,
+            "run_id": self.run_id,
+            "seq": self.last_id + 1,
+            "ts": at,
+            **fields,
+        }
         self.emit(records, name, payload)
 
     def head(self, at: float) -> list[SseRecord]:
@@ -48,11 +56,19 @@ class SessionStreamRenderer(NumberedFold):
         elif isinstance(event, TextDelta):
             self._record(records, "assistant.delta", at, message_id=self.message_id, delta=event.text)
         elif isinstance(event, ToolStarted):
-            self._record(records, "tool.started", at, tool_call_id=event.call_id, tool_name=event.name,
-                         preview=event.label)
+            self._record(
+                records, "tool.started", at, tool_call_id=event.call_id, tool_name=event.name, preview=event.label
+            )
         elif isinstance(event, ToolCompleted):
-            self._record(records, "tool.completed", at, tool_call_id=event.call_id, tool_name=event.name,
-                         duration_ms=event.duration_ms, is_error=event.is_error)
+            self._record(
+                records,
+                "tool.completed",
+                at,
+                tool_call_id=event.call_id,
+                tool_name=event.name,
+                duration_ms=event.duration_ms,
+                is_error=event.is_error,
+            )
         elif isinstance(event, Commentary):
             if not event.already_streamed:
                 self._record(records, "assistant.commentary", at, message_id=self.message_id, text=event.text)
@@ -83,7 +99,11 @@ class SessionStreamRenderer(NumberedFold):
         if self.transcript.reasoning is not None:
             message["reasoning_content"] = self.transcript.reasoning
         return {
-            "object": "hermes.session.chat.completion", "status": finished.status.value,
-            "session_id": self.session_id, "run_id": self.run_id, "message": message,
-            "usage": run_usage(finished.usage), **terminal_fields(finished),
+            "object": "hermes.session.chat.completion",
+            "status": finished.status.value,
+            "session_id": self.session_id,
+            "run_id": self.run_id,
+            "message": message,
+            "usage": run_usage(finished.usage),
+            **terminal_fields(finished),
         }

@@ -138,8 +138,11 @@ def _build_adapter_class() -> type:
             for problem in settings.problems:
                 log.warning("[API Server] config: %s", problem)
             if not check_startable(settings):
-                reason = ("API_SERVER_KEY is missing or shorter than 16 characters" if settings.enabled
-                          else "API_SERVER_ENABLED is not true")
+                reason = (
+                    "API_SERVER_KEY is missing or shorter than 16 characters"
+                    if settings.enabled
+                    else "API_SERVER_ENABLED is not true"
+                )
                 return self._refuse("api_server_refused", f"API server not started: {reason}")
             try:
                 if settings.runtime == "scripted":
@@ -187,10 +190,12 @@ def _build_adapter_class() -> type:
                 log.info("[API Server] Stopped")
             compat.mark_disconnected(self)
 
-        async def send(self, chat_id: str, content: str, reply_to: str | None = None,
-                       metadata: dict[str, Any] | None = None) -> Any:
-            return compat.send_result(success=False,
-                                      error="The API server answers over HTTP; it has no chats to send to")
+        async def send(
+            self, chat_id: str, content: str, reply_to: str | None = None, metadata: dict[str, Any] | None = None
+        ) -> Any:
+            return compat.send_result(
+                success=False, error="The API server answers over HTTP; it has no chats to send to"
+            )
 
         async def get_chat_info(self, chat_id: str) -> dict[str, Any]:
             settings = self.settings
@@ -226,21 +231,27 @@ async def on_gateway_startup(context: dict[str, Any] | None = None, runner: Any 
     platform = compat.api_server_platform()
     current = adapters.get(platform)
     if getattr(current, "hermes_api_plugin", False):
-        log.info("[API Server] hermes-api-plugin serves the api_server platform (plugin entry point %s)",
-                 ENTRY_POINT_NAME)
+        log.info(
+            "[API Server] hermes-api-plugin serves the api_server platform (plugin entry point %s)", ENTRY_POINT_NAME
+        )
         return "active"
     if _registered:  # the entry point's adapter was not started or refused to start; it logged why
         log.debug("[API Server] hermes-api-plugin hook: the entry point's adapter is not serving; not retrying")
         return "refused"
     settings = current_settings()
     if not settings.enabled:
-        log.info("[API Server] hermes-api-plugin hook: API server not enabled (API_SERVER_ENABLED / "
-                 "api_server.enabled); nothing started")
+        log.info(
+            "[API Server] hermes-api-plugin hook: API server not enabled (API_SERVER_ENABLED / "
+            "api_server.enabled); nothing started"
+        )
         return "disabled"
     if current is not None:
         log.error(HELD_BY_BUILTIN, settings.port)
-        log.error("[API Server] To serve this plugin instead, add %s to plugins.enabled in config.yaml "
-                  "(it replaces the built-in api_server platform)", ENTRY_POINT_NAME)
+        log.error(
+            "[API Server] To serve this plugin instead, add %s to plugins.enabled in config.yaml "
+            "(it replaces the built-in api_server platform)",
+            ENTRY_POINT_NAME,
+        )
         return "held"
     adapter = make_adapter(compat.gateway_platform_config(runner))
     if not await adapter.connect():

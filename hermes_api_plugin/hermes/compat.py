@@ -25,9 +25,10 @@ import inspect
 import json
 import logging
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 log = logging.getLogger("hermes_api_plugin")
 
@@ -36,9 +37,32 @@ API_SERVER = "api_server"  # the platform name the plugin serves (gateway.config
 # hermes-agent 0.19.0's top-level modules (its wheel's top_level.txt): an absolute import of one of them is an
 # import of hermes-agent.
 HERMES_TOP_LEVEL_MODULES = frozenset(
-    "acp_adapter agent batch_runner cli cron gateway hermes_bootstrap hermes_cli hermes_constants hermes_logging "
-    "hermes_state hermes_time mcp_serve model_tools plugins providers run_agent tools toolset_distributions toolsets "
-    "trajectory_compressor tui_gateway utils".split())
+    [
+        "acp_adapter",
+        "agent",
+        "batch_runner",
+        "cli",
+        "cron",
+        "gateway",
+        "hermes_bootstrap",
+        "hermes_cli",
+        "hermes_constants",
+        "hermes_logging",
+        "hermes_state",
+        "hermes_time",
+        "mcp_serve",
+        "model_tools",
+        "plugins",
+        "providers",
+        "run_agent",
+        "tools",
+        "toolset_distributions",
+        "toolsets",
+        "trajectory_compressor",
+        "tui_gateway",
+        "utils",
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -76,69 +100,175 @@ _DEFAULT_TOOLSETS = "AIAgent's default toolsets instead of platform_toolsets.api
 
 # -- the declared list: every hermes-agent name the plugin uses ------------------------------------------------
 
-AIAGENT = HermesName("run_agent", "AIAgent", args=(), attrs=("context_compressor",), kwargs=(
-    # set by the runtime
-    "model", "max_iterations", "quiet_mode", "verbose_logging", "ephemeral_system_prompt", "session_id", "platform",
-    "session_db", "reasoning_config", "service_tier", "enabled_toolsets", "fallback_model", "reasoning_callback",
-    "stream_delta_callback", "tool_start_callback", "tool_complete_callback", "interim_assistant_callback",
-    "event_callback",
-    # passed through from runtime_agent_kwargs() (the keys of hermes-agent 0.19) or the model: section
-    "api_key", "base_url", "provider", "api_mode", "command", "args", "credential_pool", "max_tokens"))
-RUN_CONVERSATION = HermesName("run_agent", "AIAgent.run_conversation",
-                              args=(), kwargs=("user_message", "conversation_history", "task_id"))
+AIAGENT = HermesName(
+    "run_agent",
+    "AIAgent",
+    args=(),
+    attrs=("context_compressor",),
+    kwargs=(
+        # set by the runtime
+        "model",
+        "max_iterations",
+        "quiet_mode",
+        "verbose_logging",
+        "ephemeral_system_prompt",
+        "session_id",
+        "platform",
+        "session_db",
+        "reasoning_config",
+        "service_tier",
+        "enabled_toolsets",
+        "fallback_model",
+        "reasoning_callback",
+        "stream_delta_callback",
+        "tool_start_callback",
+        "tool_complete_callback",
+        "interim_assistant_callback",
+        "event_callback",
+        # passed through from runtime_agent_kwargs() (the keys of hermes-agent 0.19) or the model: section
+        "api_key",
+        "base_url",
+        "provider",
+        "api_mode",
+        "command",
+        "args",
+        "credential_pool",
+        "max_tokens",
+    ),
+)
+RUN_CONVERSATION = HermesName(
+    "run_agent", "AIAgent.run_conversation", args=(), kwargs=("user_message", "conversation_history", "task_id")
+)
 INTERRUPT = HermesName("run_agent", "AIAgent.interrupt", args=("message",))
-COMPACTION_SUMMARY = HermesName("agent.context_compressor", "ContextCompressor", attrs=("_previous_summary",),
-                                fallback="compaction events carry an empty summary")
+COMPACTION_SUMMARY = HermesName(
+    "agent.context_compressor",
+    "ContextCompressor",
+    attrs=("_previous_summary",),
+    fallback="compaction events carry an empty summary",
+)
 RUNTIME_KWARGS = HermesName("gateway.run", "_resolve_runtime_agent_kwargs", args=(), fallback=_MODEL_SECTION)
-RUNTIME_KWARGS_FOR_PROVIDER = HermesName("gateway.run", "_resolve_runtime_agent_kwargs_for_provider",
-                                         args=("provider",), fallback=_MODEL_SECTION)
+RUNTIME_KWARGS_FOR_PROVIDER = HermesName(
+    "gateway.run", "_resolve_runtime_agent_kwargs_for_provider", args=("provider",), fallback=_MODEL_SECTION
+)
 GATEWAY_MODEL = HermesName("gateway.run", "_resolve_gateway_model", args=(), fallback="model.default of config.yaml")
 GATEWAY_CONFIG = HermesName("gateway.run", "_load_gateway_config", args=(), fallback=_DEFAULT_TOOLSETS)
-PLATFORM_TOOLS = HermesName("hermes_cli.tools_config", "_get_platform_tools", args=("config", "platform"),
-                            fallback=_DEFAULT_TOOLSETS)
-REASONING_CONFIG = HermesName("gateway.run", "GatewayRunner._load_reasoning_config", args=("model",),
-                              fallback="AIAgent's default reasoning (a request's reasoning effort still applies)")
+PLATFORM_TOOLS = HermesName(
+    "hermes_cli.tools_config", "_get_platform_tools", args=("config", "platform"), fallback=_DEFAULT_TOOLSETS
+)
+REASONING_CONFIG = HermesName(
+    "gateway.run",
+    "GatewayRunner._load_reasoning_config",
+    args=("model",),
+    fallback="AIAgent's default reasoning (a request's reasoning effort still applies)",
+)
 FALLBACK_MODEL = HermesName("gateway.run", "GatewayRunner._load_fallback_model", args=(), fallback="no fallback chain")
-DETECT_TOOL_FAILURE = HermesName("agent.display", "_detect_tool_failure", args=("tool_name", "result"),
-                                 fallback="a JSON result with a non-zero exit_code, an error or success false failed")
-SET_SESSION_VARS = HermesName("gateway.session_context", "set_session_vars",
-                              kwargs=("platform", "chat_id", "session_key", "session_id", "async_delivery"),
-                              fallback="turns run without Hermes' session context (as outside a gateway)")
-CLEAR_SESSION_VARS = HermesName("gateway.session_context", "clear_session_vars", args=("tokens",),
-                                fallback="the session context is left to end with the turn's worker thread")
-SESSION_DB = HermesName("hermes_state", "SessionDB", args=(),
-                        fallback="turns run without Hermes' session store (Hermes does not list API sessions)")
-HERMES_HOME = HermesName("hermes_constants", "get_hermes_home", args=(),
-                         fallback="$HERMES_HOME, else ~/.hermes (profiles are not resolved)")
-GATEWAY_RUNNER_REF = HermesName("gateway.run", "_gateway_runner_ref", args=(),
-                                fallback="no running hermes gateway is found: the startup hook starts nothing")
-GATEWAY_RUNNER = HermesName("gateway.run", "GatewayRunner", attrs=("adapters", "config"),
-                            hooks=("active_agent_work_count",),  # looked up on the plugin's adapter
-                            fallback="no adapter map: the startup hook can neither see nor hand over an adapter")
-GATEWAY_PLATFORMS = HermesName("gateway.config", "GatewayConfig", attrs=("platforms",),
-                               fallback="a default PlatformConfig(enabled=True) for api_server")
+DETECT_TOOL_FAILURE = HermesName(
+    "agent.display",
+    "_detect_tool_failure",
+    args=("tool_name", "result"),
+    fallback="a JSON result with a non-zero exit_code, an error or success false failed",
+)
+SET_SESSION_VARS = HermesName(
+    "gateway.session_context",
+    "set_session_vars",
+    kwargs=("platform", "chat_id", "session_key", "session_id", "async_delivery"),
+    fallback="turns run without Hermes' session context (as outside a gateway)",
+)
+CLEAR_SESSION_VARS = HermesName(
+    "gateway.session_context",
+    "clear_session_vars",
+    args=("tokens",),
+    fallback="the session context is left to end with the turn's worker thread",
+)
+SESSION_DB = HermesName(
+    "hermes_state",
+    "SessionDB",
+    args=(),
+    fallback="turns run without Hermes' session store (Hermes does not list API sessions)",
+)
+HERMES_HOME = HermesName(
+    "hermes_constants", "get_hermes_home", args=(), fallback="$HERMES_HOME, else ~/.hermes (profiles are not resolved)"
+)
+GATEWAY_RUNNER_REF = HermesName(
+    "gateway.run",
+    "_gateway_runner_ref",
+    args=(),
+    fallback="no running hermes gateway is found: the startup hook starts nothing",
+)
+GATEWAY_RUNNER = HermesName(
+    "gateway.run",
+    "GatewayRunner",
+    attrs=("adapters", "config"),
+    hooks=("active_agent_work_count",),  # looked up on the plugin's adapter
+    fallback="no adapter map: the startup hook can neither see nor hand over an adapter",
+)
+GATEWAY_PLATFORMS = HermesName(
+    "gateway.config",
+    "GatewayConfig",
+    attrs=("platforms",),
+    fallback="a default PlatformConfig(enabled=True) for api_server",
+)
 PLATFORM_API_SERVER = HermesName("gateway.config", "Platform.API_SERVER")
 PLATFORM_CONFIG = HermesName("gateway.config", "PlatformConfig", args=(), kwargs=("enabled",))
-ADAPTER_BASE = HermesName("gateway.platforms.base", "BasePlatformAdapter", args=("config", "platform"),
-                          attrs=("platform", "has_fatal_error", "fatal_error_retryable"),
-                          hooks=("connect", "disconnect", "send", "get_chat_info"))
+ADAPTER_BASE = HermesName(
+    "gateway.platforms.base",
+    "BasePlatformAdapter",
+    args=("config", "platform"),
+    attrs=("platform", "has_fatal_error", "fatal_error_retryable"),
+    hooks=("connect", "disconnect", "send", "get_chat_info"),
+)
 MARK_CONNECTED = HermesName("gateway.platforms.base", "BasePlatformAdapter._mark_connected", args=())
 MARK_DISCONNECTED = HermesName("gateway.platforms.base", "BasePlatformAdapter._mark_disconnected", args=())
-SET_FATAL_ERROR = HermesName("gateway.platforms.base", "BasePlatformAdapter._set_fatal_error",
-                             args=("code", "message"), kwargs=("retryable",))
+SET_FATAL_ERROR = HermesName(
+    "gateway.platforms.base", "BasePlatformAdapter._set_fatal_error", args=("code", "message"), kwargs=("retryable",)
+)
 SEND_RESULT = HermesName("gateway.platforms.base", "SendResult", args=(), kwargs=("success", "error"))
-_PLATFORM_ENTRY_FIELDS = ("name", "label", "adapter_factory", "check_fn", "validate_config", "is_connected",
-                          "required_env", "install_hint", "emoji", "allow_update_command")
-REGISTER_PLATFORM = HermesName("hermes_cli.plugins", "PluginContext.register_platform", args=(),
-                               kwargs=_PLATFORM_ENTRY_FIELDS)
+_PLATFORM_ENTRY_FIELDS = (
+    "name",
+    "label",
+    "adapter_factory",
+    "check_fn",
+    "validate_config",
+    "is_connected",
+    "required_env",
+    "install_hint",
+    "emoji",
+    "allow_update_command",
+)
+REGISTER_PLATFORM = HermesName(
+    "hermes_cli.plugins", "PluginContext.register_platform", args=(), kwargs=_PLATFORM_ENTRY_FIELDS
+)
 PLATFORM_ENTRY = HermesName("gateway.platform_registry", "PlatformEntry", args=(), kwargs=_PLATFORM_ENTRY_FIELDS)
 
 HERMES_NAMES: tuple[HermesName, ...] = (
-    AIAGENT, RUN_CONVERSATION, INTERRUPT, COMPACTION_SUMMARY, RUNTIME_KWARGS, RUNTIME_KWARGS_FOR_PROVIDER,
-    GATEWAY_MODEL, GATEWAY_CONFIG, PLATFORM_TOOLS, REASONING_CONFIG, FALLBACK_MODEL, DETECT_TOOL_FAILURE,
-    SET_SESSION_VARS, CLEAR_SESSION_VARS, SESSION_DB, HERMES_HOME, GATEWAY_RUNNER_REF, GATEWAY_RUNNER,
-    GATEWAY_PLATFORMS, PLATFORM_API_SERVER, PLATFORM_CONFIG, ADAPTER_BASE, MARK_CONNECTED, MARK_DISCONNECTED,
-    SET_FATAL_ERROR, SEND_RESULT, REGISTER_PLATFORM, PLATFORM_ENTRY,
+    AIAGENT,
+    RUN_CONVERSATION,
+    INTERRUPT,
+    COMPACTION_SUMMARY,
+    RUNTIME_KWARGS,
+    RUNTIME_KWARGS_FOR_PROVIDER,
+    GATEWAY_MODEL,
+    GATEWAY_CONFIG,
+    PLATFORM_TOOLS,
+    REASONING_CONFIG,
+    FALLBACK_MODEL,
+    DETECT_TOOL_FAILURE,
+    SET_SESSION_VARS,
+    CLEAR_SESSION_VARS,
+    SESSION_DB,
+    HERMES_HOME,
+    GATEWAY_RUNNER_REF,
+    GATEWAY_RUNNER,
+    GATEWAY_PLATFORMS,
+    PLATFORM_API_SERVER,
+    PLATFORM_CONFIG,
+    ADAPTER_BASE,
+    MARK_CONNECTED,
+    MARK_DISCONNECTED,
+    SET_FATAL_ERROR,
+    SEND_RESULT,
+    REGISTER_PLATFORM,
+    PLATFORM_ENTRY,
 )
 
 # -- fallbacks ----------------------------------------------------------------------------------------------
@@ -198,14 +328,16 @@ def agent_class() -> type:
     """`run_agent.AIAgent` (required). The first call imports hermes-agent (seconds): one importer at a time, so
     concurrent first turns wait for the import instead of racing it."""
     with _agent_import_lock:
-        return AIAGENT.resolve()  # type: ignore[no-any-return]
+        return AIAGENT.resolve()
 
 
-def run_conversation(agent: Any, *, user_message: Any, conversation_history: list[dict[str, Any]],
-                     task_id: str) -> Mapping[str, Any]:
+def run_conversation(
+    agent: Any, *, user_message: Any, conversation_history: list[dict[str, Any]], task_id: str
+) -> Mapping[str, Any]:
     """Run one turn on `agent` (blocking); its result dict, {} for anything else."""
-    result = agent.run_conversation(user_message=user_message, conversation_history=conversation_history,
-                                    task_id=task_id)
+    result = agent.run_conversation(
+        user_message=user_message, conversation_history=conversation_history, task_id=task_id
+    )
     return result if isinstance(result, Mapping) else {}
 
 
@@ -273,7 +405,7 @@ def detect_tool_failure(tool_name: str, result: Any) -> bool:
     if target is not _MISSING:
         try:
             return bool(target(tool_name, result)[0])
-        except Exception as exc:  # noqa: BLE001 - a display heuristic over arbitrary tool output: if it breaks,
+        except Exception as exc:
             # the JSON reading below decides, rather than failing the tool's progress event
             _warn_fallback(DETECT_TOOL_FAILURE, f"raised {type(exc).__name__}: {exc}")
     try:
@@ -290,8 +422,14 @@ def bind_session_vars(session_id: str) -> list[Any] | None:
     own api_server does, so Hermes' tools know they run in a gateway turn. Returns the tokens for
     clear_session_vars (None: not bound). An exception of the call itself propagates and fails the turn: it is a
     fault in Hermes, not a version difference, and tools must not run in a context bound halfway."""
-    tokens = _call(SET_SESSION_VARS, platform=API_SERVER, chat_id=session_id, session_key=session_id,
-                   session_id=session_id, async_delivery=False)
+    tokens = _call(
+        SET_SESSION_VARS,
+        platform=API_SERVER,
+        chat_id=session_id,
+        session_key=session_id,
+        session_id=session_id,
+        async_delivery=False,
+    )
     return None if tokens is _MISSING else tokens
 
 
@@ -301,7 +439,7 @@ def clear_session_vars(tokens: list[Any] | None) -> None:
         return
     try:
         _call(CLEAR_SESSION_VARS, tokens)
-    except Exception as exc:  # noqa: BLE001 - raising here would replace the turn's own outcome, and the context
+    except Exception as exc:
         # lives in the turn's worker thread, which ends right after
         _warn_fallback(CLEAR_SESSION_VARS, f"raised {type(exc).__name__}: {exc}")
 
@@ -314,7 +452,7 @@ def session_db() -> Any | None:
         return None
     try:
         return target()
-    except Exception as exc:  # noqa: BLE001 - opening state.db (sqlite, file permissions, its migrations) is
+    except Exception as exc:
         # optional for a turn: it runs without the store
         _warn_fallback(SESSION_DB, f"could not be opened ({type(exc).__name__}: {exc})")
         return None
@@ -342,7 +480,7 @@ def gateway_runner() -> Any | None:
 def gateway_adapters(runner: Any) -> dict[Any, Any]:
     """The runner's live platform adapters by Platform: the map its shutdown disconnects."""
     try:
-        return runner.adapters  # type: ignore[no-any-return]
+        return runner.adapters
     except AttributeError as exc:  # renamed on GatewayRunner: nothing else can be wrong with reading it
         _warn_fallback(GATEWAY_RUNNER, f"has no adapters ({exc})")
         return {}
@@ -368,7 +506,7 @@ def new_platform_config(*, enabled: bool) -> Any:
 
 def adapter_base() -> type:
     """The class the plugin's adapter extends."""
-    return ADAPTER_BASE.resolve()  # type: ignore[no-any-return]
+    return ADAPTER_BASE.resolve()
 
 
 def send_result(*, success: bool, error: str | None = None) -> Any:

@@ -31,8 +31,11 @@ class ChatRequest:
         options."""
         selection = self.selection
         fields: dict[str, Any] = {
-            "input": self.input.to_json(), "system": self.system_prompt, "model": selection.model,
-            "provider": selection.provider, "model_options": selection.identity_options(),
+            "input": self.input.to_json(),
+            "system": self.system_prompt,
+            "model": selection.model,
+            "provider": selection.provider,
+            "model_options": selection.identity_options(),
         }
         if session_header is not None:
             fields["session_id"] = session_header
@@ -58,7 +61,9 @@ def parse_chat_request(body: dict[str, Any], providers: frozenset[str]) -> ChatR
             raise invalid_parameter(f"'{param}' must be an object", param)
         role = raw.get("role")
         if not isinstance(role, str) or role not in _KNOWN_ROLES:
-            raise invalid_parameter(f"'{param}.role' must be one of system, developer, user, assistant, tool", f"{param}.role")
+            raise invalid_parameter(
+                f"'{param}.role' must be one of system, developer, user, assistant, tool", f"{param}.role"
+            )
         parts = parse_content(raw.get("content"), f"{param}.content")
         if role in _SYSTEM_ROLES:
             system.append("".join(p.text for p in parts if isinstance(p, TextPart)))

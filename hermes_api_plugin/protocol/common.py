@@ -10,8 +10,9 @@ import hashlib
 import re
 import secrets
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from ..config import parse_bool
 from ..content import Message, canonical_json, parse_content
@@ -55,7 +56,8 @@ def parse_hermes_headers(headers: Mapping[str, str]) -> HermesHeaders:
     key = headers.get("X-Hermes-Session-Key")
     if key is not None and (not 1 <= len(key) <= 256 or _CONTROL.search(key)):
         raise invalid_request(
-            "invalid_session_key", "X-Hermes-Session-Key must be 1-256 characters without CR, LF or NUL",
+            "invalid_session_key",
+            "X-Hermes-Session-Key must be 1-256 characters without CR, LF or NUL",
             "X-Hermes-Session-Key",
         )
     progress = headers.get("X-Hermes-Tool-Progress", "").strip().lower() != "off"
@@ -127,8 +129,13 @@ class ModelSelection:
         return options
 
 
-def parse_model_selection(body: Mapping[str, Any], providers: frozenset[str], *, alias_effort: Any = None,
-                          alias_param: str = "reasoning_effort") -> ModelSelection:
+def parse_model_selection(
+    body: Mapping[str, Any],
+    providers: frozenset[str],
+    *,
+    alias_effort: Any = None,
+    alias_param: str = "reasoning_effort",
+) -> ModelSelection:
     """`model`, `provider` (one of the configured ones) and `model_options` with its reasoning block;
     effort precedence per WIRE.md §10.2 (`model_options.reasoning.effort`, then the surface's alias)."""
     model = optional_string(body, "model")
@@ -149,7 +156,9 @@ def parse_model_selection(body: Mapping[str, Any], providers: frozenset[str], *,
     if reasoning.get("enabled") is not None:
         parsed = parse_bool(reasoning["enabled"])
         if parsed is None:
-            raise invalid_parameter("'model_options.reasoning.enabled' must be a boolean", "model_options.reasoning.enabled")
+            raise invalid_parameter(
+                "'model_options.reasoning.enabled' must be a boolean", "model_options.reasoning.enabled"
+            )
         enabled = parsed
     effort = _effort(reasoning.get("effort"), "model_options.reasoning.effort")
     alias = _effort(alias_effort, alias_param)

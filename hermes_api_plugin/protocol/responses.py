@@ -4,8 +4,9 @@ messages (item references looked up, stored tool outputs substituted, §4.7)."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 from ..content import Message, TextPart, ToolCall, parse_content, text_message
 from ..errors import invalid_parameter, invalid_request, missing_parameter
@@ -75,8 +76,9 @@ def parse_responses_request(body: dict[str, Any], providers: frozenset[str]) -> 
     if conversation is not None and (not isinstance(conversation, str) or not conversation.strip()):
         raise invalid_parameter("'conversation' must be a non-empty string or {\"id\": string}", "conversation")
     if previous is not None and conversation is not None:
-        raise invalid_request("conflicting_parameters",
-                              "Send either 'previous_response_id' or 'conversation', not both", "conversation")
+        raise invalid_request(
+            "conflicting_parameters", "Send either 'previous_response_id' or 'conversation', not both", "conversation"
+        )
     explicit = parse_conversation_history(body)
     store = body_bool(body, "store", True)
     background = body_bool(body, "background", False)
@@ -91,8 +93,9 @@ def parse_responses_request(body: dict[str, Any], providers: frozenset[str]) -> 
     reasoning = body.get("reasoning")
     if reasoning is not None and not isinstance(reasoning, dict):
         raise invalid_parameter("'reasoning' must be an object", "reasoning")
-    selection = parse_model_selection(body, providers, alias_effort=(reasoning or {}).get("effort"),
-                                      alias_param="reasoning.effort")
+    selection = parse_model_selection(
+        body, providers, alias_effort=(reasoning or {}).get("effort"), alias_param="reasoning.effort"
+    )
     metadata = body.get("metadata")
     if metadata is not None and not isinstance(metadata, dict):
         raise invalid_parameter("'metadata' must be an object", "metadata")
@@ -101,10 +104,20 @@ def parse_responses_request(body: dict[str, Any], providers: frozenset[str]) -> 
         raise invalid_parameter("'tools' must be an array", "tools")
     parallel = body_bool(body, "parallel_tool_calls", True)
     return ResponsesRequest(
-        input=items, instructions=instructions, previous_response_id=previous, conversation=conversation,
-        conversation_history=explicit, store=store, stream=body_bool(body, "stream", False), background=background,
-        truncation=truncation, selection=selection, tools=tools or [], tool_choice=body.get("tool_choice", "auto"),
-        parallel_tool_calls=parallel, metadata=metadata or {},
+        input=items,
+        instructions=instructions,
+        previous_response_id=previous,
+        conversation=conversation,
+        conversation_history=explicit,
+        store=store,
+        stream=body_bool(body, "stream", False),
+        background=background,
+        truncation=truncation,
+        selection=selection,
+        tools=tools or [],
+        tool_choice=body.get("tool_choice", "auto"),
+        parallel_tool_calls=parallel,
+        metadata=metadata or {},
         identity=_identity(body, previous, conversation, instructions, selection),
     )
 
@@ -176,20 +189,31 @@ async def resolve_input(items: Sequence[Any], store: ItemLookup, scope: str, res
         else:
             raise invalid_parameter(f"'{param}' has an unsupported type {kind!r}", param)
     if not messages or messages[-1].role != "user" or not messages[-1].visible:
-        raise invalid_request("missing_user_message", "The last input item must be a user message with text or an image",
-                              "input")
+        raise invalid_request(
+            "missing_user_message", "The last input item must be a user message with text or an image", "input"
+        )
     return ResolvedInput(messages, system, stored)
 
 
-def _identity(raw: dict[str, Any], previous: str | None, conversation: str | None, instructions: str | None,
-              selection: ModelSelection) -> str:
+def _identity(
+    raw: dict[str, Any],
+    previous: str | None,
+    conversation: str | None,
+    instructions: str | None,
+    selection: ModelSelection,
+) -> str:
     """WIRE.md §5.2: the identity fields as sent, string input and effort spellings folded."""
     value = raw.get("input")
     fields: dict[str, Any] = {
         "input": [{"role": "user", "content": value}] if isinstance(value, str) else value,
-        "instructions": instructions, "previous_response_id": previous, "conversation": conversation,
-        "conversation_history": raw.get("conversation_history"), "model": selection.model,
-        "provider": selection.provider, "model_options": selection.identity_options(), "tools": raw.get("tools"),
+        "instructions": instructions,
+        "previous_response_id": previous,
+        "conversation": conversation,
+        "conversation_history": raw.get("conversation_history"),
+        "model": selection.model,
+        "provider": selection.provider,
+        "model_options": selection.identity_options(),
+        "tools": raw.get("tools"),
     }
     if "truncation" in raw:
         fields["truncation"] = raw["truncation"]

@@ -42,8 +42,9 @@ def parse_run_request(body: dict[str, Any], header_session: str | None, provider
         for i, item in enumerate(raw):
             param = f"input[{i}]"
             if not isinstance(item, dict) or item.get("role") not in _ROLES:
-                raise invalid_parameter(f"'{param}' must be an object with role user, assistant, system or developer",
-                                        param)
+                raise invalid_parameter(
+                    f"'{param}' must be an object with role user, assistant, system or developer", param
+                )
             parts = parse_content(item.get("content"), f"{param}.content")
             if item["role"] in ("system", "developer"):
                 system.append("".join(getattr(p, "text", "") for p in parts))
@@ -52,8 +53,9 @@ def parse_run_request(body: dict[str, Any], header_session: str | None, provider
     else:
         raise invalid_parameter("'input' must be a string or an array of messages", "input")
     if not messages or messages[-1].role != "user" or not messages[-1].visible:
-        raise invalid_request("missing_user_message", "The last input message must be a user message with text or an "
-                              "image", "input")
+        raise invalid_request(
+            "missing_user_message", "The last input message must be a user message with text or an image", "input"
+        )
     instructions = optional_string(body, "instructions")
     session_id = optional_string(body, "session_id")
     if session_id is not None:
@@ -63,13 +65,23 @@ def parse_run_request(body: dict[str, Any], header_session: str | None, provider
     previous = optional_string(body, "previous_response_id")
     prompt = "\n".join(s for s in ([instructions] if instructions else []) + system if s) or None
     # WIRE.md §5.2: the identity fields as sent, string input and the effort alias folded.
-    identity = identity_hash({
-        "input": [{"role": "user", "content": raw}] if isinstance(raw, str) else raw,
-        "instructions": body.get("instructions"), "conversation_history": body.get("conversation_history"),
-        "previous_response_id": previous, "model": selection.model, "provider": selection.provider,
-        "model_options": selection.identity_options(),
-    })
+    identity = identity_hash(
+        {
+            "input": [{"role": "user", "content": raw}] if isinstance(raw, str) else raw,
+            "instructions": body.get("instructions"),
+            "conversation_history": body.get("conversation_history"),
+            "previous_response_id": previous,
+            "model": selection.model,
+            "provider": selection.provider,
+            "model_options": selection.identity_options(),
+        }
+    )
     return RunRequest(
-        messages=messages, system=prompt, session_id=session_id or header_session, previous_response_id=previous,
-        conversation_history=history, selection=selection, identity=identity,
+        messages=messages,
+        system=prompt,
+        session_id=session_id or header_session,
+        previous_response_id=previous,
+        conversation_history=history,
+        selection=selection,
+        identity=identity,
     )

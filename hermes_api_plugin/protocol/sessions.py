@@ -34,8 +34,15 @@ def parse_session_chat(body: dict[str, Any], providers: frozenset[str]) -> Sessi
     if instructions is not None and not isinstance(instructions, str):
         raise invalid_parameter("'instructions' must be a string", "instructions")
     selection = parse_model_selection(body, providers)
-    identity = identity_hash({"message": raw, "instructions": instructions, "model": selection.model,
-                              "provider": selection.provider, "model_options": selection.identity_options()})
+    identity = identity_hash(
+        {
+            "message": raw,
+            "instructions": instructions,
+            "model": selection.model,
+            "provider": selection.provider,
+            "model_options": selection.identity_options(),
+        }
+    )
     return SessionChatRequest(message, instructions, selection, identity)
 
 

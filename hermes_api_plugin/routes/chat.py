@@ -44,19 +44,26 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
 class _ChatView:
     """One chat request's turn plan, rendering and delivery: new turns, attaches and replays alike."""
 
-    def __init__(self, request: web.Request, chat: ChatRequest, hermes: HermesHeaders, session_id: str,
-                 keyed: bool) -> None:
+    def __init__(
+        self, request: web.Request, chat: ChatRequest, hermes: HermesHeaders, session_id: str, keyed: bool
+    ) -> None:
         self.request = request
         self.settings = request.app[SETTINGS]
         self.chat = chat
         self.hermes = hermes
         self.session_id = session_id
         self.keyed = keyed
-        self.renderer = self._renderer(new_completion_id(), int(time.time()), chat.selection.model or self.settings.model_name)
+        self.renderer = self._renderer(
+            new_completion_id(), int(time.time()), chat.selection.model or self.settings.model_name
+        )
 
     def _renderer(self, completion_id: str, created: int, model: str) -> ChatRenderer:
-        return ChatRenderer(completion_id=completion_id, created=created, model=model,
-                            tool_progress=self.settings.tool_progress_events and self.hermes.tool_progress)
+        return ChatRenderer(
+            completion_id=completion_id,
+            created=created,
+            model=model,
+            tool_progress=self.settings.tool_progress_events and self.hermes.tool_progress,
+        )
 
     async def plan(self) -> TurnPlan:
         chat = self.chat
@@ -65,19 +72,32 @@ class _ChatView:
         # takes the history the client sent and is not queued (WIRE.md §1.8, §3.1).
         history = self.request.app[CHAINS].session_history(self.session_id) if explicit else fixed_history(chat.history)
         renderer = self.renderer
-        reply = {"completion_id": renderer.completion_id, "created": renderer.created, "model": renderer.model,
-                 "session_id": self.session_id}
-        return TurnPlan(session_id=self.session_id, input=chat.input, selection=chat.selection,
-                        system_prompt=chat.system_prompt, metadata=chat.metadata, history=history, queued=explicit,
-                        reply=lambda turn: reply)
+        reply = {
+            "completion_id": renderer.completion_id,
+            "created": renderer.created,
+            "model": renderer.model,
+            "session_id": self.session_id,
+        }
+        return TurnPlan(
+            session_id=self.session_id,
+            input=chat.input,
+            selection=chat.selection,
+            system_prompt=chat.system_prompt,
+            metadata=chat.metadata,
+            history=history,
+            queued=explicit,
+            reply=lambda turn: reply,
+        )
 
     def headers(self, run_id: str | None, replayed: bool = False, session_id: str | None = None) -> dict[str, str]:
-        return run_headers(self.hermes.session_id or session_id or self.session_id, run_id, self.hermes.session_key,
-                           replayed)
+        return run_headers(
+            self.hermes.session_id or session_id or self.session_id, run_id, self.hermes.session_key, replayed
+        )
 
     async def open_stream(self, turn: Turn | None) -> SseStream:
-        return await open_stream(self.request, self.headers(turn.run_id if turn else None),
-                                 [self.renderer.role_chunk()])
+        return await open_stream(
+            self.request, self.headers(turn.run_id if turn else None), [self.renderer.role_chunk()]
+        )
 
     async def refuse(self, refusal: Refusal[SseStream]) -> web.StreamResponse:
         """An outcome that executes nothing: the HTTP error, or the §3.5 chunk on a keyed chat stream."""
@@ -94,16 +114,34 @@ class _ChatView:
         reply: dict[str, Any] = existing.record.reply
         self.renderer = self._renderer(reply["completion_id"], reply["created"], reply["model"])
         session_id = None if existing.kind == "attach" else reply.get("session_id")
-        return await self.deliver(existing.journal, None, self.renderer, replayed=True, run_id=existing.run_id,
-                                  session_id=session_id)
+        return await self.deliver(
+            existing.journal, None, self.renderer, replayed=True, run_id=existing.run_id, session_id=session_id
+        )
 
-    async def deliver(self, journal: Journal, held: HeldTurn | None, renderer: ChatRenderer, *,
-                      replayed: bool = False, stream: SseStream | None = None, run_id: str | None = None,
-                      session_id: str | None = None) -> web.StreamResponse:
+    async def deliver(
+        self,
+        journal: Journal,
+        held: HeldTurn | None,
+        renderer: ChatRenderer,
+        *,
+        replayed: bool = False,
+        stream: SseStream | None = None,
+        run_id: str | None = None,
+        session_id: str | None = None,
+    ) -> web.StreamResponse:
         """Render `journal` (live or replayed) as the requested mode; a gone client follows §5.5."""
         run = run_id or (held.turn.run_id if held is not None else None)
         return await deliver(
-            self.request, journal, held, stream=self.chat.stream, keep=self.keyed,
-            headers=self.headers(run, replayed, session_id), first=[renderer.role_chunk()], sse=stream,
-            render=renderer.render, fold=renderer.transcript.feed_all, body=renderer.completion, done_marker=True,
+            self.request,
+            journal,
+            held,
+            stream=self.chat.stream,
+            keep=self.keyed,
+            headers=self.headers(run, replayed, session_id),
+            first=[renderer.role_chunk()],
+            sse=stream,
+            render=renderer.render,
+            fold=renderer.transcript.feed_all,
+            body=renderer.completion,
+            done_marker=True,
         )

@@ -130,14 +130,17 @@ async def model_options(request: web.Request) -> web.Response:
     refresh = request.query.get("refresh", "").lower() in ("1", "true", "yes")
     try:
         options, cached = await app[MODEL_OPTIONS].get(app[RUNTIME], app[SETTINGS].model_options, refresh)
-    except Exception as exc:  # noqa: BLE001 - a failed probe is a reported error, not a crash
-        raise ApiError(500, f"Could not list model options: {exc}", type="server_error",
-                       code="model_options_failed") from exc
+    except Exception as exc:
+        raise ApiError(
+            500, f"Could not list model options: {exc}", type="server_error", code="model_options_failed"
+        ) from exc
     model = app[SETTINGS].model
     body = {
         "object": "hermes.model_options",
         "current": {"provider": model.provider, "model": model.default or app[SETTINGS].model_name},
-        "options": options, "cached": cached, "fetched_at": app[MODEL_OPTIONS].fetched_at,
+        "options": options,
+        "cached": cached,
+        "fetched_at": app[MODEL_OPTIONS].fetched_at,
     }
     return json_response(body)
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from aiohttp import web
 
@@ -14,8 +15,9 @@ def json_response(body: Any, status: int = 200, headers: Mapping[str, str] | Non
     return web.json_response(body, status=status, content_type="application/json", dumps=dumps, headers=headers)
 
 
-def run_headers(session_id: str | None, run_id: str | None, session_key: str | None,
-                replayed: bool = False) -> dict[str, str]:
+def run_headers(
+    session_id: str | None, run_id: str | None, session_key: str | None, replayed: bool = False
+) -> dict[str, str]:
     """X-Hermes-Session-Id, X-Hermes-Run-Id, the echoed X-Hermes-Session-Key, Idempotency-Replayed (§1.5)."""
     headers: dict[str, str] = {}
     if session_id is not None:

@@ -22,7 +22,7 @@ from ..protocol.common import idempotency_key, parse_hermes_headers
 from ..protocol.responses import ResponsesRequest, parse_responses_request
 from ..store.base import StoredResponse
 from ..stored_responses import ResponseCreation, head_from_snapshot, live_snapshot, renderer
-from ..submit import Outcome, Existing, NewTurn, refusal_error
+from ..submit import Existing, NewTurn, Outcome, refusal_error
 from ..turns import HeldTurn, Journal, decode_journal
 from .replies import json_response, run_headers
 
@@ -57,16 +57,32 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     return await _deliver(request, body, outcome.journal, None, r, first, headers)
 
 
-async def _deliver(request: web.Request, body: ResponsesRequest, journal: Journal, held: HeldTurn | None,
-                   r: ResponsesRenderer, first: list[SseRecord], headers: dict[str, str],
-                   keyed: bool = True) -> web.StreamResponse:
+async def _deliver(
+    request: web.Request,
+    body: ResponsesRequest,
+    journal: Journal,
+    held: HeldTurn | None,
+    r: ResponsesRenderer,
+    first: list[SseRecord],
+    headers: dict[str, str],
+    keyed: bool = True,
+) -> web.StreamResponse:
     """Render a journal (a new turn's, an attached one's, or a replayed one) as SSE or the final object."""
     saver = request.app[JOURNALS]
     # Durable journals show no event before it is saved: a resume after a crash loses nothing.
     durable = (lambda: saver.durable(journal)) if saver.watching(journal) else None
     return await deliver(
-        request, journal, held, stream=body.stream, keep=body.background or keyed, headers=headers, first=first,
-        render=r.render, fold=r.render, body=r.snapshot, before_send=durable,
+        request,
+        journal,
+        held,
+        stream=body.stream,
+        keep=body.background or keyed,
+        headers=headers,
+        first=first,
+        render=r.render,
+        fold=r.render,
+        body=r.snapshot,
+        before_send=durable,
     )
 
 
@@ -92,18 +108,28 @@ async def get_response(request: web.Request) -> web.StreamResponse:
     if request.query.get("stream", "").lower() not in ("true", "1"):
         return json_response(live_snapshot(app[SETTINGS], record, turn) if turn is not None else record.snapshot)
     after = _starting_after(request)
-    r = renderer(app[SETTINGS], head_from_snapshot(record.snapshot), record.commentary,
-                 parse_hermes_headers(request.headers).tool_items)
+    r = renderer(
+        app[SETTINGS],
+        head_from_snapshot(record.snapshot),
+        record.commentary,
+        parse_hermes_headers(request.headers).tool_items,
+    )
 
     def after_n(records: list[SseRecord]) -> list[SseRecord]:
         return [rec for rec in records if rec.data["sequence_number"] > after]
 
-    stream = await open_stream(request, run_headers(record.session_id, record.turn_id, None),
-                               after_n(r.created(record.queued)))
+    stream = await open_stream(
+        request, run_headers(record.session_id, record.turn_id, None), after_n(r.created(record.queued))
+    )
     if turn is not None:
         saver = app[JOURNALS]
-        await pump(stream, turn.journal, lambda batch: after_n(r.render(batch)),
-                   app[SETTINGS].sse_keepalive_seconds, before_send=lambda: saver.durable(turn.journal))
+        await pump(
+            stream,
+            turn.journal,
+            lambda batch: after_n(r.render(batch)),
+            app[SETTINGS].sse_keepalive_seconds,
+            before_send=lambda: saver.durable(turn.journal),
+        )
     else:
         journal = await _load(request, record.turn_id)
         await stream.send(after_n(r.render(journal.events)))
@@ -134,12 +160,13 @@ async def cancel_response(request: web.Request) -> web.Response:
             return json_response(record.snapshot)
         raise invalid_request("response_not_cancellable", "Only background or detached responses can be cancelled")
     if not (background or turn.detached):
-        raise invalid_request("response_not_cancellable",
-                              "This response's client is still connected; stop it through its run instead")
+        raise invalid_request(
+            "response_not_cancellable", "This response's client is still connected; stop it through its run instead"
+        )
     app[TURNS].stop(turn.run_id)
     try:
         await asyncio.wait_for(asyncio.shield(turn.wait()), CANCEL_WAIT_S)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return json_response(live_snapshot(app[SETTINGS], record, turn))
     settled = await app[STORE].get_response(app[SCOPE], record.id)
     return json_response(settled.snapshot if settled is not None else live_snapshot(app[SETTINGS], record, turn))
@@ -167,9 +194,14 @@ async def list_input_items(request: web.Request) -> web.Response:
         ids = [item["id"] for item in items]
         if after not in ids:
             raise invalid_parameter("'after' is not an item of this response", "after")
-        items = items[ids.index(after) + 1:]
+        items = items[ids.index(after) + 1 :]
     page = items[:limit]
-    return json_response({
-        "object": "list", "data": page, "first_id": page[0]["id"] if page else None,
-        "last_id": page[-1]["id"] if page else None, "has_more": len(items) > limit,
-    })
+    return json_response(
+        {
+            "object": "list",
+            "data": page,
+            "first_id": page[0]["id"] if page else None,
+            "last_id": page[-1]["id"] if page else None,
+            "has_more": len(items) > limit,
+        }
+    )

@@ -22,7 +22,7 @@ from ..middleware import read_json
 from ..protocol.common import idempotency_key, last_event_id, new_session_id, parse_hermes_headers
 from ..protocol.runs import RunRequest, parse_run_request
 from ..store.base import StoreError
-from ..submit import Outcome, Existing, NewTurn, TurnPlan, refusal_error
+from ..submit import Existing, NewTurn, Outcome, TurnPlan, refusal_error
 from ..turns import HistoryLoader, Journal, decode_journal
 from .replies import json_response
 
@@ -49,8 +49,11 @@ async def create_run(request: web.Request) -> web.Response:
     run_id = outcome.run_id
     view = await _find(request, run_id)
     status = view.status if view is not None else "failed"
-    return json_response({"run_id": run_id, "status": status, "replayed": True}, status=202,
-                         headers={**headers, "Idempotency-Replayed": "true"})
+    return json_response(
+        {"run_id": run_id, "status": status, "replayed": True},
+        status=202,
+        headers={**headers, "Idempotency-Replayed": "true"},
+    )
 
 
 class _RunPlanner:
@@ -65,8 +68,9 @@ class _RunPlanner:
     async def plan(self) -> TurnPlan:
         run, chains = self.run, self.chains
         previous = await chains.previous(run.previous_response_id)
-        chain = await chains.resolve(explicit_session=run.session_id, previous=previous, session_key=self.session_key,
-                                     new_session=new_session_id)
+        chain = await chains.resolve(
+            explicit_session=run.session_id, previous=previous, session_key=self.session_key, new_session=new_session_id
+        )
         earlier = run.messages[:-1]
         history: HistoryLoader
         if run.conversation_history is not None:
@@ -78,9 +82,16 @@ class _RunPlanner:
         else:
             history = chains.session_history(chain.session_id)
         reply = {"session_id": chain.session_id, "model": self.model}
-        return TurnPlan(session_id=chain.session_id, input=run.messages[-1], selection=run.selection,
-                        system_prompt=run.system, history=history, inputs=run.messages, bind_key=chain.bind_key,
-                        reply=lambda turn: reply)
+        return TurnPlan(
+            session_id=chain.session_id,
+            input=run.messages[-1],
+            selection=run.selection,
+            system_prompt=run.system,
+            history=history,
+            inputs=run.messages,
+            bind_key=chain.bind_key,
+            reply=lambda turn: reply,
+        )
 
 
 @dataclass(frozen=True)
@@ -101,8 +112,9 @@ async def _find(request: web.Request, run_id: str) -> RunView | None:
     if turn is not None:
         journal = turn.journal
         status = turn.status.value if journal.finished is not None or not turn.stopping else "stopping"
-        return RunView(status, journal, turn.created_at, turn.request.session_id,
-                       turn.request.model or settings.model_name)
+        return RunView(
+            status, journal, turn.created_at, turn.request.session_id, turn.request.model or settings.model_name
+        )
     store = app[STORE]
     try:
         record = await store.admission_for_turn(app[SCOPE], run_id)
@@ -130,8 +142,17 @@ async def get_run(request: web.Request) -> web.Response:
     renderer = RunEventsRenderer(run_id, journal.stamps)
     renderer.render(list(journal.events))
     updated = journal.stamps[-1] if journal.stamps else view.created_at
-    return json_response(run_object(run_id, status=view.status, created_at=view.created_at, updated_at=updated,
-                                    session_id=view.session_id, model=view.model, renderer=renderer))
+    return json_response(
+        run_object(
+            run_id,
+            status=view.status,
+            created_at=view.created_at,
+            updated_at=updated,
+            session_id=view.session_id,
+            model=view.model,
+            renderer=renderer,
+        )
+    )
 
 
 async def run_events(request: web.Request) -> web.StreamResponse:

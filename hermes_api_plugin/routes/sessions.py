@@ -23,7 +23,7 @@ from ..protocol.common import (
 )
 from ..protocol.sessions import parse_session_chat, parse_session_create, parse_session_update
 from ..store.base import SessionMessageRow
-from ..submit import Outcome, Existing, NewTurn, TurnPlan, refusal_error
+from ..submit import Existing, NewTurn, Outcome, TurnPlan, refusal_error
 from ..turns import HeldTurn, Journal
 from .replies import json_response, run_headers
 
@@ -110,9 +110,14 @@ def _message_view(row: SessionMessageRow, tool_names: dict[str, str], inline_ima
     extra = row["extra"]
     call_id = extra.get("tool_call_id")
     return {
-        "id": row["id"], "role": row["role"], "content": content, "reasoning": row["reasoning"],
-        "tool_calls": extra.get("tool_calls"), "tool_call_id": call_id,
-        "tool_name": tool_names.get(call_id) if call_id else None, "timestamp": row["timestamp"],
+        "id": row["id"],
+        "role": row["role"],
+        "content": content,
+        "reasoning": row["reasoning"],
+        "tool_calls": extra.get("tool_calls"),
+        "tool_call_id": call_id,
+        "tool_name": tool_names.get(call_id) if call_id else None,
+        "timestamp": row["timestamp"],
         "compacted": row["compacted"],
     }
 
@@ -129,14 +134,19 @@ async def session_messages(request: web.Request) -> web.Response:
         raise invalid_parameter("'order' must be 'latest' or 'oldest'", "order")
     include_compacted = _bool_param(request, "include_compacted", False)
     inline_images = _bool_param(request, "inline_images", True)
-    rows = await store.session_message_rows(session_id, limit=limit, offset=offset, newest_first=order == "latest",
-                                            include_compacted=include_compacted)
+    rows = await store.session_message_rows(
+        session_id, limit=limit, offset=offset, newest_first=order == "latest", include_compacted=include_compacted
+    )
     tool_names = await store.session_tool_names(session_id) if any(r["extra"].get("tool_call_id") for r in rows) else {}
     data = [_message_view(row, tool_names, inline_images) for row in rows]
-    return json_response({
-        "object": "list", "session_id": session_id, "data": data,
-        "pagination": {"limit": limit, "offset": offset, "order": order, "returned": len(data)},
-    })
+    return json_response(
+        {
+            "object": "list",
+            "session_id": session_id,
+            "data": data,
+            "pagination": {"limit": limit, "offset": offset, "order": order, "returned": len(data)},
+        }
+    )
 
 
 async def session_chat(request: web.Request) -> web.StreamResponse:
@@ -153,30 +163,54 @@ async def _session_chat(request: web.Request, *, stream: bool) -> web.StreamResp
     hermes = parse_hermes_headers(request.headers)
     chat = parse_session_chat(await read_json(request), app[RUNTIME].providers())
     submitter = app[SUBMITTER]
-    slot = submitter.slot("session_chat", idempotency_key(request.headers), chat.identity,
-                          [session_id, hermes.session_key])
+    slot = submitter.slot(
+        "session_chat", idempotency_key(request.headers), chat.identity, [session_id, hermes.session_key]
+    )
     history = app[CHAINS].session_history(session_id)
     model = chat.selection.model or app[SETTINGS].model_name
 
     async def plan() -> TurnPlan:
-        return TurnPlan(session_id=session_id, input=chat.message, selection=chat.selection,
-                        system_prompt=chat.instructions, history=history,
-                        reply=lambda turn: {"session_id": session_id, "model": model})
+        return TurnPlan(
+            session_id=session_id,
+            input=chat.message,
+            selection=chat.selection,
+            system_prompt=chat.instructions,
+            history=history,
+            reply=lambda turn: {"session_id": session_id, "model": model},
+        )
 
     outcome: Outcome[None] = await submitter.submit(slot, plan)
     headers = run_headers(session_id, None, hermes.session_key)
     if isinstance(outcome, NewTurn):
         turn = outcome.held.turn
-        return await _deliver(request, turn.journal, outcome.held, turn.run_id, session_id, headers, stream,
-                              keyed=slot is not None)
+        return await _deliver(
+            request, turn.journal, outcome.held, turn.run_id, session_id, headers, stream, keyed=slot is not None
+        )
     if not isinstance(outcome, Existing):
         raise refusal_error(outcome)
-    return await _deliver(request, outcome.journal, None, outcome.run_id, session_id,
-                          {**headers, "Idempotency-Replayed": "true"}, stream, keyed=True)
+    return await _deliver(
+        request,
+        outcome.journal,
+        None,
+        outcome.run_id,
+        session_id,
+        {**headers, "Idempotency-Replayed": "true"},
+        stream,
+        keyed=True,
+    )
 
 
-async def _deliver(request: web.Request, journal: Journal, held: HeldTurn | None, run_id: str, session_id: str,
-                   headers: dict[str, str], stream: bool, *, keyed: bool) -> web.StreamResponse:
+async def _deliver(
+    request: web.Request,
+    journal: Journal,
+    held: HeldTurn | None,
+    run_id: str,
+    session_id: str,
+    headers: dict[str, str],
+    stream: bool,
+    *,
+    keyed: bool,
+) -> web.StreamResponse:
     """The turn as the `/chat` reply or the named-event stream; a retry's Last-Event-ID skips what it saw."""
     headers = {**headers, "X-Hermes-Run-Id": run_id}
     renderer = SessionStreamRenderer(session_id, run_id, journal.stamps)
@@ -187,6 +221,14 @@ async def _deliver(request: web.Request, journal: Journal, held: HeldTurn | None
         return after_id(records, after)
 
     return await deliver(
-        request, journal, held, stream=stream, keep=keyed, headers=headers, first=numbered(renderer.head(head_at)),
-        render=lambda batch: numbered(renderer.render(batch)), fold=renderer.render, body=renderer.reply,
+        request,
+        journal,
+        held,
+        stream=stream,
+        keep=keyed,
+        headers=headers,
+        first=numbered(renderer.head(head_at)),
+        render=lambda batch: numbered(renderer.render(batch)),
+        fold=renderer.render,
+        body=renderer.reply,
     )

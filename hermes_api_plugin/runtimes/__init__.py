@@ -32,11 +32,16 @@ def select_runtime(settings: Settings) -> AgentRuntime:
         if settings.model.configured and hermes_available():
             return _hermes(settings, "hermes-agent is installed and a model provider is configured")
         if settings.model.configured:
-            log.info("[API Server] A model provider is configured, but hermes-agent is not installed (%s): "
-                     "using the scripted runtime (offline, replays a script; not a model)", INSTALL_HINT)
+            log.info(
+                "[API Server] A model provider is configured, but hermes-agent is not installed (%s): "
+                "using the scripted runtime (offline, replays a script; not a model)",
+                INSTALL_HINT,
+            )
         else:
-            log.info("[API Server] No model provider configured: using the scripted runtime "
-                     "(offline, replays a script; not a model)")
+            log.info(
+                "[API Server] No model provider configured: using the scripted runtime "
+                "(offline, replays a script; not a model)"
+            )
     return scripted_runtime(settings)
 
 
@@ -49,8 +54,14 @@ def scripted_runtime(settings: Settings) -> ScriptedRuntime:
 
 def _hermes(settings: Settings, why: str) -> HermesRuntime:
     model = settings.model
-    where = ", ".join(f"{k}={v}" for k, v in (("provider", model.provider), ("model", model.default),
-                                               ("base_url", model.base_url)) if v) or "resolved by Hermes"
+    where = (
+        ", ".join(
+            f"{k}={v}"
+            for k, v in (("provider", model.provider), ("model", model.default), ("base_url", model.base_url))
+            if v
+        )
+        or "resolved by Hermes"
+    )
     log.info("[API Server] Agent runtime: hermes (the Hermes AIAgent; %s; %s)", why, where)
     runtime = HermesRuntime(settings)
     runtime.start_warm_up()

@@ -7,8 +7,9 @@ on it. `drive_turn` is how a host runs a turn: start hook, execution, end hook, 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Protocol
 
 from ..content import Message
 from ..events import TurnStatus, Usage
@@ -139,7 +140,7 @@ async def drive_turn(runtime: AgentRuntime, turn: AgentTurn, hooks: TurnHooks) -
     hooks.hermes_api_agent_turn_start(turn=turn)
     try:
         outcome = await runtime.run(turn)
-    except Exception as exc:  # noqa: BLE001 - any runtime crash settles the turn as failed
+    except Exception as exc:
         outcome = TurnOutcome(TurnStatus.FAILED, error_code="agent_error", error_message=f"Agent runtime error: {exc}")
     if not outcome.status.terminal:
         outcome = TurnOutcome(

@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ..config import Settings
 from ..content import Message
@@ -115,7 +116,7 @@ class _AgentHandle:
         if agent is not None:
             try:
                 compat.interrupt_agent(agent, "Stopped by the API client")
-            except Exception:  # noqa: BLE001 - the agent may be finishing; the turn is settled anyway
+            except Exception:
                 log.debug("[API Server] agent.interrupt() failed", exc_info=True)
 
 
@@ -150,7 +151,7 @@ class HermesRuntime:
         def warm() -> None:
             try:
                 compat.agent_class()
-            except Exception:  # noqa: BLE001 - the first turn reports the import error
+            except Exception:
                 log.debug("[API Server] hermes-agent warm-up import failed", exc_info=True)
 
         threading.Thread(target=warm, name="hermes-agent warm-up", daemon=True).start()
@@ -172,17 +173,21 @@ class HermesRuntime:
         def work() -> None:
             try:
                 outcome: TurnOutcome | BaseException = self._run_blocking(turn, handle)
-            except BaseException as exc:  # noqa: BLE001 - reported to the awaiting coroutine
+            except BaseException as exc:
                 outcome = exc
             try:
                 loop.call_soon_threadsafe(settle, outcome)
             except RuntimeError:  # the loop is gone (shutdown): nobody waits for this turn any more
                 pass
 
+        def mark_stopped() -> None:
+            if not stopped.done():
+                stopped.set_result(None)
+
         def on_interrupt() -> None:
             handle.interrupt()
             try:
-                loop.call_soon_threadsafe(lambda: stopped.done() or stopped.set_result(None))
+                loop.call_soon_threadsafe(mark_stopped)
             except RuntimeError:
                 pass
 
@@ -195,9 +200,12 @@ class HermesRuntime:
                 try:
                     await asyncio.wait_for(asyncio.shield(done), self.interrupt_grace_s)
                 except TimeoutError:
-                    log.warning("[API Server] The Hermes agent of turn %s did not stop within %.0f s of the "
-                                "interrupt; settling the turn as cancelled", turn.request.turn_id,
-                                self.interrupt_grace_s)
+                    log.warning(
+                        "[API Server] The Hermes agent of turn %s did not stop within %.0f s of the "
+                        "interrupt; settling the turn as cancelled",
+                        turn.request.turn_id,
+                        self.interrupt_grace_s,
+                    )
                     return TurnOutcome(TurnStatus.CANCELLED, error_code="cancelled")
             return done.result()
         except asyncio.CancelledError:
@@ -249,8 +257,8 @@ class HermesRuntime:
 
             callbacks["tool_complete_callback"] = completed
         if interim is not None:
-            callbacks["interim_assistant_callback"] = (
-                lambda message, already_streamed=False, **_: interim(message, bool(already_streamed))
+            callbacks["interim_assistant_callback"] = lambda message, already_streamed=False, **_: interim(
+                message, bool(already_streamed)
             )
         return callbacks
 

@@ -11,10 +11,11 @@ import json
 import re
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
@@ -166,7 +167,9 @@ class ScriptedRuntime:
         if self.script.execution_log is not None:
             await asyncio.to_thread(self._log_execution, turn, script_turn)
         if script_turn is None:
-            return TurnOutcome(TurnStatus.FAILED, error_code="agent_error", error_message="The script has no turn for this input")
+            return TurnOutcome(
+                TurnStatus.FAILED, error_code="agent_error", error_message="The script has no turn for this input"
+            )
         usage = Usage()
         answer: list[str] = []  # text since the last tool: the final answer
         try:
@@ -197,7 +200,9 @@ class ScriptedRuntime:
                 elif kind == "exhaust_budget":
                     await self._stream(value, turn.stream_delta_callback)
                     answer.append(value)
-                    raise _Budget(TurnOutcome(TurnStatus.INCOMPLETE, "".join(answer), usage, "iteration_budget_exhausted"))
+                    raise _Budget(
+                        TurnOutcome(TurnStatus.INCOMPLETE, "".join(answer), usage, "iteration_budget_exhausted")
+                    )
         except _Budget as stop:
             return stop.outcome
         return TurnOutcome(TurnStatus.COMPLETED, "".join(answer), usage)

@@ -6,6 +6,13 @@ from .sqlite import MemoryStore, SqliteStore
 from .sqlite_sessions import SqliteSessionStore
 
 __all__ = [
-    "AdmissionRecord", "Eviction", "MemoryStore", "SessionStore", "SqliteSessionStore", "SqliteStore", "Store",
-    "StoreError", "StoredResponse",
+    "AdmissionRecord",
+    "Eviction",
+    "MemoryStore",
+    "SessionStore",
+    "SqliteSessionStore",
+    "SqliteStore",
+    "Store",
+    "StoreError",
+    "StoredResponse",
 ]

@@ -8,8 +8,9 @@ bindings, idempotent admissions, turn journals). Neither needs the other's table
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence, TypedDict
+from typing import Any, Protocol, TypedDict
 
 from ..content import Message
 
@@ -102,9 +103,15 @@ class SessionStore(Protocol):
         """The live transcript of a session, oldest first; empty for an unknown session."""
         ...
 
-    async def append_session_messages(self, session_id: str, messages: Sequence[Message], *,
-                                      model: str | None = None, usage: tuple[int, int] = (0, 0),
-                                      compaction: str | None = None) -> None:
+    async def append_session_messages(
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        *,
+        model: str | None = None,
+        usage: tuple[int, int] = (0, 0),
+        compaction: str | None = None,
+    ) -> None:
         """Append messages to a session (created when new), adding `usage` (input, output tokens); with a
         `compaction` summary the live transcript is archived first (WIRE.md §7.2)."""
         ...
@@ -127,8 +134,9 @@ class SessionStore(Protocol):
         """Delete a session and its messages; False when unknown."""
         ...
 
-    async def session_message_rows(self, session_id: str, *, limit: int, offset: int, newest_first: bool,
-                                   include_compacted: bool) -> list[SessionMessageRow]:
+    async def session_message_rows(
+        self, session_id: str, *, limit: int, offset: int, newest_first: bool, include_compacted: bool
+    ) -> list[SessionMessageRow]:
         """A page of a session's messages (newest page first when asked), returned archived first, then in
         append order."""
         ...

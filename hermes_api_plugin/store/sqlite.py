@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..content import Message
 from .base import AdmissionRecord, Eviction, StoredResponse
@@ -20,11 +21,33 @@ from .sqlite_db import SqliteDatabase, transaction
 from .sqlite_sessions import SqliteSessionStore
 
 _RESPONSE_COLUMNS = (
-    "id", "scope", "turn_id", "session_id", "previous_response_id", "conversation", "status", "snapshot",
-    "input_items", "instructions", "messages", "render", "created_at", "accessed_at",
+    "id",
+    "scope",
+    "turn_id",
+    "session_id",
+    "previous_response_id",
+    "conversation",
+    "status",
+    "snapshot",
+    "input_items",
+    "instructions",
+    "messages",
+    "render",
+    "created_at",
+    "accessed_at",
 )
 _ADMISSION_COLUMNS = (
-    "scope", "surface", "key", "identity", "target", "state", "turn_id", "reply", "owner", "created_at", "settled_at",
+    "scope",
+    "surface",
+    "key",
+    "identity",
+    "target",
+    "state",
+    "turn_id",
+    "reply",
+    "owner",
+    "created_at",
+    "settled_at",
 )
 
 
@@ -44,11 +67,20 @@ def _insert(table: str, columns: Sequence[str], verb: str = "INSERT") -> str:
 def _response(row: sqlite3.Row) -> StoredResponse:
     render = json.loads(row["render"])
     return StoredResponse(
-        id=row["id"], scope=row["scope"], turn_id=row["turn_id"], session_id=row["session_id"],
-        previous_response_id=row["previous_response_id"], conversation=row["conversation"], status=row["status"],
-        snapshot=json.loads(row["snapshot"]), input_items=json.loads(row["input_items"]),
-        instructions=row["instructions"], messages=_messages(row["messages"]), queued=bool(render.get("queued")),
-        commentary=bool(render.get("commentary", True)), created_at=row["created_at"],
+        id=row["id"],
+        scope=row["scope"],
+        turn_id=row["turn_id"],
+        session_id=row["session_id"],
+        previous_response_id=row["previous_response_id"],
+        conversation=row["conversation"],
+        status=row["status"],
+        snapshot=json.loads(row["snapshot"]),
+        input_items=json.loads(row["input_items"]),
+        instructions=row["instructions"],
+        messages=_messages(row["messages"]),
+        queued=bool(render.get("queued")),
+        commentary=bool(render.get("commentary", True)),
+        created_at=row["created_at"],
     )
 
 
@@ -56,17 +88,33 @@ def _admission(row: sqlite3.Row | None) -> AdmissionRecord | None:
     if row is None:
         return None
     return AdmissionRecord(
-        scope=row["scope"], surface=row["surface"], key=row["key"], identity=row["identity"], target=row["target"],
-        state=row["state"], turn_id=row["turn_id"], reply=json.loads(row["reply"]), owner=row["owner"],
-        created_at=row["created_at"], settled_at=row["settled_at"],
+        scope=row["scope"],
+        surface=row["surface"],
+        key=row["key"],
+        identity=row["identity"],
+        target=row["target"],
+        state=row["state"],
+        turn_id=row["turn_id"],
+        reply=json.loads(row["reply"]),
+        owner=row["owner"],
+        created_at=row["created_at"],
+        settled_at=row["settled_at"],
     )
 
 
 def _admission_row(r: AdmissionRecord) -> dict[str, Any]:
     return {
-        "scope": r.scope, "surface": r.surface, "key": r.key, "identity": r.identity, "target": r.target,
-        "state": r.state, "turn_id": r.turn_id, "reply": _dumps(r.reply), "owner": r.owner,
-        "created_at": r.created_at or time.time(), "settled_at": r.settled_at,
+        "scope": r.scope,
+        "surface": r.surface,
+        "key": r.key,
+        "identity": r.identity,
+        "target": r.target,
+        "state": r.state,
+        "turn_id": r.turn_id,
+        "reply": _dumps(r.reply),
+        "owner": r.owner,
+        "created_at": r.created_at or time.time(),
+        "settled_at": r.settled_at,
     }
 
 
@@ -91,18 +139,22 @@ class SqliteStore:
     # -- session-key bindings ------------------------------------------------------------------------
     async def session_for_key(self, scope: str, key: str) -> str | None:
         def find(conn: sqlite3.Connection) -> str | None:
-            row = conn.execute("SELECT session_id FROM session_keys WHERE scope = ? AND key = ?",
-                               (scope, key)).fetchone()
+            row = conn.execute(
+                "SELECT session_id FROM session_keys WHERE scope = ? AND key = ?", (scope, key)
+            ).fetchone()
             return row["session_id"] if row else None
 
         return await self.db.call(find)
 
     async def bind_session_key(self, scope: str, key: str, session_id: str) -> None:
-        await self.db.call(lambda c: c.execute(
-            "INSERT INTO session_keys (scope, key, session_id, updated_at) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT(scope, key) DO UPDATE SET session_id = excluded.session_id, updated_at = excluded.updated_at",
-            (scope, key, session_id, time.time()),
-        ))
+        await self.db.call(
+            lambda c: c.execute(
+                "INSERT INTO session_keys (scope, key, session_id, updated_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(scope, key) DO UPDATE SET session_id = excluded.session_id, "
+                "updated_at = excluded.updated_at",
+                (scope, key, session_id, time.time()),
+            )
+        )
 
     async def unbind_session(self, session_id: str) -> None:
         await self.db.call(lambda c: c.execute("DELETE FROM session_keys WHERE session_id = ?", (session_id,)))
@@ -111,22 +163,36 @@ class SqliteStore:
     async def put_response(self, response: StoredResponse, items: Sequence[dict[str, Any]]) -> list[Eviction]:
         now = time.time()
         row = {
-            "id": response.id, "scope": response.scope, "turn_id": response.turn_id,
-            "session_id": response.session_id, "previous_response_id": response.previous_response_id,
-            "conversation": response.conversation, "status": response.status,
-            "snapshot": _dumps(response.snapshot), "input_items": _dumps(response.input_items),
-            "instructions": response.instructions, "messages": _dumps([m.to_json() for m in response.messages]),
+            "id": response.id,
+            "scope": response.scope,
+            "turn_id": response.turn_id,
+            "session_id": response.session_id,
+            "previous_response_id": response.previous_response_id,
+            "conversation": response.conversation,
+            "status": response.status,
+            "snapshot": _dumps(response.snapshot),
+            "input_items": _dumps(response.input_items),
+            "instructions": response.instructions,
+            "messages": _dumps([m.to_json() for m in response.messages]),
             "render": _dumps({"queued": response.queued, "commentary": response.commentary}),
-            "created_at": response.created_at or now, "accessed_at": now,
+            "created_at": response.created_at or now,
+            "accessed_at": now,
         }
         # Only outputs of tools this server ran are indexed by call_id: a client's own
         # function_call_output for that call (sent back as input) must never replace the real one.
         input_ids = {item.get("id") for item in response.input_items}
         item_rows = [
-            {"item_id": item["id"], "scope": response.scope, "response_id": response.id, "item": _dumps(item),
-             "call_id": item.get("call_id")
-             if item.get("type") == "function_call_output" and item["id"] not in input_ids else None}
-            for item in items if isinstance(item.get("id"), str)
+            {
+                "item_id": item["id"],
+                "scope": response.scope,
+                "response_id": response.id,
+                "item": _dumps(item),
+                "call_id": item.get("call_id")
+                if item.get("type") == "function_call_output" and item["id"] not in input_ids
+                else None,
+            }
+            for item in items
+            if isinstance(item.get("id"), str)
         ]
 
         def put(conn: sqlite3.Connection) -> list[Eviction]:
@@ -139,8 +205,9 @@ class SqliteStore:
                     row,
                 )
                 conn.executemany(
-                    _insert("response_items", ("item_id", "scope", "response_id", "call_id", "item"),
-                            "INSERT OR REPLACE"),
+                    _insert(
+                        "response_items", ("item_id", "scope", "response_id", "call_id", "item"), "INSERT OR REPLACE"
+                    ),
                     item_rows,
                 )
                 if response.conversation is not None:
@@ -162,12 +229,18 @@ class SqliteStore:
         # Unsettled responses are never evicted: their turn is still writing them.
         victims = conn.execute(
             "SELECT id, scope FROM responses WHERE status NOT IN ('queued', 'in_progress') "
-            "ORDER BY accessed_at LIMIT ?", (excess,)
+            "ORDER BY accessed_at LIMIT ?",
+            (excess,),
         ).fetchall()
         evicted = []
         for victim in victims:
-            names = tuple(r["name"] for r in conn.execute(
-                "SELECT name FROM conversations WHERE scope = ? AND response_id = ?", (victim["scope"], victim["id"])))
+            names = tuple(
+                r["name"]
+                for r in conn.execute(
+                    "SELECT name FROM conversations WHERE scope = ? AND response_id = ?",
+                    (victim["scope"], victim["id"]),
+                )
+            )
             self._delete(conn, victim["scope"], victim["id"])
             evicted.append(Eviction(victim["id"], names))
         return evicted
@@ -180,8 +253,9 @@ class SqliteStore:
         conn.execute("DELETE FROM conversations WHERE scope = ? AND response_id = ?", (scope, response_id))
         conn.execute("DELETE FROM journal_events WHERE turn_id = ?", (row["turn_id"],))
         # The key stays consumed: a retry answers admission_expired instead of running the turn again.
-        conn.execute("UPDATE admissions SET state = 'tombstone', settled_at = ? WHERE turn_id = ?",
-                     (time.time(), row["turn_id"]))
+        conn.execute(
+            "UPDATE admissions SET state = 'tombstone', settled_at = ? WHERE turn_id = ?", (time.time(), row["turn_id"])
+        )
         conn.execute("DELETE FROM responses WHERE id = ?", (response_id,))  # items go by ON DELETE CASCADE
         return True
 
@@ -204,8 +278,9 @@ class SqliteStore:
 
     async def conversation_head(self, scope: str, name: str) -> str | None:
         def head(conn: sqlite3.Connection) -> str | None:
-            row = conn.execute("SELECT response_id FROM conversations WHERE scope = ? AND name = ?",
-                               (scope, name)).fetchone()
+            row = conn.execute(
+                "SELECT response_id FROM conversations WHERE scope = ? AND name = ?", (scope, name)
+            ).fetchone()
             return row["response_id"] if row else None
 
         return await self.db.call(head)
@@ -226,8 +301,9 @@ class SqliteStore:
 
     async def find_item(self, scope: str, item_id: str) -> dict[str, Any] | None:
         def find(conn: sqlite3.Connection) -> str | None:
-            row = conn.execute("SELECT item FROM response_items WHERE item_id = ? AND scope = ?",
-                               (item_id, scope)).fetchone()
+            row = conn.execute(
+                "SELECT item FROM response_items WHERE item_id = ? AND scope = ?", (item_id, scope)
+            ).fetchone()
             return row["item"] if row else None
 
         raw = await self.db.call(find)
@@ -252,8 +328,13 @@ class SqliteStore:
 
     # -- admissions ----------------------------------------------------------------------------------
     async def get_admission(self, scope: str, surface: str, key: str) -> AdmissionRecord | None:
-        return await self.db.call(lambda c: _admission(c.execute(
-            "SELECT * FROM admissions WHERE scope = ? AND surface = ? AND key = ?", (scope, surface, key)).fetchone()))
+        return await self.db.call(
+            lambda c: _admission(
+                c.execute(
+                    "SELECT * FROM admissions WHERE scope = ? AND surface = ? AND key = ?", (scope, surface, key)
+                ).fetchone()
+            )
+        )
 
     async def reserve_admission(self, record: AdmissionRecord) -> AdmissionRecord | None:
         row = _admission_row(record)
@@ -272,28 +353,40 @@ class SqliteStore:
 
     async def replace_admission(self, record: AdmissionRecord) -> None:
         row = _admission_row(record)
-        await self.db.call(lambda c: c.execute(
-            _insert("admissions", _ADMISSION_COLUMNS, "INSERT OR REPLACE"), row))
+        await self.db.call(lambda c: c.execute(_insert("admissions", _ADMISSION_COLUMNS, "INSERT OR REPLACE"), row))
 
     async def settle_admission(self, turn_id: str) -> None:
-        await self.db.call(lambda c: c.execute(
-            "UPDATE admissions SET state = 'settled', settled_at = ? WHERE turn_id = ? AND state = 'running'",
-            (time.time(), turn_id)))
+        await self.db.call(
+            lambda c: c.execute(
+                "UPDATE admissions SET state = 'settled', settled_at = ? WHERE turn_id = ? AND state = 'running'",
+                (time.time(), turn_id),
+            )
+        )
 
     async def mark_unknown_admissions(self, owner: str) -> list[str]:
         def mark(conn: sqlite3.Connection) -> list[str]:
             with transaction(conn):
-                turns = [r["turn_id"] for r in conn.execute(
-                    "SELECT turn_id FROM admissions WHERE state = 'running' AND owner IS NOT ?", (owner,))]
-                conn.execute("UPDATE admissions SET state = 'unknown', settled_at = ? "
-                             "WHERE state = 'running' AND owner IS NOT ?", (time.time(), owner))
+                turns = [
+                    r["turn_id"]
+                    for r in conn.execute(
+                        "SELECT turn_id FROM admissions WHERE state = 'running' AND owner IS NOT ?", (owner,)
+                    )
+                ]
+                conn.execute(
+                    "UPDATE admissions SET state = 'unknown', settled_at = ? "
+                    "WHERE state = 'running' AND owner IS NOT ?",
+                    (time.time(), owner),
+                )
                 return turns
 
         return await self.db.call(mark)
 
     async def admission_for_turn(self, scope: str, turn_id: str) -> AdmissionRecord | None:
-        return await self.db.call(lambda c: _admission(c.execute(
-            "SELECT * FROM admissions WHERE turn_id = ? AND scope = ?", (turn_id, scope)).fetchone()))
+        return await self.db.call(
+            lambda c: _admission(
+                c.execute("SELECT * FROM admissions WHERE turn_id = ? AND scope = ?", (turn_id, scope)).fetchone()
+            )
+        )
 
     # -- journals ------------------------------------------------------------------------------------
     async def append_journals(self, batches: Sequence[tuple[str, int, Sequence[str]]]) -> None:
@@ -307,8 +400,10 @@ class SqliteStore:
 
     async def load_journal(self, turn_id: str) -> list[str]:
         def load(conn: sqlite3.Connection) -> list[str]:
-            return [r["event"] for r in conn.execute(
-                "SELECT event FROM journal_events WHERE turn_id = ? ORDER BY seq", (turn_id,))]
+            return [
+                r["event"]
+                for r in conn.execute("SELECT event FROM journal_events WHERE turn_id = ? ORDER BY seq", (turn_id,))
+            ]
 
         return await self.db.call(load)
 

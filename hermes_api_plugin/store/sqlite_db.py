@@ -12,11 +12,12 @@ import asyncio
 import logging
 import os
 import sqlite3
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Callable, Iterator, TypeVar
+from typing import TypeVar
 
 from .base import StoreError
 from .sqlite_migrate import load_migrations, migrate
@@ -42,8 +43,9 @@ class SqliteDatabase:
     """The connection and its single worker thread; `call` runs a function on it and maps sqlite errors to
     StoreError."""
 
-    def __init__(self, path: Path | None, *, fallback_to_memory: bool = False,
-                 migrations_dir: Traversable | Path | None = None) -> None:
+    def __init__(
+        self, path: Path | None, *, fallback_to_memory: bool = False, migrations_dir: Traversable | Path | None = None
+    ) -> None:
         self.path = path
         self.fallback_to_memory = fallback_to_memory
         self.migrations_dir = migrations_dir  # None: the bundled migrations (tests inject their own)
@@ -75,8 +77,11 @@ class SqliteDatabase:
             except (OSError, sqlite3.Error) as exc:
                 if not self.fallback_to_memory or self.path is None:
                     raise StoreError(f"cannot open {self.path or 'the in-memory store'}: {exc}") from exc
-                log.error("[API Server] Store unavailable (cannot open %s: %s); keeping state in memory until "
-                          "restart", self.path, exc)
+                log.error(
+                    "[API Server] Store unavailable (cannot open %s: %s); keeping state in memory until restart",
+                    self.path,
+                    exc,
+                )
                 self.durable = False
                 try:
                     conn = await loop.run_in_executor(executor, self._open_sync, None)

@@ -58,8 +58,8 @@ def split_statements(sql: str) -> list[str]:
     statements: list[str] = []
     start = 0
     for at, char in enumerate(sql):
-        if char == ";" and sqlite3.complete_statement(sql[start:at + 1]):
-            statements.append(sql[start:at + 1].strip())
+        if char == ";" and sqlite3.complete_statement(sql[start : at + 1]):
+            statements.append(sql[start : at + 1].strip())
             start = at + 1
     tail = sql[start:].strip()
     if tail:
@@ -91,8 +91,10 @@ def migrate(conn: sqlite3.Connection, migrations: list[Migration]) -> list[int]:
                 continue
             for statement in split_statements(migration.sql):
                 conn.execute(statement)
-            conn.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                         (migration.version, migration.name, time.time()))
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                (migration.version, migration.name, time.time()),
+            )
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -108,8 +110,10 @@ def _adopt_legacy_versions(conn: sqlite3.Connection, migrations: list[Migration]
     names = {m.version: m.name for m in migrations}
     conn.execute("BEGIN IMMEDIATE")
     try:
-        conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations "
-                     "(version INTEGER PRIMARY KEY, name TEXT, applied_at REAL NOT NULL)")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations "
+            "(version INTEGER PRIMARY KEY, name TEXT, applied_at REAL NOT NULL)"
+        )
         if _table_exists(conn, "schema_version"):
             legacy = _rows(conn, "SELECT version, applied_at FROM schema_version")
             conn.executemany(

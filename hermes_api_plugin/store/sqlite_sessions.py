@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..content import Message
 from .base import SessionInfo, SessionMessageRow
@@ -39,12 +40,21 @@ def _session(row: sqlite3.Row | None) -> SessionInfo | None:
         parts = json.loads(row["first_user_content"])
         preview = "".join(p.get("text", "") for p in parts if p.get("type") == "text")[:200]
     return {
-        "id": row["id"], "source": row["source"], "title": row["title"], "model": row["model"],
-        "started_at": row["created_at"], "ended_at": row["ended_at"], "last_active": row["updated_at"],
-        "message_count": row["message_count"], "tool_call_count": row["tool_call_count"],
-        "input_tokens": row["input_tokens"], "output_tokens": row["output_tokens"],
-        "parent_session_id": row["parent_session_id"], "pinned": bool(row["pinned"]),
-        "archived": bool(row["archived"]), "preview": preview,
+        "id": row["id"],
+        "source": row["source"],
+        "title": row["title"],
+        "model": row["model"],
+        "started_at": row["created_at"],
+        "ended_at": row["ended_at"],
+        "last_active": row["updated_at"],
+        "message_count": row["message_count"],
+        "tool_call_count": row["tool_call_count"],
+        "input_tokens": row["input_tokens"],
+        "output_tokens": row["output_tokens"],
+        "parent_session_id": row["parent_session_id"],
+        "pinned": bool(row["pinned"]),
+        "archived": bool(row["archived"]),
+        "preview": preview,
     }
 
 
@@ -58,26 +68,40 @@ class SqliteSessionStore:
         def load(conn: sqlite3.Connection) -> list[sqlite3.Row]:
             return conn.execute(
                 "SELECT role, content, reasoning, extra FROM messages WHERE session_id = ? AND compacted = 0 "
-                "ORDER BY id", (session_id,)
+                "ORDER BY id",
+                (session_id,),
             ).fetchall()
 
         return [
-            Message.from_json({"role": row["role"], "content": json.loads(row["content"]),
-                               "reasoning": row["reasoning"], **json.loads(row["extra"] or "{}")})
+            Message.from_json(
+                {
+                    "role": row["role"],
+                    "content": json.loads(row["content"]),
+                    "reasoning": row["reasoning"],
+                    **json.loads(row["extra"] or "{}"),
+                }
+            )
             for row in await self.db.call(load)
         ]
 
-    async def append_session_messages(self, session_id: str, messages: Sequence[Message], *,
-                                      model: str | None = None, usage: tuple[int, int] = (0, 0),
-                                      compaction: str | None = None) -> None:
+    async def append_session_messages(
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        *,
+        model: str | None = None,
+        usage: tuple[int, int] = (0, 0),
+        compaction: str | None = None,
+    ) -> None:
         """Append a turn's messages; a compaction first archives the live transcript behind its summary."""
         now = time.time()
         rows = []
         for m in messages:
             body = m.to_json()
             extra = {k: body[k] for k in ("tool_calls", "tool_call_id") if k in body}
-            rows.append((session_id, m.role, _dumps(body["content"]), m.reasoning,
-                         _dumps(extra) if extra else None, now))
+            rows.append(
+                (session_id, m.role, _dumps(body["content"]), m.reasoning, _dumps(extra) if extra else None, now)
+            )
 
         def append(conn: sqlite3.Connection) -> None:
             with transaction(conn):
@@ -90,8 +114,9 @@ class SqliteSessionStore:
                     (session_id, now, now, model, usage[0], usage[1]),
                 )
                 if compaction is not None:
-                    conn.execute("UPDATE messages SET compacted = 1 WHERE session_id = ? AND compacted = 0",
-                                 (session_id,))
+                    conn.execute(
+                        "UPDATE messages SET compacted = 1 WHERE session_id = ? AND compacted = 0", (session_id,)
+                    )
                     conn.execute(
                         "INSERT INTO messages (session_id, role, content, reasoning, extra, created_at) "
                         "VALUES (?, 'user', ?, NULL, ?, ?)",
@@ -99,7 +124,8 @@ class SqliteSessionStore:
                     )
                 conn.executemany(
                     "INSERT INTO messages (session_id, role, content, reasoning, extra, created_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?)", rows,
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    rows,
                 )
 
         await self.db.call(append)
@@ -109,15 +135,19 @@ class SqliteSessionStore:
             where, args = ("WHERE s.source = ?", [source]) if source else ("", [])
             # One row beyond the page tells whether more follow.
             return conn.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions s {where} ORDER BY s.updated_at DESC, s.id "
-                "LIMIT ? OFFSET ?", (*args, limit + 1, offset)).fetchall()
+                f"SELECT {_SESSION_COLUMNS} FROM sessions s {where} ORDER BY s.updated_at DESC, s.id LIMIT ? OFFSET ?",
+                (*args, limit + 1, offset),
+            ).fetchall()
 
         found = [s for s in map(_session, await self.db.call(rows)) if s is not None]
         return found[:limit], len(found) > limit
 
     async def get_session(self, session_id: str) -> SessionInfo | None:
-        return await self.db.call(lambda c: _session(c.execute(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.id = ?", (session_id,)).fetchone()))
+        return await self.db.call(
+            lambda c: _session(
+                c.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.id = ?", (session_id,)).fetchone()
+            )
+        )
 
     async def create_session(self, session_id: str, title: str | None) -> bool:
         now = time.time()
@@ -125,7 +155,8 @@ class SqliteSessionStore:
         def create(conn: sqlite3.Connection) -> bool:
             cursor = conn.execute(
                 "INSERT OR IGNORE INTO sessions (id, created_at, updated_at, title) VALUES (?, ?, ?, ?)",
-                (session_id, now, now, title))
+                (session_id, now, now, title),
+            )
             return cursor.rowcount == 1
 
         return await self.db.call(create)
@@ -138,8 +169,12 @@ class SqliteSessionStore:
             if not columns:
                 return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
             assignments = ", ".join(f"{k} = ?" for k in columns)
-            return conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?",
-                                (*columns.values(), session_id)).rowcount == 1
+            return (
+                conn.execute(
+                    f"UPDATE sessions SET {assignments} WHERE id = ?", (*columns.values(), session_id)
+                ).rowcount
+                == 1
+            )
 
         return await self.db.call(update)
 
@@ -153,6 +188,7 @@ class SqliteSessionStore:
 
     async def session_tool_names(self, session_id: str) -> dict[str, str]:
         """tool_call_id → tool name for every tool call of a session (tool messages name their tool)."""
+
         def names(conn: sqlite3.Connection) -> dict[str, str]:
             found: dict[str, str] = {}
             for row in conn.execute(
@@ -164,20 +200,31 @@ class SqliteSessionStore:
 
         return await self.db.call(names)
 
-    async def session_message_rows(self, session_id: str, *, limit: int, offset: int, newest_first: bool,
-                                   include_compacted: bool) -> list[SessionMessageRow]:
+    async def session_message_rows(
+        self, session_id: str, *, limit: int, offset: int, newest_first: bool, include_compacted: bool
+    ) -> list[SessionMessageRow]:
         """A page of a session's messages in chronological order (compacted ones first when included)."""
+
         def rows(conn: sqlite3.Connection) -> list[sqlite3.Row]:
             where = "" if include_compacted else "AND compacted = 0"
             direction = "DESC" if newest_first else "ASC"
             page = conn.execute(
                 f"SELECT id, role, content, reasoning, extra, created_at, compacted FROM messages "
                 f"WHERE session_id = ? {where} ORDER BY compacted {'ASC' if newest_first else 'DESC'}, id {direction} "
-                "LIMIT ? OFFSET ?", (session_id, limit, offset)).fetchall()
+                "LIMIT ? OFFSET ?",
+                (session_id, limit, offset),
+            ).fetchall()
             return sorted(page, key=lambda r: (-r["compacted"], r["id"]))
 
         return [
-            {"id": f"m_{r['id']}", "role": r["role"], "content": json.loads(r["content"]), "reasoning": r["reasoning"],
-             "extra": json.loads(r["extra"] or "{}"), "timestamp": r["created_at"], "compacted": bool(r["compacted"])}
+            {
+                "id": f"m_{r['id']}",
+                "role": r["role"],
+                "content": json.loads(r["content"]),
+                "reasoning": r["reasoning"],
+                "extra": json.loads(r["extra"] or "{}"),
+                "timestamp": r["created_at"],
+                "compacted": bool(r["compacted"]),
+            }
             for r in await self.db.call(rows)
         ]

@@ -6,6 +6,15 @@ from .registry import HeldTurn, HistoryLoader, Persister, Turn, TurnRegistry
 from .tool_display import display_tool_name
 
 __all__ = [
-    "COALESCE_S", "HeldTurn", "HistoryLoader", "Journal", "Persister", "Turn", "TurnBridge", "TurnRegistry",
-    "decode_journal", "display_tool_name", "encode_events",
+    "COALESCE_S",
+    "HeldTurn",
+    "HistoryLoader",
+    "Journal",
+    "Persister",
+    "Turn",
+    "TurnBridge",
+    "TurnRegistry",
+    "decode_journal",
+    "display_tool_name",
+    "encode_events",
 ]

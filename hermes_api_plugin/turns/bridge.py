@@ -253,7 +253,9 @@ class TurnBridge:
         """`completed` records for tools the end of the turn stopped, in start order."""
         now = time.monotonic()
         stopped: list[TurnEvent] = [
-            ToolCompleted(s.call_id, s.name, "[interrupted]", True, max(0, int((now - s.started_at) * 1000)), stopped=True)
+            ToolCompleted(
+                s.call_id, s.name, "[interrupted]", True, max(0, int((now - s.started_at) * 1000)), stopped=True
+            )
             for s in self._open.values()
         ]
         self._open.clear()

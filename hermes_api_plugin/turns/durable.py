@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..events import ToolCompleted, ToolStarted, TurnEvent, TurnFinished, TurnStatus
 from ..store.base import Store
@@ -100,7 +100,7 @@ class JournalSaver:
         try:
             if batches:
                 await self.store.append_journals(batches)
-        except Exception:  # noqa: BLE001 - keep serving (streams go on); the next flush retries these events
+        except Exception:
             log.exception("[API Server] could not write turn journals")
             self._dirty |= set(ends)
             for waiter in waiters:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 
 from ..events import TurnEvent, TurnFinished, event_from_json, event_to_json
 
@@ -20,7 +20,7 @@ class Journal:
     `stamps[i]` is the wall-clock time event `i` was journaled (runs and session streams show it).
     """
 
-    __slots__ = ("events", "stamps", "finished", "listener", "_waiters")
+    __slots__ = ("_waiters", "events", "finished", "listener", "stamps")
 
     def __init__(self) -> None:
         self.events: list[TurnEvent] = []
@@ -101,12 +101,13 @@ class Journal:
                 timer.cancel()
 
 
-
 def encode_events(events: Sequence[TurnEvent], stamps: Sequence[float] | None = None) -> list[str]:
     """Events as stored rows; each carries its journal time under `ts`."""
     times = stamps if stamps is not None else [time.time()] * len(events)
-    return [json.dumps({**event_to_json(e), "ts": ts}, ensure_ascii=False, separators=(",", ":"))
-            for e, ts in zip(events, times)]
+    return [
+        json.dumps({**event_to_json(e), "ts": ts}, ensure_ascii=False, separators=(",", ":"))
+        for e, ts in zip(events, times, strict=True)
+    ]
 
 
 def decode_journal(rows: Sequence[str]) -> Journal:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import AsyncIterator, Generic, Hashable, TypeVar
+from collections.abc import AsyncIterator, Hashable
+from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 

@@ -14,9 +14,9 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from types import TracebackType
-from typing import Awaitable, Callable, Sequence
 
 from ..content import Message
 from ..errors import draining, rate_limited
@@ -40,9 +40,18 @@ Persister = Callable[["Turn", TurnFinished], Awaitable[None]]
 class Turn:
     """One admitted agent execution: its run id, journal, and interrupt switch."""
 
-    def __init__(self, agent_turn: AgentTurn, bridge: TurnBridge, journal: Journal, *, queue_key: str | None,
-                 queued: bool, inputs: Sequence[Message], history: HistoryLoader | None,
-                 persist: Persister | None) -> None:
+    def __init__(
+        self,
+        agent_turn: AgentTurn,
+        bridge: TurnBridge,
+        journal: Journal,
+        *,
+        queue_key: str | None,
+        queued: bool,
+        inputs: Sequence[Message],
+        history: HistoryLoader | None,
+        persist: Persister | None,
+    ) -> None:
         self.run_id = agent_turn.request.turn_id
         self.agent_turn = agent_turn
         self.bridge = bridge
@@ -120,8 +129,9 @@ class HeldTurn:
     async def __aenter__(self) -> Turn:
         return self.turn
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if not self._started:
             self.turn.cancel()
 
@@ -133,8 +143,15 @@ class TurnRegistry:
     registry's dependency, not something it reaches for).
     """
 
-    def __init__(self, runtime: AgentRuntime, transcripts: Persister, hooks: TurnHooks, *, max_concurrent: int,
-                 secret_values: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        runtime: AgentRuntime,
+        transcripts: Persister,
+        hooks: TurnHooks,
+        *,
+        max_concurrent: int,
+        secret_values: tuple[str, ...] = (),
+    ) -> None:
         self.runtime = runtime
         self.transcripts = transcripts
         self.hooks = hooks
@@ -185,8 +202,15 @@ class TurnRegistry:
         if self.draining:
             raise draining()
 
-    def admit(self, request: TurnRequest, *, queue_key: str | None = None, history: HistoryLoader | None = None,
-              inputs: Sequence[Message] | None = None, persist: Persister | None = None) -> HeldTurn:
+    def admit(
+        self,
+        request: TurnRequest,
+        *,
+        queue_key: str | None = None,
+        history: HistoryLoader | None = None,
+        inputs: Sequence[Message] | None = None,
+        persist: Persister | None = None,
+    ) -> HeldTurn:
         """Reserve a slot for a held turn; raises 503 while draining and 429 at the cap.
 
         `queue_key` serialises turns of one session; `history` loads the agent's history once the turn
@@ -202,8 +226,16 @@ class TurnRegistry:
         if queue_key is not None:
             queued = self._queues.users(queue_key) > 0
             self._queues.enter(queue_key)
-        turn = Turn(AgentTurn(request, bridge), bridge, journal, queue_key=queue_key, queued=queued,
-                    inputs=inputs if inputs is not None else (request.input,), history=history, persist=persist)
+        turn = Turn(
+            AgentTurn(request, bridge),
+            bridge,
+            journal,
+            queue_key=queue_key,
+            queued=queued,
+            inputs=inputs if inputs is not None else (request.input,),
+            history=history,
+            persist=persist,
+        )
         self._active[turn.run_id] = turn
         turn.task = loop.create_task(self._drive(turn), name=f"turn {turn.run_id}")
         return HeldTurn(turn)
@@ -260,7 +292,7 @@ class TurnRegistry:
         except asyncio.CancelledError:
             turn.agent_turn.interrupt()
             raise
-        except Exception as exc:  # noqa: BLE001 - store or hook failure: the turn fails, the server lives
+        except Exception as exc:
             log.exception("[API Server] turn %s failed outside the agent", turn.run_id)
             outcome = TurnOutcome(TurnStatus.FAILED, error_code="agent_error", error_message=f"Gateway error: {exc}")
         await self._settle(turn, outcome)
@@ -286,7 +318,7 @@ class TurnRegistry:
             if not streamed:
                 missing = final
             elif final.startswith(streamed):
-                missing = final[len(streamed):]
+                missing = final[len(streamed) :]
             else:
                 missing = ""
             if missing:
@@ -312,7 +344,7 @@ class TurnRegistry:
                 await self.transcripts(turn, finished)
             if turn.persist is not None:
                 await turn.persist(turn, finished)
-        except Exception:  # noqa: BLE001 - a store failure must not lose the answer being streamed
+        except Exception:
             log.exception("[API Server] could not store turn %s of session %s", turn.run_id, turn.request.session_id)
 
     async def drain(self, grace_s: float = DRAIN_GRACE_S) -> None:

@@ -14,10 +14,23 @@ NAME_MAX = 256
 VISIBLE_ASCII = re.compile(r"^[\x21-\x7e]{1,256}$")
 _LABEL_KEYS = ("command", "cmd", "query", "url", "path", "file_path", "pattern", "code", "prompt", "goal")
 _EMOJI = {
-    "terminal": "💻", "process": "⚙️", "read_file": "📖", "write_file": "✍️", "patch": "🩹",
-    "search_files": "🔎", "web_search": "🔍", "web_extract": "📄", "execute_code": "🐍",
-    "delegate_task": "🔀", "memory": "🧠", "todo": "📋", "vision_analyze": "👁️",
-    "image_generate": "🎨", "send_message": "💬", "clarify": "❓", "browser_exec": "🌐",
+    "terminal": "💻",
+    "process": "⚙️",
+    "read_file": "📖",
+    "write_file": "✍️",
+    "patch": "🩹",
+    "search_files": "🔎",
+    "web_search": "🔍",
+    "web_extract": "📄",
+    "execute_code": "🐍",
+    "delegate_task": "🔀",
+    "memory": "🧠",
+    "todo": "📋",
+    "vision_analyze": "👁️",
+    "image_generate": "🎨",
+    "send_message": "💬",
+    "clarify": "❓",
+    "browser_exec": "🌐",
 }
 DEFAULT_EMOJI = "🔧"
 
@@ -37,7 +50,7 @@ def display_tool_name(name: Any) -> str:
             out.append(ch)
         else:
             encoded = ch.encode("utf-16-be", "surrogatepass")
-            out.extend(f"\\u{int.from_bytes(encoded[i:i + 2], 'big'):04x}" for i in range(0, len(encoded), 2))
+            out.extend(f"\\u{int.from_bytes(encoded[i : i + 2], 'big'):04x}" for i in range(0, len(encoded), 2))
     return "".join(out)[:NAME_MAX] or "unknown"
 
 

@@ -16,7 +16,9 @@ def session_transcripts(sessions: SessionStore) -> Persister:
         events = turn.journal.events
         compactions = [e.summary for e in events if isinstance(e, Compacted)]
         await sessions.append_session_messages(
-            turn.request.session_id, turn_messages(turn.inputs, events), model=turn.request.model,
+            turn.request.session_id,
+            turn_messages(turn.inputs, events),
+            model=turn.request.model,
             usage=(finished.usage.prompt_tokens, finished.usage.completion_tokens),
             compaction=compactions[-1] if compactions else None,
         )
