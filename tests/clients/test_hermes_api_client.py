@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.live import LiveGateway, parse_sse
+from tests.helpers import parse_sse
+from tests.live import LiveGateway
 
 from .compat import ROWS, py313_pin
 from .conftest import KEEPALIVE_ANSWER, HermesClient, KeepaliveRun

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.live import LiveGateway, parse_sse
+from tests.helpers import parse_sse
+from tests.live import LiveGateway
 
 from .compat import ROWS
 from .conftest import KEEPALIVE_ANSWER, KEEPALIVE_REASONING, KeepaliveRun, NodeClients
