@@ -487,6 +487,7 @@ async def test_responses_retry_identity_and_target(api: TestClient, auth: dict[s
 # -- attach: a retry while the turn runs ---------------------------------------------------------------------
 
 
+@pytest.mark.slow  # waits out the 1 s scripted "slow" turn
 @pytest.mark.parametrize("surface", SURFACES)
 async def test_keyed_stream_retry_while_running_attaches_from_the_start(slow_api: TestClient, auth: dict[str, str],
                                                                        surface: str) -> None:
@@ -519,6 +520,7 @@ async def test_keyed_stream_retry_while_running_attaches_from_the_start(slow_api
     assert runs(api, key) == 1
 
 
+@pytest.mark.slow  # waits out the 1 s scripted "slow" turn
 @pytest.mark.parametrize("surface", SURFACES)
 async def test_keyed_json_retry_while_running_gets_its_head_at_once(slow_api: TestClient, auth: dict[str, str],
                                                                    surface: str) -> None:
@@ -550,6 +552,7 @@ async def test_keyed_json_retry_while_running_gets_its_head_at_once(slow_api: Te
 # -- W-1.9: the cap ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # waits out the 1 s scripted "slow" turn
 @pytest.mark.parametrize("surface", SURFACES)
 async def test_at_the_cap_new_turns_get_429_while_an_exact_keyed_retry_is_served(
     make_slow_api: SlowFactory, auth: dict[str, str], surface: str
@@ -649,6 +652,7 @@ async def test_disconnect_without_key_cancels_the_turn(slow_api: TestClient, aut
         assert status == 200 and stored["status"] == "cancelled"
 
 
+@pytest.mark.slow  # waits out the 1 s scripted "slow" turn
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize("surface", SURFACES)
 async def test_disconnect_with_key_keeps_running_and_retry_replays(slow_api: TestClient, auth: dict[str, str],
@@ -669,6 +673,7 @@ async def test_disconnect_with_key_keeps_running_and_retry_replays(slow_api: Tes
     assert runs(slow_api, key) == 1
 
 
+@pytest.mark.slow  # waits out the 1 s scripted "slow" turn
 async def test_background_response_survives_disconnect_and_keyed_retry_attaches_then_replays(
     slow_api: TestClient, auth: dict[str, str]
 ) -> None:
@@ -723,6 +728,7 @@ async def test_on_disconnect_cancel_cancels_keyed_and_background_turns(make_slow
     assert runs(api, key) == 1
 
 
+@pytest.mark.slow  # waits out the 1 s scripted "slow" turn
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize("surface", SURFACES)
 async def test_on_disconnect_continue_lets_an_unkeyed_turn_complete(make_slow_api: SlowFactory,

@@ -28,6 +28,9 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from tests.helpers import Reply, assert_error_envelope, complete_records, live_request, wait_for
 from tests.live import SCRIPTS, LiveGateway, executions, start_gateway, write_home
 
+# slow (left out by ./test --fast): real gateway processes killed with SIGKILL and restarted; 50 kill points.
+pytestmark = pytest.mark.slow
+
 CHAT = "/v1/chat/completions"
 RESPONSES = "/v1/responses"
 PATHS = {"chat": CHAT, "responses": RESPONSES}
@@ -362,7 +365,6 @@ def check_outcome(o: Outcome) -> None:
         raise AssertionError(where)
 
 
-@pytest.mark.slow
 def test_fifty_random_kill_points_never_execute_a_keyed_turn_twice(tmp_path: Path) -> None:
     """W-5.7, §5.3, §5.4 (issue acceptance): 50 keyed requests (chat or Responses, JSON or stream, seeded), each
     followed by kill -9 after a random delay in [0, 1.1 s] and a restart on the same home, then a retry with the

@@ -28,6 +28,9 @@ import yaml
 from tests.helpers import Reply, SseRecord, execution_for, live_request, parse_sse, wait_for
 from tests.live import SCRIPTS, LiveGateway, start_gateway, write_home
 
+# slow (left out by ./test --fast): real gateway processes restarted and killed with SIGKILL.
+pytestmark = pytest.mark.slow
+
 MODEL = "hermes-agent"
 INSTRUCTIONS = "Answer in one sentence."
 TOOL_RESULT = "README.md\nsrc/"

@@ -777,6 +777,7 @@ def restarted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Restarted]:
         after.stop()
 
 
+@pytest.mark.slow  # kill -9 and restarts of a real gateway (the `restarted` fixture)
 def test_keyed_run_running_at_kill_reads_failed_unknown_execution(restarted: Restarted) -> None:
     """W-5.12 (runs part), §5.4, W-6.2: after kill -9 and a restart, GET of the keyed run that was running reports
     failed with error unknown_execution, and its /events ends with the matching run.failed after the running tool
@@ -795,6 +796,7 @@ def test_keyed_run_running_at_kill_reads_failed_unknown_execution(restarted: Res
     assert (stopped.status, stopped.json()) == (200, {"run_id": restarted.running, "status": "failed"})
 
 
+@pytest.mark.slow  # kill -9 and restarts of a real gateway (the `restarted` fixture)
 def test_keyed_retry_of_a_run_left_running_is_unknown_execution(restarted: Restarted) -> None:
     """§5.3, §5.4, W-5.7: the keyed retry of the run the killed gateway left running gets 409 unknown_execution."""
     retry = live_request(restarted.live, "POST", RUNS, {"input": "hang"}, {"Idempotency-Key": "crash-running"})
@@ -802,6 +804,7 @@ def test_keyed_retry_of_a_run_left_running_is_unknown_execution(restarted: Resta
                           param=None)
 
 
+@pytest.mark.slow  # kill -9 and restarts of a real gateway (the `restarted` fixture)
 def test_keyed_run_settled_before_the_kill_survives_the_restart(restarted: Restarted) -> None:
     """§6.2, §5.4: a keyed run is kept durably: after the restart GET reports it completed and /events replays the
     same journal (Last-Event-ID resume included); its keyed retry replays it."""
@@ -816,12 +819,14 @@ def test_keyed_run_settled_before_the_kill_survives_the_restart(restarted: Resta
     assert retry.json() == {"run_id": restarted.completed, "status": "completed", "replayed": True}
 
 
+@pytest.mark.slow  # kill -9 and restarts of a real gateway (the `restarted` fixture)
 def test_unkeyed_run_is_kept_in_memory_only(restarted: Restarted) -> None:
     """§6.2: runs without an Idempotency-Key live in the process's memory: after a restart they are 404."""
     assert_error_envelope(live_request(restarted.live, "GET", f"{RUNS}/{restarted.unkeyed}"), 404,
                           **RUN_NOT_FOUND["error"])
 
 
+@pytest.mark.slow  # kill -9 and restarts of a real gateway (the `restarted` fixture)
 def test_another_credential_scope_gets_404_for_a_run(restarted: Restarted) -> None:
     """W-6.4, §1.3, §6.2: a run is visible only to the credential scope that created it: a gateway on the same home
     with a rotated API_SERVER_KEY answers 404 run_not_found on GET, /events and /stop."""
