@@ -1,5 +1,5 @@
-"""Shared test helpers: SSE parsing, a parsed HTTP reply, reading a stream up to a marker, the error envelope check,
-bounded waits, and the scripted runtime's execution log.
+"""Shared test helpers: the real app in-process, SSE parsing, a parsed HTTP reply, reading a stream up to a marker,
+the error envelope check, bounded waits, and the scripted runtime's execution log.
 
 Every test module takes these from here instead of keeping its own copy; tests/live.py keeps what concerns a Hermes
 home and the real gateway process.
