@@ -6,16 +6,9 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterator
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
-from hermes_api_plugin.config import load_settings
-from hermes_api_plugin.gateway.server import (
-    ReferenceGateway,
-    build_plugin_manager,
-    runner_kwargs,
-)
-from hermes_api_plugin.runtimes import select_runtime
-
+from .helpers import serve_app
 from .live import TEST_KEY, LiveGateway, start_gateway, write_home
 
 AUTH = {"Authorization": f"Bearer {TEST_KEY}"}
@@ -38,19 +31,8 @@ async def make_api(aiohttp_client: Any, tmp_path: Path) -> ApiFactory:
                    script: str = "chat.yaml") -> TestClient:
         nonlocal counter
         counter += 1
-        home = write_home(tmp_path / f"home{counter}", env=env, config=config, script=script)
-        settings = load_settings(home, environ={"HERMES_HOME": str(home)})
-        runtime = select_runtime(settings)
-        pm = build_plugin_manager()
-        gateway = ReferenceGateway(settings, runtime, pm)
-        pm.hook.hermes_api_gateway_startup(gateway=gateway)
-        # TestServer turns handler_cancellation on itself; the other runner settings go to start_server.
-        kwargs = {k: v for k, v in runner_kwargs().items() if k != "handler_cancellation"}
-        server = TestServer(gateway.apps[0])
-        await server.start_server(**kwargs)
-        client: TestClient = await aiohttp_client(server)
-        client.home = home  # type: ignore[attr-defined]
-        return client
+        return await serve_app(aiohttp_client, write_home(tmp_path / f"home{counter}", env=env, config=config,
+                                                          script=script))
 
     return make
 

@@ -1,4 +1,5 @@
-"""Test helpers: a Hermes home on disk, the real reference gateway as a subprocess, SSE parsing."""
+"""Test helpers: a Hermes home on disk and the real reference gateway as a subprocess (SSE parsing, replies and
+waits: tests/helpers.py)."""
 
 from __future__ import annotations
 
@@ -155,40 +156,3 @@ def start_gateway(home: Path, extra_env: dict[str, str] | None = None, timeout: 
         raise RuntimeError(f"gateway did not start:\n{live.output()}")
     live.host, live.port = match.group(1), int(match.group(2))
     return live
-
-
-@dataclass(frozen=True)
-class SseRecord:
-    event: str | None
-    data: str
-    id: str | None = None
-
-    def json(self) -> Any:
-        return json.loads(self.data)
-
-
-def parse_sse(raw: bytes) -> tuple[list[SseRecord], int]:
-    """Records and the number of `: keepalive` comments in a complete SSE body."""
-    records: list[SseRecord] = []
-    keepalives = 0
-    for block in raw.decode("utf-8").split("\n\n"):
-        if not block:
-            continue
-        event = data = rid = None
-        for line in block.split("\n"):
-            if line.startswith(":"):
-                keepalives += 1
-            elif line.startswith("event: "):
-                event = line[7:]
-            elif line.startswith("data: "):
-                assert data is None, f"two data lines in one record: {block!r}"
-                data = line[6:]
-            elif line.startswith("id: "):
-                rid = line[4:]
-            else:
-                raise AssertionError(f"unexpected SSE line {line!r}")
-        if data is not None:
-            records.append(SseRecord(event, data, rid))
-        else:
-            assert event is None and rid is None, f"record without data: {block!r}"
-    return records, keepalives

@@ -15,27 +15,28 @@ import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from aiohttp import ClientResponse
-from aiohttp.test_utils import TestClient, TestServer
-from multidict import CIMultiDictProxy
+from aiohttp.test_utils import TestClient
 
-from hermes_api_plugin.config import load_settings
 from hermes_api_plugin.events import TurnStatus
-from hermes_api_plugin.gateway.server import (
-    ReferenceGateway,
-    build_plugin_manager,
-    runner_kwargs,
-)
 from hermes_api_plugin.keys import ADMISSIONS, STORE, TURNS
-from hermes_api_plugin.runtimes import select_runtime
 from hermes_api_plugin.turns import Turn
-from tests.live import SCRIPTS, SseRecord, executions, parse_sse, write_home
+from tests.helpers import (
+    JSON_TYPE,
+    Reply,
+    assert_error_envelope,
+    complete_records,
+    fetch,
+    read_reply,
+    read_until,
+    serve_app,
+    wait_for_async,
+)
+from tests.live import SCRIPTS, executions, write_home
 
 CHAT = "/v1/chat/completions"
 RESPONSES = "/v1/responses"
@@ -44,7 +45,6 @@ SURFACES = ("chat", "responses")
 RUN_ID = re.compile(r"^run_[0-9a-f]{32}$")
 COMPLETION_ID = re.compile(r"^chatcmpl-[0-9a-f]{32}$")
 RESPONSE_ID = re.compile(r"^resp_[0-9a-f]{32}$")
-JSON_TYPE = "application/json; charset=utf-8"
 
 DEFAULT_ANSWER = "Hello from the scripted runtime."
 USE_TOOL_ANSWER = "Your project has README.md and src/."
@@ -83,20 +83,6 @@ def slow_home(root: Path, *, config: dict[str, Any] | None = None, env: dict[str
     return write_home(home, env=env, script=None, config={**(config or {}), "agent": {"script": str(path)}})
 
 
-async def serve(aiohttp_client: Any, home: Path, environ: dict[str, str] | None = None) -> TestClient:
-    """The real app for `home`, built like conftest.make_api (plugin startup hook, runner settings)."""
-    settings = load_settings(home, environ={"HERMES_HOME": str(home), **(environ or {})})
-    pm = build_plugin_manager()
-    gateway = ReferenceGateway(settings, select_runtime(settings), pm)
-    pm.hook.hermes_api_gateway_startup(gateway=gateway)
-    kwargs = {k: v for k, v in runner_kwargs().items() if k != "handler_cancellation"}
-    server = TestServer(gateway.apps[0])
-    await server.start_server(**kwargs)
-    client: TestClient = await aiohttp_client(server)
-    client.home = home  # type: ignore[attr-defined]
-    return client
-
-
 SlowFactory = Callable[..., Awaitable[TestClient]]
 
 
@@ -107,7 +93,7 @@ def make_slow_api(aiohttp_client: Any, tmp_path: Path) -> SlowFactory:
     async def make(*, config: dict[str, Any] | None = None) -> TestClient:
         nonlocal counter
         counter += 1
-        return await serve(aiohttp_client, slow_home(tmp_path / f"slow{counter}", config=config))
+        return await serve_app(aiohttp_client, slow_home(tmp_path / f"slow{counter}", config=config))
 
     return make
 
@@ -131,70 +117,18 @@ def payload(surface: str, text: Any, *, stream: bool, **extra: Any) -> dict[str,
     return {"model": "hermes-agent", "stream": stream, "input": text, **extra}
 
 
-@dataclass
-class Reply:
-    status: int
-    headers: CIMultiDictProxy[str]
-    raw: bytes
-
-    def json(self) -> Any:
-        return json.loads(self.raw)  # early-head replies may start with padding newlines (§1.11)
-
-    @property
-    def is_stream(self) -> bool:
-        return self.headers.get("Content-Type", "").startswith("text/event-stream")
-
-    @property
-    def records(self) -> list[SseRecord]:
-        assert self.is_stream, (self.status, self.headers, self.raw[:300])
-        return parse_sse(self.raw)[0]
-
-    @property
-    def chunks(self) -> list[dict[str, Any]]:
-        """Chat stream data chunks, `[DONE]` excluded."""
-        return [r.json() for r in self.records if r.data != "[DONE]"]
-
-    @property
-    def events(self) -> list[dict[str, Any]]:
-        return [r.json() for r in self.records]
-
-    @property
-    def replayed(self) -> bool:
-        return self.headers.get("Idempotency-Replayed") == "true"
-
-    @property
-    def run_id(self) -> str | None:
-        return self.headers.get("X-Hermes-Run-Id")
-
-    def answer(self) -> Any:
-        """What the client received: every SSE record (event name + data), or the JSON body."""
-        if self.is_stream:
-            return [(r.event, r.data) for r in self.records]
-        return self.json()
-
-
 async def post(api: TestClient, auth: dict[str, str], path: str, body: dict[str, Any], *, key: str | None = None,
                headers: dict[str, str] | None = None) -> Reply:
     sent = {**auth, **(headers or {})}
     if key is not None:
         sent["Idempotency-Key"] = key
-    async with api.post(path, json=body, headers=sent) as resp:
-        raw = await asyncio.wait_for(resp.read(), 30)
-        return Reply(resp.status, resp.headers, raw)
+    return await fetch(api, "POST", path, json=body, headers=sent)
 
 
 async def send(api: TestClient, auth: dict[str, str], surface: str, text: Any, *, stream: bool,
                key: str | None = None, headers: dict[str, str] | None = None, **extra: Any) -> Reply:
     return await post(api, auth, PATHS[surface], payload(surface, text, stream=stream, **extra), key=key,
                       headers=headers)
-
-
-async def read_until(resp: ClientResponse, marker: bytes, raw: bytes = b"") -> bytes:
-    while marker not in raw:
-        piece = await asyncio.wait_for(resp.content.readany(), 10)
-        assert piece, f"stream ended before {marker!r}: {raw!r}"
-        raw += piece
-    return raw
 
 
 RUNNING_MARKER = {"chat": b"reasoning_content", "responses": b"response.reasoning_summary_text.delta"}
@@ -209,14 +143,6 @@ def runs(api: TestClient, key: str) -> int:
     return len(runs_of(api.home, key))  # type: ignore[attr-defined]
 
 
-def chat_text(reply: Reply) -> tuple[str, str]:
-    """(content, reasoning) concatenated over a chat stream's plain chunks."""
-    plain = [r.json() for r in reply.records if r.event is None and r.data != "[DONE]"]
-    content = "".join(c["choices"][0]["delta"].get("content", "") for c in plain)
-    reasoning = "".join(c["choices"][0]["delta"].get("reasoning_content", "") for c in plain)
-    return content, reasoning
-
-
 def check_first(reply: Reply) -> None:
     assert reply.status == 200, reply.raw
     assert not reply.replayed and "Idempotency-Replayed" not in reply.headers
@@ -229,12 +155,6 @@ def check_replay_of(reply: Reply, original: Reply) -> None:
     assert reply.replayed, dict(reply.headers)
     assert reply.run_id == original.run_id
     assert reply.headers["X-Hermes-Session-Id"] == original.headers["X-Hermes-Session-Id"]
-
-
-def check_error(reply: Reply, status: int, envelope: dict[str, Any]) -> None:
-    assert reply.status == status, reply.raw
-    assert reply.headers["Content-Type"] == JSON_TYPE
-    assert reply.json() == envelope
 
 
 def check_refusal_stream(reply: Reply, code: str) -> None:
@@ -266,8 +186,9 @@ def check_refused(surface: str, stream: bool, reply: Reply, code: str) -> None:
         check_refusal_stream(reply, code)
         assert reply.run_id is None, "§3.1: a chat stream ending in an admission chunk admitted nothing"
     else:
-        check_error(reply, 409, CONFLICT if code == "admission_conflict" else
-                    {"error": {"message": code, "type": "conflict_error", "param": None, "code": code}})
+        assert_error_envelope(reply, 409, code, message=code,
+                              type="invalid_request_error" if code == "admission_conflict" else "conflict_error",
+                              param=None)
 
 
 def check_same_turn(surface: str, json_reply: Reply, sse_reply: Reply) -> None:
@@ -277,7 +198,7 @@ def check_same_turn(surface: str, json_reply: Reply, sse_reply: Reply) -> None:
         chunks = sse_reply.chunks
         assert {c["id"] for c in chunks} == {body["id"]}
         assert {c["created"] for c in chunks} == {body["created"]}
-        content, reasoning = chat_text(sse_reply)
+        content, reasoning = sse_reply.chat_text()
         message = body["choices"][0]["message"]
         assert content == message["content"]
         assert reasoning == message.get("reasoning_content", "")
@@ -288,16 +209,6 @@ def check_same_turn(surface: str, json_reply: Reply, sse_reply: Reply) -> None:
         assert [e["sequence_number"] for e in events] == list(range(len(events)))
         assert events[0]["response"]["id"] == body["id"]
         assert events[-1]["response"] == body
-
-
-def answer_text(surface: str, reply: Reply) -> str:
-    if surface == "chat":
-        if reply.is_stream:
-            return chat_text(reply)[0]
-        return reply.json()["choices"][0]["message"]["content"]  # type: ignore[no-any-return]
-    response = reply.events[-1]["response"] if reply.is_stream else reply.json()
-    return "".join(part["text"] for item in response["output"] if item["type"] == "message"
-                   for part in item["content"])
 
 
 async def wait_settled(turn: Turn, timeout: float = 15.0) -> TurnStatus:
@@ -331,12 +242,7 @@ async def test_malformed_idempotency_key_is_rejected_before_anything_runs(
     """W-5.1, §1.6, §5.1: empty after trimming, over 255 characters, or any character outside 0x21–0x7E →
     400 invalid_idempotency_key with param Idempotency-Key (also for a chat stream); nothing executes."""
     reply = await send(api, auth, surface, "hello malformed", stream=stream, key=raw_key)
-    assert reply.status == 400, reply.raw
-    assert reply.headers["Content-Type"] == JSON_TYPE
-    error = reply.json()["error"]
-    assert set(error) == {"message", "type", "param", "code"}
-    assert (error["type"], error["param"], error["code"]) == (
-        "invalid_request_error", "Idempotency-Key", "invalid_idempotency_key")
+    assert_error_envelope(reply, 400, "invalid_idempotency_key", type="invalid_request_error", param="Idempotency-Key")
     assert executions(api.home) == []  # type: ignore[attr-defined]
 
 
@@ -377,7 +283,7 @@ async def test_twenty_simultaneous_identical_keyed_requests_execute_once(
     assert len({r.run_id for r in replies}) == 1 and RUN_ID.match(replies[0].run_id or "")
     assert len({r.headers["X-Hermes-Session-Id"] for r in replies}) == 1
     assert sorted(r.replayed for r in replies) == [False] + [True] * 19
-    assert answer_text(surface, replies[0]).endswith(USE_TOOL_ANSWER)
+    assert replies[0].answer_text(surface).endswith(USE_TOOL_ANSWER)
     if surface == "chat" and stream:
         assert COMPLETION_ID.match(replies[0].chunks[0]["id"])
         assert replies[0].chunks[-1]["choices"][0]["finish_reason"] == "stop"
@@ -408,7 +314,7 @@ async def test_keyed_retry_matrix_replays_switches_mode_and_conflicts(
     text = f"use tool {key}"
     first = await send(api, auth, surface, text, stream=first_stream, key=key)
     check_first(first)
-    assert answer_text(surface, first).endswith(USE_TOOL_ANSWER)
+    assert first.answer_text(surface).endswith(USE_TOOL_ANSWER)
     assert runs(api, key) == 1
 
     same = await send(api, auth, surface, text, stream=first_stream, key=key)
@@ -575,13 +481,14 @@ async def test_responses_retry_identity_and_target(api: TestClient, auth: dict[s
         check_replay_of(retry, first)
         assert retry.json() == first.json()
     else:
-        check_error(retry, 409, CONFLICT)
+        assert_error_envelope(retry, 409, **CONFLICT["error"])
     assert runs(api, key) == 1
 
 
 # -- attach: a retry while the turn runs ---------------------------------------------------------------------
 
 
+@pytest.mark.slow  # waits out the 1 s scripted "slow" turn
 @pytest.mark.parametrize("surface", SURFACES)
 async def test_keyed_stream_retry_while_running_attaches_from_the_start(slow_api: TestClient, auth: dict[str, str],
                                                                        surface: str) -> None:
@@ -601,19 +508,20 @@ async def test_keyed_stream_retry_while_running_attaches_from_the_start(slow_api
         assert registry.get(run_id) is not None, "the first turn is running"
         async with api.post(PATHS[surface], json=body, headers=headers) as retry:
             head_while_running = registry.get(run_id) is not None
-            retry_reply = Reply(retry.status, retry.headers, await asyncio.wait_for(retry.read(), 30))
+            retry_reply = await read_reply(retry)
         raw += await asyncio.wait_for(first.read(), 30)
         first_reply = Reply(first.status, first.headers, raw)
     assert head_while_running, "the retry was answered only after the turn settled: a replay, not an attach"
     check_replay_of(retry_reply, first_reply)
     assert retry_reply.answer() == first_reply.answer()
-    assert answer_text(surface, retry_reply) == SLOW_ANSWER
+    assert retry_reply.answer_text(surface) == SLOW_ANSWER
     if surface == "responses":
         events = retry_reply.events
         assert [e["sequence_number"] for e in events] == list(range(len(events)))
     assert runs(api, key) == 1
 
 
+@pytest.mark.slow  # waits out the 1 s scripted "slow" turn
 @pytest.mark.parametrize("surface", SURFACES)
 async def test_keyed_json_retry_while_running_gets_its_head_at_once(slow_api: TestClient, auth: dict[str, str],
                                                                    surface: str) -> None:
@@ -629,23 +537,23 @@ async def test_keyed_json_retry_while_running_gets_its_head_at_once(slow_api: Te
         run_id = first.headers["X-Hermes-Run-Id"]
         turn = registry.get(run_id)
         assert turn is not None
-        while not turn.journal.events:  # the agent has started
-            await asyncio.sleep(0.01)
+        await wait_for_async(lambda: turn.journal.events, what="the agent's first event")  # the agent has started
         async with api.post(PATHS[surface], json=body, headers=headers) as retry:
             head_while_running = registry.get(run_id) is not None
-            retry_reply = Reply(retry.status, retry.headers, await asyncio.wait_for(retry.read(), 30))
-        first_reply = Reply(first.status, first.headers, await asyncio.wait_for(first.read(), 30))
+            retry_reply = await read_reply(retry)
+        first_reply = await read_reply(first)
     assert head_while_running, "the retry was answered only after the turn settled"
     check_replay_of(retry_reply, first_reply)
     assert retry_reply.headers["Content-Type"] == JSON_TYPE
     assert retry_reply.json() == first_reply.json()
-    assert answer_text(surface, retry_reply) == SLOW_ANSWER
+    assert retry_reply.answer_text(surface) == SLOW_ANSWER
     assert runs(api, key) == 1
 
 
 # -- W-1.9: the cap ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # waits out the 1 s scripted "slow" turn
 @pytest.mark.parametrize("surface", SURFACES)
 async def test_at_the_cap_new_turns_get_429_while_an_exact_keyed_retry_is_served(
     make_slow_api: SlowFactory, auth: dict[str, str], surface: str
@@ -666,13 +574,12 @@ async def test_at_the_cap_new_turns_get_429_while_an_exact_keyed_retry_is_served
                 refused = await send(api, auth, surface, "hello at the cap", stream=stream, key=other_key)
                 assert refused.status == 429, refused.raw
                 assert refused.headers["Retry-After"] == "1"
-                check_error(refused, 429, {"error": {"message": "Too many concurrent runs (max 1)",
-                                                     "type": "rate_limit_error", "param": None,
-                                                     "code": "rate_limit_exceeded"}})
+                assert_error_envelope(refused, 429, "rate_limit_exceeded", message="Too many concurrent runs (max 1)",
+                                      type="rate_limit_error", param=None)
         async with api.post(PATHS[surface], json={**body, "stream": False},
                             headers={**auth, "Idempotency-Key": key}) as retry:
             served_at_cap = registry.active == 1 and registry.get(run_id) is not None
-            retry_reply = Reply(retry.status, retry.headers, await asyncio.wait_for(retry.read(), 30))
+            retry_reply = await read_reply(retry)
         first_reply = Reply(first.status, first.headers, raw + await asyncio.wait_for(first.read(), 30))
     assert retry_reply.status == 200, retry_reply.raw
     assert served_at_cap, "the exact retry was only served after the turn settled and the cap was free"
@@ -698,7 +605,7 @@ async def test_same_key_after_rotating_the_api_key_is_a_new_admission(make_api: 
         check_first(originals[surface])
     await api.close()  # shutdown: drain, close the store
 
-    rotated = await serve(aiohttp_client, home, environ={"API_SERVER_KEY": ROTATED_KEY})
+    rotated = await serve_app(aiohttp_client, home, environ={"API_SERVER_KEY": ROTATED_KEY})
     new_auth = {"Authorization": f"Bearer {ROTATED_KEY}"}
     for surface, key in keys.items():
         again = await send(rotated, new_auth, surface, f"hello {key}", stream=False, key=key)
@@ -726,10 +633,9 @@ async def disconnect_mid_turn(api: TestClient, auth: dict[str, str], surface: st
         if stream:
             raw = await read_until(resp, RUNNING_MARKER[surface])
             if surface == "responses":
-                response_id = parse_sse(raw.split(b"\n\n", 1)[0] + b"\n\n")[0][0].json()["response"]["id"]
+                response_id = complete_records(raw)[0].json()["response"]["id"]
         else:
-            while not turn.journal.events:
-                await asyncio.sleep(0.01)
+            await wait_for_async(lambda: turn.journal.events, what="the agent's first event")
         resp.close()
     return turn, response_id
 
@@ -747,6 +653,7 @@ async def test_disconnect_without_key_cancels_the_turn(slow_api: TestClient, aut
         assert status == 200 and stored["status"] == "cancelled"
 
 
+@pytest.mark.slow  # waits out the 1 s scripted "slow" turn
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize("surface", SURFACES)
 async def test_disconnect_with_key_keeps_running_and_retry_replays(slow_api: TestClient, auth: dict[str, str],
@@ -760,13 +667,14 @@ async def test_disconnect_with_key_keeps_running_and_retry_replays(slow_api: Tes
         retry = await send(slow_api, auth, surface, f"slow {key}", stream=retry_stream, key=key)
         assert retry.status == 200 and retry.replayed
         assert retry.run_id == turn.run_id
-        assert answer_text(surface, retry) == SLOW_ANSWER
+        assert retry.answer_text(surface) == SLOW_ANSWER
     if response_id is not None:
         status, stored = await get_response(slow_api, auth, response_id)
         assert status == 200 and stored["status"] == "completed"
     assert runs(slow_api, key) == 1
 
 
+@pytest.mark.slow  # waits out the 1 s scripted "slow" turn
 async def test_background_response_survives_disconnect_and_keyed_retry_attaches_then_replays(
     slow_api: TestClient, auth: dict[str, str]
 ) -> None:
@@ -821,6 +729,7 @@ async def test_on_disconnect_cancel_cancels_keyed_and_background_turns(make_slow
     assert runs(api, key) == 1
 
 
+@pytest.mark.slow  # waits out the 1 s scripted "slow" turn
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize("surface", SURFACES)
 async def test_on_disconnect_continue_lets_an_unkeyed_turn_complete(make_slow_api: SlowFactory,
@@ -890,8 +799,10 @@ async def test_retry_after_delete_is_admission_expired(api: TestClient, auth: di
         assert resp.status == 200
         assert await resp.json() == {"id": response_id, "object": "response", "deleted": True}
     for stream in (False, True):
-        check_error(await send(api, auth, "responses", f"hello {key}", stream=stream, key=key), 409, EXPIRED)
-        check_error(await send(api, auth, "responses", f"hello {key} changed", stream=stream, key=key), 409, CONFLICT)
+        assert_error_envelope(await send(api, auth, "responses", f"hello {key}", stream=stream, key=key), 409,
+                              **EXPIRED["error"])
+        assert_error_envelope(await send(api, auth, "responses", f"hello {key} changed", stream=stream, key=key),
+                              409, **CONFLICT["error"])
     assert runs(api, key) == 1
 
 
@@ -922,12 +833,8 @@ async def test_store_failure_while_admitting_fails_closed(api: TestClient, auth:
     key = new_key()
     for surface, stream in (("chat", False), ("responses", False), ("responses", True)):
         reply = await send(api, auth, surface, f"hello {key}", stream=stream, key=key)
-        assert reply.status == 503, reply.raw
+        assert_error_envelope(reply, 503, "storage_unavailable", type="server_error", param=None)
         assert reply.headers["Retry-After"] == "1"
-        assert reply.headers["Content-Type"] == JSON_TYPE
-        error = reply.json()["error"]
-        assert set(error) == {"message", "type", "param", "code"}
-        assert (error["type"], error["param"], error["code"]) == ("server_error", None, "storage_unavailable")
     streamed = await send(api, auth, "chat", f"hello {key}", stream=True, key=key)
     check_refusal_stream(streamed, "storage_unavailable")
     if streamed.run_id is not None:  # §3.1: after storage_unavailable the header names no run
@@ -943,7 +850,7 @@ async def test_store_that_cannot_be_opened_falls_back_to_memory(aiohttp_client: 
     requests still admit, replay and conflict."""
     home = write_home(tmp_path / "home")
     (home / "hermes_api.sqlite3").mkdir()  # the store path is a directory: it cannot be opened
-    api = await serve(aiohttp_client, home)
+    api = await serve_app(aiohttp_client, home)
     async with api.get("/v1/capabilities", headers=auth) as resp:
         assert resp.status == 200
         features = (await resp.json())["features"]
@@ -955,7 +862,7 @@ async def test_store_that_cannot_be_opened_falls_back_to_memory(aiohttp_client: 
         key = new_key()
         first = await send(api, auth, surface, f"hello {key}", stream=False, key=key)
         check_first(first)
-        assert answer_text(surface, first) == DEFAULT_ANSWER
+        assert first.answer_text(surface) == DEFAULT_ANSWER
         replay = await send(api, auth, surface, f"hello {key}", stream=False, key=key)
         check_replay_of(replay, first)
         assert replay.json() == first.json()

@@ -23,16 +23,13 @@ from typing import Any
 
 import pytest
 import yaml
+from multidict import CIMultiDict, CIMultiDictProxy
 
-from tests.live import (
-    SCRIPTS,
-    LiveGateway,
-    SseRecord,
-    executions,
-    parse_sse,
-    start_gateway,
-    write_home,
-)
+from tests.helpers import Reply, assert_error_envelope, complete_records, live_request, wait_for
+from tests.live import SCRIPTS, LiveGateway, executions, start_gateway, write_home
+
+# slow (left out by ./test --fast): real gateway processes killed with SIGKILL and restarted; 50 kill points.
+pytestmark = pytest.mark.slow
 
 CHAT = "/v1/chat/completions"
 RESPONSES = "/v1/responses"
@@ -80,39 +77,6 @@ def executions_of(home: Path, key: str) -> int:
     return sum(1 for e in executions(home) if key in json.dumps(e["input"], ensure_ascii=False))
 
 
-@dataclass
-class Reply:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-    @property
-    def records(self) -> list[SseRecord]:
-        assert self.headers.get("content-type", "").startswith("text/event-stream"), (self.status, self.body[:300])
-        return parse_sse(self.body)[0]
-
-    @property
-    def replayed(self) -> bool:
-        return self.headers.get("idempotency-replayed") == "true"
-
-
-def call(live: LiveGateway, method: str, path: str, body: dict[str, Any] | None = None,
-         key: str | None = None) -> Reply:
-    conn = http.client.HTTPConnection(live.host, live.port, timeout=30)
-    try:
-        headers = {**live.headers, "Content-Type": "application/json"}
-        if key is not None:
-            headers["Idempotency-Key"] = key
-        conn.request(method, path, body=json.dumps(body).encode() if body is not None else None, headers=headers)
-        resp = conn.getresponse()
-        return Reply(resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read())
-    finally:
-        conn.close()
-
-
 class Sent:
     """A keyed POST running in a thread, reading whatever arrives until the answer ends or the gateway dies."""
 
@@ -120,7 +84,7 @@ class Sent:
         self.surface = "chat" if path == CHAT else "responses"
         self.stream = bool(body.get("stream"))
         self.status: int | None = None
-        self.headers: dict[str, str] = {}
+        self.headers: CIMultiDictProxy[str] = CIMultiDictProxy(CIMultiDict())
         self.raw = b""
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, args=(live.host, live.port, live.headers, path, body, key),
@@ -133,7 +97,7 @@ class Sent:
             conn.request("POST", path, body=json.dumps(body).encode(),
                          headers={**auth, "Content-Type": "application/json", "Idempotency-Key": key})
             resp = conn.getresponse()
-            self.headers = {k.lower(): v for k, v in resp.getheaders()}
+            self.headers = CIMultiDictProxy(CIMultiDict(resp.getheaders()))
             self.status = resp.status
             while True:
                 piece = resp.read1(65536)
@@ -164,32 +128,21 @@ class Sent:
             return False
         return True
 
-    def answer_text(self) -> str:
-        if self.surface == "chat":
-            if self.stream:
-                chunks = [r.json() for r in parse_sse(self.raw)[0] if r.data != "[DONE]"]
-                return "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
-            return json.loads(self.raw)["choices"][0]["message"]["content"]  # type: ignore[no-any-return]
-        response = parse_sse(self.raw)[0][-1].json()["response"] if self.stream else json.loads(self.raw)
-        return response_text(response)
+    @property
+    def reply(self) -> Reply:
+        """What the client received before the answer ended or the gateway died."""
+        return Reply(self.status or 0, self.headers, self.raw)
 
 
-def response_text(response: dict[str, Any]) -> str:
-    return "".join(p["text"] for i in response["output"] if i["type"] == "message" for p in i["content"])
-
-
-def reply_text(surface: str, reply: Reply) -> str:
-    body = reply.json()
-    if surface == "chat":
-        return body["choices"][0]["message"]["content"]  # type: ignore[no-any-return]
-    return response_text(body)
+def keyed(key: str) -> dict[str, str]:
+    return {"Idempotency-Key": key}
 
 
 def check_unknown_chunk(reply: Reply) -> None:
     """§3.5, §5.3: a keyed chat stream retry of a turn a dead process left running: 200, role chunk, the
     unknown_execution finish chunk (type conflict_error), [DONE]; no run id (nothing was admitted)."""
-    assert reply.status == 200, reply.body
-    assert reply.body.endswith(b"data: [DONE]\n\n")
+    assert reply.status == 200, reply.raw
+    assert reply.raw.endswith(b"data: [DONE]\n\n")
     records = reply.records
     assert len(records) == 3 and records[-1].data == "[DONE]"
     role, finish = records[0].json(), records[1].json()
@@ -236,12 +189,10 @@ def crashed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Crashed]:
             path, body = requests[name]
             firsts[name] = Sent(before, path, body, keys[name])
         path, body = requests["responses-background"]
-        background = call(before, "POST", path, body, key=keys["responses-background"])
-        assert background.status == 200, background.body
-        deadline = time.monotonic() + 15
-        while not all(executions_of(home, key) for key in keys.values()):  # every turn is executing
-            assert time.monotonic() < deadline, executions(home)
-            time.sleep(0.05)
+        background = live_request(before, "POST", path, body, keyed(keys["responses-background"]))
+        assert background.status == 200, background.raw
+        wait_for(lambda: all(executions_of(home, key) for key in keys.values()), timeout=15,
+                 what="every turn executing")
         time.sleep(0.6)  # a few journal group commits: the turns' first events are durable
     finally:
         before.stop(signal.SIGKILL)
@@ -264,13 +215,11 @@ def test_keyed_chat_retry_after_kill_is_unknown_execution(crashed: Crashed, name
     request used; the turn ran exactly once."""
     path, body, key = crashed.requests[name]
     for stream in (False, True):
-        retry = call(crashed.live, "POST", path, {**body, "stream": stream}, key=key)
+        retry = live_request(crashed.live, "POST", path, {**body, "stream": stream}, keyed(key))
         if stream:
             check_unknown_chunk(retry)
         else:
-            assert retry.status == 409, retry.body
-            assert retry.headers["content-type"] == "application/json; charset=utf-8"
-            assert retry.json() == UNKNOWN
+            assert_error_envelope(retry, 409, **UNKNOWN["error"])
     assert executions_of(crashed.home, key) == 1
 
 
@@ -280,10 +229,8 @@ def test_keyed_responses_retry_after_kill_is_unknown_execution(crashed: Crashed,
     both modes, before any head; nothing re-executes."""
     path, body, key = crashed.requests[name]
     for stream in (False, True):
-        retry = call(crashed.live, "POST", path, {**body, "stream": stream}, key=key)
-        assert retry.status == 409, retry.body
-        assert retry.headers["content-type"] == "application/json; charset=utf-8"
-        assert retry.json() == UNKNOWN
+        retry = live_request(crashed.live, "POST", path, {**body, "stream": stream}, keyed(key))
+        assert_error_envelope(retry, 409, **UNKNOWN["error"])
     assert executions_of(crashed.home, key) == 1
 
 
@@ -293,9 +240,8 @@ def test_changed_request_under_a_crashed_key_is_admission_conflict(crashed: Cras
     path, _, key = crashed.requests[name]
     surface = "chat" if path == CHAT else "responses"
     changed = payload(surface, f"crawl {key} but different", stream=False)
-    retry = call(crashed.live, "POST", path, changed, key=key)
-    assert retry.status == 409, retry.body
-    assert retry.json() == CONFLICT
+    retry = live_request(crashed.live, "POST", path, changed, keyed(key))
+    assert_error_envelope(retry, 409, **CONFLICT["error"])
     assert executions_of(crashed.home, key) == 1
 
 
@@ -303,22 +249,21 @@ def test_keyed_stored_responses_running_at_kill_settle_failed_unknown_execution(
     """W-5.12 (Responses part), §5.4, §4.4: the keyed stored background Response (and the keyed stored foreground
     stream) running at kill -9 read back after the restart as `failed` with error.code unknown_execution; GET
     ?stream=true ends with the matching response.failed."""
-    streamed_id = parse_sse(crashed.firsts["responses-sse"].raw.split(b"\n\n", 1)[0] + b"\n\n")[0][0].json()[
-        "response"]["id"]
+    streamed_id = complete_records(crashed.firsts["responses-sse"].raw)[0].json()["response"]["id"]
     assert crashed.background["status"] in ("queued", "in_progress")
     for response_id in (crashed.background["id"], streamed_id):
-        got = call(crashed.live, "GET", f"{RESPONSES}/{response_id}")
-        assert got.status == 200, got.body
+        got = live_request(crashed.live, "GET", f"{RESPONSES}/{response_id}")
+        assert got.status == 200, got.raw
         obj = got.json()
         assert obj["status"] == "failed"
         assert obj["error"] == RESTART_ERROR
-        replay = call(crashed.live, "GET", f"{RESPONSES}/{response_id}?stream=true")
+        replay = live_request(crashed.live, "GET", f"{RESPONSES}/{response_id}?stream=true")
         assert replay.status == 200
         records = replay.records
         assert [r.json()["sequence_number"] for r in records] == list(range(len(records)))
         assert records[-1].event == "response.failed"
         assert records[-1].json()["response"] == obj
-    assert call(crashed.live, "GET", f"{RESPONSES}/{crashed.background['id']}").json()["background"] is True
+    assert live_request(crashed.live, "GET", f"{RESPONSES}/{crashed.background['id']}").json()["background"] is True
 
 
 def test_nothing_left_running_by_the_killed_gateway_is_executed_again(crashed: Crashed) -> None:
@@ -390,7 +335,7 @@ def run_lane(root: Path, points: list[KillPoint]) -> tuple[Path, list[Outcome]]:
             live.stop(signal.SIGKILL)
             first.join()
             live = start_gateway(home)
-            retry = call(live, "POST", PATHS[point.surface], {**point.body, "stream": False}, key=point.key)
+            retry = live_request(live, "POST", PATHS[point.surface], {**point.body, "stream": False}, keyed(point.key))
             outcomes.append(Outcome(point, first, retry, executions_of(home, point.key)))
     finally:
         live.stop()
@@ -398,7 +343,7 @@ def run_lane(root: Path, points: list[KillPoint]) -> tuple[Path, list[Outcome]]:
 
 
 def check_outcome(o: Outcome) -> None:
-    where = f"kill point {o.point}: retry {o.retry.status} {o.retry.body[:200]!r}, {o.executions} execution(s)"
+    where = f"kill point {o.point}: retry {o.retry.status} {o.retry.raw[:200]!r}, {o.executions} execution(s)"
     if o.kind == "unknown":
         assert o.retry.json() == UNKNOWN, where
         assert o.executions <= 1, where
@@ -406,21 +351,20 @@ def check_outcome(o: Outcome) -> None:
     elif o.kind == "replay":
         assert o.executions == 1, where
         assert RUN_ID.match(o.retry.headers["x-hermes-run-id"]), where
-        assert reply_text(o.point.surface, o.retry) == QUICK_ANSWER, where
+        assert o.retry.answer_text(o.point.surface) == QUICK_ANSWER, where
         if o.first.complete:
             assert o.retry.headers["x-hermes-run-id"] == o.first.headers["x-hermes-run-id"], where
             if not o.point.stream:
                 assert o.retry.json() == json.loads(o.first.raw), where
-            assert o.first.answer_text() == QUICK_ANSWER, where
+            assert o.first.reply.answer_text(o.point.surface) == QUICK_ANSWER, where
     elif o.kind == "fresh":  # the kill landed before the reservation committed: this is the first execution
         assert o.executions == 1, where
         assert not o.first.complete, where
-        assert reply_text(o.point.surface, o.retry) == QUICK_ANSWER, where
+        assert o.retry.answer_text(o.point.surface) == QUICK_ANSWER, where
     else:
         raise AssertionError(where)
 
 
-@pytest.mark.slow
 def test_fifty_random_kill_points_never_execute_a_keyed_turn_twice(tmp_path: Path) -> None:
     """W-5.7, §5.3, §5.4 (issue acceptance): 50 keyed requests (chat or Responses, JSON or stream, seeded), each
     followed by kill -9 after a random delay in [0, 1.1 s] and a restart on the same home, then a retry with the

@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # a few seconds of benchmark subprocesses
 def test_every_benchmark_runs_at_tiny_size_and_reports_each_figure(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
     done = subprocess.run([sys.executable, "-m", "bench", "--quick", "--out", str(out)], cwd=ROOT,

@@ -11,6 +11,7 @@ from aiohttp.test_utils import TestClient
 from hermes_api_plugin.content import ImagePart, TextPart, parse_content
 from hermes_api_plugin.errors import ApiError
 
+from .helpers import assert_error_envelope, read_reply
 from .live import executions
 
 CHAT = "/v1/chat/completions"
@@ -37,15 +38,8 @@ async def completion(resp: Any) -> dict[str, Any]:
 
 
 async def content_error(resp: Any, code: str, param: str) -> dict[str, Any]:
-    raw = await resp.read()
-    assert resp.status == 400, (resp.status, raw[:500])
-    body = json.loads(raw)
-    assert list(body) == ["error"] and set(body["error"]) == {"message", "type", "param", "code"}
-    err = body["error"]
-    assert err["type"] == "invalid_request_error"
-    assert err["code"] == code, err
-    assert err["param"] == param, err
-    return err
+    """W-9.2: 400 with the §1.7 envelope, type invalid_request_error, the code and the offending part's param."""
+    return assert_error_envelope(await read_reply(resp), 400, code, param=param, type="invalid_request_error")
 
 
 def last_input(api: TestClient) -> dict[str, Any]:

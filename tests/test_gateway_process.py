@@ -26,14 +26,8 @@ import openai
 import pytest
 
 from hermes_api_plugin.config import parse_env_file
-from tests.live import (
-    TEST_KEY,
-    LiveGateway,
-    parse_sse,
-    spawn_gateway,
-    start_gateway,
-    write_home,
-)
+from tests.helpers import assert_error_envelope, parse_sse, read_reply, read_until, wait_for_async
+from tests.live import TEST_KEY, LiveGateway, spawn_gateway, start_gateway, write_home
 
 REFUSAL = "Refusing to start: API_SERVER_KEY is missing or shorter than 16 characters"
 PROGRESS = "hermes.tool.progress"
@@ -51,18 +45,6 @@ def wait_exit(live: LiveGateway, timeout: float = 20.0) -> int:
         live.stop(signal.SIGKILL)
         pytest.fail(f"gateway did not exit within {timeout}s:\n{live.output()}")
     return live.stop()
-
-
-async def read_until(resp: aiohttp.ClientResponse, marker: bytes, timeout: float = 15.0) -> bytes:
-    raw = b""
-    deadline = time.monotonic() + timeout
-    while marker not in raw:
-        remaining = deadline - time.monotonic()
-        assert remaining > 0, f"no {marker!r} within {timeout}s: {raw!r}"
-        piece = await asyncio.wait_for(resp.content.readany(), remaining)
-        assert piece, f"stream ended before {marker!r}: {raw!r}"
-        raw += piece
-    return raw
 
 
 # -- W-1.1: key and enable refusals -------------------------------------------------------------------
@@ -124,8 +106,7 @@ async def test_process_environment_wins_over_dotenv(gateway_factory: Callable[..
     live = gateway_factory(extra_env={"API_SERVER_KEY": env_key})
     async with aiohttp.ClientSession() as session:
         async with session.get(f"{live.url}/v1/models", headers={"Authorization": f"Bearer {TEST_KEY}"}) as resp:
-            assert resp.status == 401
-            assert (await resp.json())["error"]["code"] == "gateway_auth_failed"
+            assert_error_envelope(await read_reply(resp), 401, "gateway_auth_failed")
         async with session.get(f"{live.url}/v1/models", headers={"Authorization": f"Bearer {env_key}"}) as resp:
             assert resp.status == 200
 
@@ -207,23 +188,22 @@ async def test_disconnect_cancels_the_unkeyed_turn(gateway_factory: Callable[...
             await read_until(resp, b'"status":"running"')
             # While the turn runs, the cap of 1 is reached.
             async with session.post(url, json=chat_body("hello", stream=False), headers=live.headers) as busy:
-                assert busy.status == 429
+                assert_error_envelope(await read_reply(busy), 429, "rate_limit_exceeded")
                 assert busy.headers["Retry-After"] == "1"
-                assert (await busy.json())["error"]["code"] == "rate_limit_exceeded"
         finally:
             resp.close()  # drops the TCP connection
-        dropped = time.monotonic()
-        status = None
-        while time.monotonic() - dropped < 2.0:
+
+        async def hello() -> int:
             async with session.post(url, json=chat_body("hello", stream=False), headers=live.headers) as again:
-                status = again.status
-                if status == 200:
+                if again.status == 200:
                     reply = json.loads(await again.text())
                     assert reply["choices"][0]["message"]["content"] == "Hello from the scripted runtime."
-                    break
-                assert status == 429
-            await asyncio.sleep(0.1)
-        assert status == 200, "the turn was still running 2 s after the disconnect"
+                else:
+                    assert again.status == 429
+                return again.status
+
+        await wait_for_async(hello, timeout=2.0, until=lambda status: status == 200, interval=0.1,
+                             what="a free slot after the disconnect (the turn was still running)")
     # The cancelled turn settled and stored its exchange (no answer) in the derived session.
     db = live.home / "hermes_api.sqlite3"
     with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:

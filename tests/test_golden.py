@@ -14,8 +14,6 @@ After a deliberate wire change: `HERMES_UPDATE_GOLDEN=1 ./test tests/test_golden
 
 from __future__ import annotations
 
-import http.client
-import json
 import os
 import re
 import uuid
@@ -25,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from tests.live import LiveGateway, parse_sse, start_gateway, write_home
+from tests.helpers import Reply, live_request
+from tests.live import LiveGateway, start_gateway, write_home
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("HERMES_UPDATE_GOLDEN") == "1"
@@ -56,18 +55,6 @@ def normalise(raw: bytes) -> bytes:
     return _FLOATS.sub(lambda m: f'"{m.group(1)}":0.0', text).encode("utf-8")
 
 
-def request(gateway: LiveGateway, method: str, path: str, body: dict[str, Any] | None = None,
-            headers: dict[str, str] | None = None) -> tuple[http.client.HTTPResponse, bytes]:
-    conn = http.client.HTTPConnection(gateway.host, gateway.port, timeout=30)
-    try:
-        conn.request(method, path, body=None if body is None else json.dumps(body),
-                     headers={**gateway.headers, "Content-Type": "application/json", **(headers or {})})
-        response = conn.getresponse()
-        return response, response.read()
-    finally:
-        conn.close()
-
-
 def chat_body(prompt: str) -> dict[str, Any]:
     return {"model": "hermes-agent", "stream": True, "messages": [{"role": "user", "content": prompt}]}
 
@@ -86,13 +73,13 @@ def check_golden(name: str, raw: bytes) -> None:
     assert got.decode("utf-8") == path.read_text(encoding="utf-8"), f"the wire of {name} changed"
 
 
-def assert_sse_head(response: http.client.HTTPResponse) -> None:
+def assert_sse_head(reply: Reply) -> None:
     """§2.1 head of every stream kind."""
-    assert response.status == 200
-    assert response.getheader("Content-Type") == "text/event-stream"
-    assert response.getheader("Cache-Control") == "no-cache"
-    assert response.getheader("X-Accel-Buffering") == "no"
-    assert response.getheader("Content-Length") is None
+    assert reply.status == 200
+    assert reply.headers.get("Content-Type") == "text/event-stream"
+    assert reply.headers.get("Cache-Control") == "no-cache"
+    assert reply.headers.get("X-Accel-Buffering") == "no"
+    assert reply.headers.get("Content-Length") is None
 
 
 @pytest.fixture(scope="module")
@@ -107,37 +94,35 @@ def golden_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGat
 @pytest.mark.parametrize("turn", list(PROMPTS))
 def test_chat_stream_bytes(golden_gateway: LiveGateway, turn: str) -> None:
     """§3.3–§3.5: the chat stream of each scripted turn equals tests/golden/chat-<turn>.sse."""
-    response, raw = request(golden_gateway, "POST", CHAT_PATH, chat_body(PROMPTS[turn]))
-    assert_sse_head(response)
-    assert raw.endswith(b"data: [DONE]\n\n")
-    check_golden(f"chat-{turn}", raw)
+    reply = live_request(golden_gateway, "POST", CHAT_PATH, chat_body(PROMPTS[turn]))
+    assert_sse_head(reply)
+    assert reply.raw.endswith(b"data: [DONE]\n\n")
+    check_golden(f"chat-{turn}", reply.raw)
 
 
 @pytest.mark.parametrize("turn", list(PROMPTS))
 def test_responses_stream_bytes(golden_gateway: LiveGateway, turn: str) -> None:
     """§4.2–§4.4: the Responses stream of each scripted turn equals tests/golden/responses-<turn>.sse, and the
     stored response replayed with `GET …?stream=true` (§4.6) is the same bytes, unnormalised."""
-    response, raw = request(golden_gateway, "POST", RESPONSES_PATH, responses_body(PROMPTS[turn]))
-    assert_sse_head(response)
-    check_golden(f"responses-{turn}", raw)
-    records, keepalives = parse_sse(raw)
-    assert keepalives == 0
-    response_id = records[0].json()["response"]["id"]
-    replay_head, replay = request(golden_gateway, "GET", f"{RESPONSES_PATH}/{response_id}?stream=true")
-    assert_sse_head(replay_head)
-    assert replay == raw
+    reply = live_request(golden_gateway, "POST", RESPONSES_PATH, responses_body(PROMPTS[turn]))
+    assert_sse_head(reply)
+    check_golden(f"responses-{turn}", reply.raw)
+    assert reply.keepalives == 0
+    response_id = reply.events[0]["response"]["id"]
+    replay = live_request(golden_gateway, "GET", f"{RESPONSES_PATH}/{response_id}?stream=true")
+    assert_sse_head(replay)
+    assert replay.raw == reply.raw
 
 
 @pytest.mark.parametrize("turn", list(PROMPTS))
 def test_run_events_bytes(golden_gateway: LiveGateway, turn: str) -> None:
     """§6.1, §6.3: `POST /v1/runs` then `GET /v1/runs/{id}/events` equals tests/golden/runs-<turn>.sse (`id:` lines,
     the event name inside the JSON, one terminal `run.*`)."""
-    created, body = request(golden_gateway, "POST", "/v1/runs", {"input": PROMPTS[turn]})
+    created = live_request(golden_gateway, "POST", "/v1/runs", {"input": PROMPTS[turn]})
     assert created.status == 202
-    run_id = json.loads(body)["run_id"]
-    response, raw = request(golden_gateway, "GET", f"/v1/runs/{run_id}/events")
-    assert_sse_head(response)
-    check_golden(f"runs-{turn}", raw)
+    events = live_request(golden_gateway, "GET", f"/v1/runs/{created.json()['run_id']}/events")
+    assert_sse_head(events)
+    check_golden(f"runs-{turn}", events.raw)
 
 
 @pytest.mark.parametrize("turn", list(PROMPTS))
@@ -145,22 +130,22 @@ def test_session_chat_stream_bytes(golden_gateway: LiveGateway, turn: str) -> No
     """§7.4: `POST /api/sessions/{id}/chat/stream` on a new session equals tests/golden/sessions-<turn>.sse
     (named events with `id:` lines, `done` last)."""
     session = f"golden-{turn}-{uuid.uuid4().hex[:8]}"
-    response, raw = request(golden_gateway, "POST", f"/api/sessions/{session}/chat/stream", {"message": PROMPTS[turn]})
-    assert_sse_head(response)
-    check_golden(f"sessions-{turn}", raw.replace(session.encode(), b"golden-session"))
+    reply = live_request(golden_gateway, "POST", f"/api/sessions/{session}/chat/stream", {"message": PROMPTS[turn]})
+    assert_sse_head(reply)
+    check_golden(f"sessions-{turn}", reply.raw.replace(session.encode(), b"golden-session"))
 
 
 def test_keyed_chat_replay_is_the_same_bytes(golden_gateway: LiveGateway) -> None:
     """§5.3: an exact keyed retry of a settled chat stream renders the recorded turn again: identical bytes,
     ids and `created` included, with Idempotency-Replayed: true."""
     key = {"Idempotency-Key": f"golden-{uuid.uuid4().hex}"}
-    first_head, first = request(golden_gateway, "POST", CHAT_PATH, chat_body("use tool"), key)
-    replay_head, replay = request(golden_gateway, "POST", CHAT_PATH, chat_body("use tool"), key)
-    assert_sse_head(first_head)
-    assert_sse_head(replay_head)
-    assert replay_head.getheader("Idempotency-Replayed") == "true"
-    assert replay == first
-    check_golden("chat-use-tool", first)
+    first = live_request(golden_gateway, "POST", CHAT_PATH, chat_body("use tool"), key)
+    replay = live_request(golden_gateway, "POST", CHAT_PATH, chat_body("use tool"), key)
+    assert_sse_head(first)
+    assert_sse_head(replay)
+    assert replay.headers.get("Idempotency-Replayed") == "true"
+    assert replay.raw == first.raw
+    check_golden("chat-use-tool", first.raw)
 
 
 def test_normalise_numbers_ids_per_prefix_in_order_of_first_appearance() -> None:

@@ -15,16 +15,9 @@ from aiohttp.test_utils import TestClient
 
 from hermes_api_plugin import __version__
 
-from .live import TEST_KEY, executions, parse_sse
+from .helpers import assert_error_envelope, parse_sse, read_reply, read_until, wait_for_async
+from .live import TEST_KEY, executions
 
-ALLOWED_TYPES = {
-    "invalid_request_error",
-    "gateway_auth_error",
-    "not_found_error",
-    "conflict_error",
-    "rate_limit_error",
-    "server_error",
-}
 TYPE_BY_STATUS = {
     400: "invalid_request_error",
     401: "gateway_auth_error",
@@ -68,31 +61,12 @@ def assert_security_headers(headers: Any) -> None:
         assert headers.get(name) == value, f"{name}: {headers.get(name)!r}"
 
 
-def check_envelope(body: Any) -> dict[str, Any]:
-    """W-1.7: exactly {"error":{message,type,param,code}} with a type from §1.7."""
-    assert isinstance(body, dict) and list(body) == ["error"], body
-    err = body["error"]
-    assert isinstance(err, dict) and set(err) == {"message", "type", "param", "code"}, err
-    assert err["type"] in ALLOWED_TYPES, err
-    assert isinstance(err["message"], str) and err["message"], err
-    assert err["param"] is None or isinstance(err["param"], str), err
-    assert err["code"] is None or isinstance(err["code"], str), err
-    return err
-
-
 async def assert_error(resp: Any, status: int, code: Any = ..., param: Any = ...) -> dict[str, Any]:
-    """Status, JSON content type, envelope shape, type matching the status, (optionally) code and param."""
-    raw = await resp.read()
-    assert resp.status == status, (resp.status, raw[:500])
-    assert resp.headers.get("Content-Type") == "application/json; charset=utf-8", resp.headers.get("Content-Type")
-    assert_security_headers(resp.headers)
-    err = check_envelope(json.loads(raw))
-    assert err["type"] == TYPE_BY_STATUS[status], err
-    if code is not ...:
-        assert err["code"] == code, err
-    if param is not ...:
-        assert err["param"] == param, err
-    return err
+    """W-1.7: the §1.7 envelope (tests/helpers.py) with the type that goes with the status, (optionally) code and
+    param; W-1.6: the security headers."""
+    reply = await read_reply(resp)
+    assert_security_headers(reply.headers)
+    return assert_error_envelope(reply, status, code, param=param, type=TYPE_BY_STATUS[status])
 
 
 async def raw_request(client: TestClient, request: bytes) -> tuple[int, dict[str, str], bytes]:
@@ -131,15 +105,6 @@ class LowerHeaders(dict):  # type: ignore[type-arg]
 
     def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
         return super().get(key.lower(), default)
-
-
-async def read_until_tool_progress(resp: Any) -> None:
-    async with asyncio.timeout(10):
-        while True:
-            line = await resp.content.readline()
-            assert line, "stream ended before the tool progress record"
-            if line.startswith(b"event: hermes.tool.progress"):
-                return
 
 
 # -- W-1.3 authentication ---------------------------------------------------------------------------
@@ -597,7 +562,7 @@ async def test_concurrency_cap_returns_429_then_frees_the_slot(make_api: Any, au
     api = await make_api(config={"api_server": {"max_concurrent_runs": 1}})
     first = await api.post(CHAT, json={"stream": True, "messages": [user("hang")]}, headers=auth)
     assert first.status == 200
-    await read_until_tool_progress(first)
+    await read_until(first, b"event: hermes.tool.progress")
 
     for body in (HELLO, {**HELLO, "stream": True}):
         resp = await api.post(CHAT, json=body, headers=auth)
@@ -616,14 +581,16 @@ async def test_concurrency_cap_returns_429_then_frees_the_slot(make_api: Any, au
     await resp.read()
 
     first.close()  # the client disconnects: the unkeyed turn is cancelled and its slot freed
-    async with asyncio.timeout(10):
-        while True:
-            resp = await api.post(CHAT, json=HELLO, headers=auth)
-            if resp.status == 200:
-                assert (await resp.json())["object"] == "chat.completion"
-                break
+
+    async def hello() -> int:
+        resp = await api.post(CHAT, json=HELLO, headers=auth)
+        if resp.status == 200:
+            assert (await resp.json())["object"] == "chat.completion"
+        else:
             await assert_error(resp, 429, "rate_limit_exceeded")
-            await asyncio.sleep(0.1)
+        return resp.status
+
+    await wait_for_async(hello, until=lambda status: status == 200, interval=0.1, what="the freed slot")
 
 
 # -- W-1.10 session headers ---------------------------------------------------------------------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from pathlib import Path
 
@@ -12,12 +11,13 @@ import pytest
 from hermes_api_plugin import hookspecs, plugin
 from hermes_api_plugin.config import load_settings
 from hermes_api_plugin.content import Message, TextPart
-from hermes_api_plugin.events import TurnStatus
+from hermes_api_plugin.events import ToolStarted, TurnStatus
 from hermes_api_plugin.gateway.server import ReferenceGateway, build_plugin_manager
 from hermes_api_plugin.keys import STORE, TURNS
 from hermes_api_plugin.runtimes import select_runtime
 from hermes_api_plugin.runtimes.base import AgentTurn, TurnOutcome, TurnRequest
 
+from .helpers import wait_for_async
 from .live import write_home
 
 
@@ -106,7 +106,7 @@ async def test_hook_hermes_api_gateway_shutdown(tmp_path: Path) -> None:
     )
     held.start()
     turn = held.turn
-    await asyncio.sleep(0.05)
+    await wait_for_async(lambda: any(isinstance(e, ToolStarted) for e in turn.journal.events), what="the tool start")
     results = pm.hook.hermes_api_gateway_shutdown(gateway=gateway)
     for result in results:
         if inspect.isawaitable(result):

@@ -17,7 +17,7 @@ import sqlite3
 import stat
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,14 +25,11 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.live import (
-    SCRIPTS,
-    LiveGateway,
-    SseRecord,
-    parse_sse,
-    start_gateway,
-    write_home,
-)
+from tests.helpers import Reply, SseRecord, execution_for, live_request, parse_sse, wait_for
+from tests.live import SCRIPTS, LiveGateway, start_gateway, write_home
+
+# slow (left out by ./test --fast): real gateway processes restarted and killed with SIGKILL.
+pytestmark = pytest.mark.slow
 
 MODEL = "hermes-agent"
 INSTRUCTIONS = "Answer in one sentence."
@@ -46,50 +43,24 @@ USAGE_KEYS = {"input_tokens", "output_tokens", "total_tokens", "input_tokens_det
 # -- HTTP helpers ----------------------------------------------------------------------------------------
 
 
-@dataclass
-class Reply:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-    def records(self) -> list[SseRecord]:
-        assert self.headers.get("content-type", "").startswith("text/event-stream"), self.headers
-        records, _ = parse_sse(self.body)
-        return records
-
-
-def call(live: LiveGateway, method: str, path: str, body: dict[str, Any] | None = None) -> Reply:
-    conn = http.client.HTTPConnection(live.host, live.port, timeout=30)
-    try:
-        payload = json.dumps(body).encode() if body is not None else None
-        conn.request(method, path, body=payload, headers={**live.headers, "Content-Type": "application/json"})
-        resp = conn.getresponse()
-        return Reply(resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read())
-    finally:
-        conn.close()
-
-
 def create(live: LiveGateway, **body: Any) -> Reply:
-    reply = call(live, "POST", "/v1/responses", {"model": MODEL, **body})
-    assert reply.status == 200, reply.body
+    reply = live_request(live, "POST", "/v1/responses", {"model": MODEL, **body})
+    assert reply.status == 200, reply.raw
     return reply
 
 
 def stream_of(live: LiveGateway, response_id: str, starting_after: int | None = None) -> list[SseRecord]:
     query = "?stream=true" + (f"&starting_after={starting_after}" if starting_after is not None else "")
-    reply = call(live, "GET", f"/v1/responses/{response_id}{query}")
-    assert reply.status == 200, reply.body
-    records = reply.records()
+    reply = live_request(live, "GET", f"/v1/responses/{response_id}{query}")
+    assert reply.status == 200, reply.raw
+    records = reply.records
     assert all(r.id is None for r in records), "W-2.2: no id: lines on Responses streams"
     return records
 
 
 def get_object(live: LiveGateway, response_id: str) -> dict[str, Any]:
-    reply = call(live, "GET", f"/v1/responses/{response_id}")
-    assert reply.status == 200, reply.body
+    reply = live_request(live, "GET", f"/v1/responses/{response_id}")
+    assert reply.status == 200, reply.raw
     return reply.json()
 
 
@@ -99,17 +70,6 @@ def view(records: list[SseRecord]) -> list[tuple[str | None, Any]]:
 
 def seqs(records: list[SseRecord]) -> list[int]:
     return [r.json()["sequence_number"] for r in records]
-
-
-def wait_for(live: LiveGateway, response_id: str, predicate: Callable[[dict[str, Any]], bool],
-             timeout: float = 15.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        obj = get_object(live, response_id)
-        if predicate(obj):
-            return obj
-        assert time.monotonic() < deadline, f"condition not reached: {obj}"
-        time.sleep(0.05)
 
 
 @dataclass
@@ -184,12 +144,6 @@ def history_view(history: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return view_
 
 
-def execution_for(live: LiveGateway, text: str) -> dict[str, Any]:
-    found = [e for e in live.executions() if "".join(p.get("text", "") for p in e["input"]["content"]) == text]
-    assert len(found) == 1, f"expected one execution of {text!r}, got {len(found)}"
-    return found[0]
-
-
 def tool_pair(output: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
     calls = [i for i in output if i["type"] == "function_call"]
     results = [i for i in output if i["type"] == "function_call_output"]
@@ -228,7 +182,7 @@ def restarted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Restarted]:
     conversation = f"proj-{uuid.uuid4().hex[:10]}"
     with running(home) as before:
         streamed = create(before, input="use tool", stream=True, instructions=INSTRUCTIONS)
-        first = streamed.records()
+        first = streamed.records
         assert first[-1].event == "response.completed"
         conversation_first = create(before, input="use tool", conversation=conversation).json()
         executions_before = len(before.executions())
@@ -266,7 +220,7 @@ def test_chain_by_previous_response_id_continues_after_restart(restarted: Restar
     its instructions and gives the agent turn 1's transcript: user input, tool call, tool result, answer."""
     text = f"after restart {uuid.uuid4().hex[:8]}"
     reply = create(restarted.live, input=text, previous_response_id=restarted.first_id)
-    second = json.loads(reply.body)
+    second = reply.json()
     assert second["status"] == "completed"
     assert second["previous_response_id"] == restarted.first_id
     assert second["instructions"] == INSTRUCTIONS
@@ -361,7 +315,8 @@ def test_background_stream_completes_without_any_client(slow_gateway: LiveGatewa
     the full stream."""
     dropped = post_and_drop(slow_gateway, {"input": "use tool", "stream": True, "background": True}, until_seq=6)
     response_id, k = dropped.response_id, dropped.last_seq
-    settled = wait_for(slow_gateway, response_id, lambda o: o["status"] not in ("queued", "in_progress"))
+    settled = wait_for(lambda: get_object(slow_gateway, response_id), timeout=15,
+                       until=lambda o: o["status"] not in ("queued", "in_progress"), what="a settled response")
     assert settled["status"] == "completed"
     call, result = tool_pair(settled["output"])
     assert result["call_id"] == call["call_id"] and result["output"] == TOOL_RESULT
@@ -396,7 +351,8 @@ def crashed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Crashed]:
         reply = create(before, input=hang_input, background=True)
         hang = reply.json()
         assert hang["status"] in ("queued", "in_progress")
-        wait_for(before, hang["id"], lambda o: any(i["type"] == "reasoning" for i in o["output"]))  # tool started
+        wait_for(lambda: get_object(before, hang["id"]), timeout=15,  # the tool started
+                 until=lambda o: any(i["type"] == "reasoning" for i in o["output"]), what="the hang turn's tool")
         time.sleep(0.6)  # a few journal flush intervals
         streamed = post_and_drop(before, {"input": "use tool", "stream": True, "background": True},
                                  until_seq=12, kill=True)

@@ -10,8 +10,6 @@ W-7.3. Real app in-process, scripted runtime (tests/scripts/chat.yaml); nothing 
 
 from __future__ import annotations
 
-import asyncio
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +17,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from tests.live import parse_sse
+from tests.helpers import Reply, read_reply, wait_for_async
 
 CHAT = "/v1/chat/completions"
 RESPONSES = "/v1/responses"
@@ -73,11 +71,8 @@ async def get_json(api: TestClient, auth: dict[str, str], path: str) -> dict[str
 
 async def stop_when_running(api: TestClient, auth: dict[str, str], run_id: str) -> None:
     """Wait until the turn's tool runs (its run's last event), then POST /v1/runs/{id}/stop."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 10
-    while (await get_json(api, auth, f"{RUNS}/{run_id}"))["last_event"] != "tool.started":
-        assert loop.time() < deadline, "the turn never reached its tool"
-        await asyncio.sleep(0.02)
+    await wait_for_async(lambda: get_json(api, auth, f"{RUNS}/{run_id}"),
+                         until=lambda run: run["last_event"] == "tool.started", what="the turn's tool")
     async with api.post(f"{RUNS}/{run_id}/stop", headers=auth) as resp:
         assert resp.status == 200
         assert await resp.json() == {"run_id": run_id, "status": "stopping"}
@@ -88,7 +83,7 @@ async def run_projection(api: TestClient, auth: dict[str, str], run_id: str) -> 
     of its events stream with that event's own error / turn_exit_reason."""
     async with api.get(f"{RUNS}/{run_id}/events", headers=auth) as resp:  # ends after the terminal event
         assert resp.status == 200
-        records, _ = parse_sse(await asyncio.wait_for(resp.read(), 10))
+        records = (await read_reply(resp, 10)).records
     run = await get_json(api, auth, f"{RUNS}/{run_id}")
     terminal = records[-1].json()
     assert sum(1 for r in records if r.json()["event"].startswith("run.")) == 1
@@ -104,14 +99,21 @@ Observed = tuple[str, dict[str, Any]]  # (run id, the surface's own terminal vie
 Surface = Callable[[TestClient, dict[str, str], str, bool], Awaitable[Observed]]
 
 
-async def chat_json(api: TestClient, auth: dict[str, str], text: str, cancel: bool) -> Observed:
-    body = {"model": "hermes-agent", "messages": [{"role": "user", "content": text}]}
-    async with api.post(CHAT, json=body, headers=auth) as resp:
+async def post_turn(api: TestClient, auth: dict[str, str], path: str, body: dict[str, Any],
+                    cancel: bool) -> tuple[str, Reply]:
+    """POST one turn (stopped through its run once its tool runs when `cancel`); its run id and the whole reply."""
+    async with api.post(path, json=body, headers=auth) as resp:
         assert resp.status == 200
         run_id = resp.headers["X-Hermes-Run-Id"]
         if cancel:
             await stop_when_running(api, auth, run_id)
-        reply = json.loads(await asyncio.wait_for(resp.text(), 30))
+        return run_id, await read_reply(resp)
+
+
+async def chat_json(api: TestClient, auth: dict[str, str], text: str, cancel: bool) -> Observed:
+    body = {"model": "hermes-agent", "messages": [{"role": "user", "content": text}]}
+    run_id, got = await post_turn(api, auth, CHAT, body, cancel)
+    reply = got.json()
     choice = reply["choices"][0]
     return run_id, {"finish_reason": choice["finish_reason"], "hermes": reply.get("hermes"),
                     "error": reply.get("error"), "answer": choice["message"]["content"] or ""}
@@ -119,13 +121,8 @@ async def chat_json(api: TestClient, auth: dict[str, str], text: str, cancel: bo
 
 async def chat_stream(api: TestClient, auth: dict[str, str], text: str, cancel: bool) -> Observed:
     body = {"model": "hermes-agent", "stream": True, "messages": [{"role": "user", "content": text}]}
-    async with api.post(CHAT, json=body, headers=auth) as resp:
-        assert resp.status == 200
-        run_id = resp.headers["X-Hermes-Run-Id"]
-        if cancel:
-            await stop_when_running(api, auth, run_id)
-        raw = await asyncio.wait_for(resp.read(), 30)
-    records, _ = parse_sse(raw)
+    run_id, reply = await post_turn(api, auth, CHAT, body, cancel)
+    records = reply.records
     assert records[-1].data == "[DONE]"
     chunks = [r.json() for r in records[:-1] if r.event is None]
     finish = chunks[-1]
@@ -142,25 +139,16 @@ def _response_view(response: dict[str, Any]) -> dict[str, Any]:
 
 
 async def responses_json(api: TestClient, auth: dict[str, str], text: str, cancel: bool) -> Observed:
-    async with api.post(RESPONSES, json={"model": "hermes-agent", "input": text}, headers=auth) as resp:
-        assert resp.status == 200
-        run_id = resp.headers["X-Hermes-Run-Id"]
-        if cancel:
-            await stop_when_running(api, auth, run_id)
-        response = json.loads(await asyncio.wait_for(resp.text(), 30))
+    run_id, reply = await post_turn(api, auth, RESPONSES, {"model": "hermes-agent", "input": text}, cancel)
+    response = reply.json()
     stored = await get_json(api, auth, f"{RESPONSES}/{response['id']}")
     return run_id, {**_response_view(response), "stored_status": stored["status"]}
 
 
 async def responses_stream(api: TestClient, auth: dict[str, str], text: str, cancel: bool) -> Observed:
     body = {"model": "hermes-agent", "input": text, "stream": True}
-    async with api.post(RESPONSES, json=body, headers=auth) as resp:
-        assert resp.status == 200
-        run_id = resp.headers["X-Hermes-Run-Id"]
-        if cancel:
-            await stop_when_running(api, auth, run_id)
-        raw = await asyncio.wait_for(resp.read(), 30)
-    records, _ = parse_sse(raw)
+    run_id, reply = await post_turn(api, auth, RESPONSES, body, cancel)
+    records = reply.records
     terminals = [r.event for r in records if r.event in (
         "response.completed", "response.incomplete", "response.failed", "response.cancelled")]
     response = records[-1].json()["response"]
@@ -178,27 +166,18 @@ async def runs_api(api: TestClient, auth: dict[str, str], text: str, cancel: boo
 
 
 async def session_json(api: TestClient, auth: dict[str, str], text: str, cancel: bool) -> Observed:
-    async with api.post(f"/api/sessions/truth-{text.replace(' ', '-')}/chat", json={"message": text},
-                        headers=auth) as resp:
-        assert resp.status == 200
-        run_id = resp.headers["X-Hermes-Run-Id"]
-        if cancel:
-            await stop_when_running(api, auth, run_id)
-        reply = json.loads(await asyncio.wait_for(resp.text(), 30))
+    run_id, got = await post_turn(api, auth, f"/api/sessions/truth-{text.replace(' ', '-')}/chat", {"message": text},
+                                  cancel)
+    reply = got.json()
     assert reply["run_id"] == run_id
     return run_id, {"status": reply["status"], "error_code": (reply["error"] or {}).get("code"),
                     "turn_exit_reason": reply["turn_exit_reason"], "answer": reply["message"]["content"]}
 
 
 async def session_stream(api: TestClient, auth: dict[str, str], text: str, cancel: bool) -> Observed:
-    async with api.post(f"/api/sessions/truth-stream-{text.replace(' ', '-')}/chat/stream", json={"message": text},
-                        headers=auth) as resp:
-        assert resp.status == 200
-        run_id = resp.headers["X-Hermes-Run-Id"]
-        if cancel:
-            await stop_when_running(api, auth, run_id)
-        raw = await asyncio.wait_for(resp.read(), 30)
-    records, _ = parse_sse(raw)
+    run_id, reply = await post_turn(api, auth, f"/api/sessions/truth-stream-{text.replace(' ', '-')}/chat/stream",
+                                    {"message": text}, cancel)
+    records = reply.records
     assert [r.event for r in records[-1:]] == ["done"]
     run_events = [r.json() for r in records if (r.event or "").startswith("run.") and r.event != "run.started"]
     assert len(run_events) == 1
@@ -285,7 +264,7 @@ async def test_failed_turn_with_diagnostic_text_is_failed_not_completed(api: Tes
     agent's message."""
     async with api.post("/api/sessions/truth-diagnostic/chat/stream", json={"message": "fail"}, headers=auth) as resp:
         run_id = resp.headers["X-Hermes-Run-Id"]
-        records, _ = parse_sse(await resp.read())
+        records = (await read_reply(resp)).records
     names = [r.event for r in records]
     assert names[-3:] == ["assistant.completed", "run.failed", "done"]
     assert records[-3].json()["content"] == "Diagnostic: "

@@ -26,8 +26,14 @@ from hermes_api_plugin.runtimes.scripted import ScriptedRuntime, load_script
 from hermes_api_plugin.store import MemoryStore, SessionStore
 from hermes_api_plugin.turns import HeldTurn, Journal, Turn, TurnBridge, TurnRegistry, display_tool_name
 from hermes_api_plugin.turns.transcripts import session_transcripts
+from tests.helpers import wait_for_async
 
 SCRIPT = Path(__file__).parent / "scripts" / "chat.yaml"
+
+
+async def tool_started(turn: Turn) -> None:
+    """Wait until the turn's tool runs (its journal has the ToolStarted event)."""
+    await wait_for_async(lambda: any(isinstance(e, ToolStarted) for e in turn.journal.events), what="the tool start")
 
 
 class PluginHooks:
@@ -110,7 +116,7 @@ async def test_journal_follow_reports_idle_periods() -> None:
             seen.append(batch)
 
     task = asyncio.create_task(follow())
-    await asyncio.sleep(0.18)
+    await wait_for_async(lambda: seen.count(None) >= 2, timeout=2, interval=0.01, what="two idle periods")
     journal.extend([TurnFinished(TurnStatus.COMPLETED)])
     await asyncio.wait_for(task, 1)
     assert seen.count(None) >= 2
@@ -139,9 +145,8 @@ async def test_bridge_callbacks_from_many_threads_all_arrive_in_per_thread_order
     threads = [threading.Thread(target=produce, args=(t,)) for t in "abcd"]
     for thread in threads:
         thread.start()
-    while any(t.is_alive() for t in threads):
-        await asyncio.sleep(0.001)
-    await asyncio.sleep(0.01)
+    # The loop keeps flushing while the threads produce; close() converts whatever is still pending.
+    await wait_for_async(lambda: not any(t.is_alive() for t in threads), interval=0.001, what="the producer threads' end")
     bridge.close()
     text = "".join(e.text for e in journal.events if isinstance(e, TextDelta))
     for tag in "abcd":
@@ -232,7 +237,7 @@ async def test_registry_cap_rejects_with_429_and_drain_with_503() -> None:
     with pytest.raises(ApiError) as capped:
         reg.admit(request("hi", run="run_b"))
     assert capped.value.status == 429 and capped.value.headers == {"Retry-After": "1"}
-    await asyncio.sleep(0.05)
+    await tool_started(turn)
     await reg.drain()
     assert turn.journal.finished is not None and turn.journal.finished.status is TurnStatus.CANCELLED
     stopped = [e for e in turn.journal.events if isinstance(e, ToolCompleted)]
@@ -245,7 +250,7 @@ async def test_registry_cap_rejects_with_429_and_drain_with_503() -> None:
 async def test_interrupt_settles_cancelled_within_100ms() -> None:
     reg = await registry()
     turn = started(reg.admit(request("hang")))
-    await asyncio.sleep(0.05)
+    await tool_started(turn)
     cancelled_at = time.monotonic()
     turn.cancel()
     finished = await asyncio.wait_for(turn.wait(), 1)
@@ -261,7 +266,7 @@ async def test_turns_on_one_session_run_one_at_a_time_in_order() -> None:
                                history=lambda: store.load_session_messages("q")))
     second = started(reg.admit(request("hello", session="q", run="run_2"), queue_key="q",
                                history=lambda: store.load_session_messages("q")))
-    await asyncio.sleep(0.05)
+    await wait_for_async(lambda: first.status is TurnStatus.RUNNING, what="the first turn running")
     assert first.status is TurnStatus.RUNNING and second.status is TurnStatus.QUEUED
     await asyncio.wait_for(second.wait(), 5)
     assert first.journal.finished is not None
@@ -273,7 +278,7 @@ async def test_cancelling_a_queued_turn_settles_it_without_running() -> None:
     reg = await registry()
     first = started(reg.admit(request("hang", session="q", run="run_1"), queue_key="q"))
     second = started(reg.admit(request("hello", session="q", run="run_2"), queue_key="q"))
-    await asyncio.sleep(0.02)
+    await wait_for_async(lambda: first.status is TurnStatus.RUNNING, what="the first turn running")
     second.cancel()
     finished = await asyncio.wait_for(second.wait(), 1)
     assert finished.status is TurnStatus.CANCELLED

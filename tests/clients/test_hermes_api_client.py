@@ -11,10 +11,14 @@ from typing import Any
 
 import pytest
 
-from tests.live import LiveGateway, parse_sse
+from tests.helpers import parse_sse
+from tests.live import LiveGateway
 
 from .compat import ROWS, py313_pin
 from .conftest import KEEPALIVE_ANSWER, HermesClient, KeepaliveRun
+
+# slow (left out by ./test --fast): a Python 3.13 process per scenario and the shared 25 s keepalive turn.
+pytestmark = pytest.mark.slow
 
 ROW = ROWS["hermes-agent-api-client"]
 SUCCESS = ["TerminalEvent", {"outcome": "success", "partial": False, "failure_reason": None}]
@@ -90,7 +94,6 @@ def test_budget_exhausted_turn_is_a_protocol_error_in_0_3(scenario: dict[str, An
     assert stream.get("error", {}).get("type") == "HermesProtocolError"
 
 
-@pytest.mark.slow
 def test_keepalive_turn_completes_and_keepalives_surface(keepalive_run: KeepaliveRun) -> None:
     """W-2.4: the 25 s tool turn completes (the client's own read timeout is 45 s and cannot be lowered);
     the comment records surface as KeepaliveEvent — at least 2, as a raw reader of the chat stream sees."""

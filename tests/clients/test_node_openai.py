@@ -11,12 +11,16 @@ from typing import Any
 
 import pytest
 
-from tests.live import LiveGateway, parse_sse
+from tests.helpers import parse_sse
+from tests.live import LiveGateway
 
 from .compat import ROWS
 from .conftest import KEEPALIVE_ANSWER, KEEPALIVE_REASONING, KeepaliveRun, NodeClients
 
 ROW = ROWS["openai-node"]
+
+# slow (left out by ./test --fast): Node processes per scenario and the shared 25 s keepalive turn.
+pytestmark = pytest.mark.slow
 USE_TOOL_REASONING = "I should look at the files first.\n\nTwo entries."
 SECOND_BURST = "\n\nTwo entries."
 USE_TOOL_ANSWER = "Your project has README.md and src/."
@@ -104,7 +108,6 @@ def test_responses_stream_final_response(node_clients: NodeClients, clients_gate
     assert ROW.responses.works is (response["status"] == "completed")
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(("name", "surface"), [
     pytest.param("openai-node-chat-raw", "raw-chat", id="openai-node-chat-raw"),
     pytest.param("openai-node-chat-final", "raw-chat", id="openai-node-chat-final"),

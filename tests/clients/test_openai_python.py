@@ -8,7 +8,7 @@ from __future__ import annotations
 import http.client
 import json
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import openai
@@ -21,15 +21,6 @@ from .compat import ROWS
 USE_TOOL_REASONING = "I should look at the files first.\n\nTwo entries."
 USE_TOOL_ANSWER = "Your project has README.md and src/."
 EXHAUST_SUMMARY = "I checked 41 of 60 log files; so far the linker step is the only failure."
-
-
-@pytest.fixture
-def client(live_gateway: LiveGateway) -> Iterator[openai.OpenAI]:
-    sdk = openai.OpenAI(base_url=live_gateway.url + "/v1", api_key=live_gateway.key, max_retries=0, timeout=60.0)
-    try:
-        yield sdk
-    finally:
-        sdk.close()
 
 
 def user(text: str) -> list[dict[str, Any]]:

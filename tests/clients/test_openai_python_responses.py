@@ -11,12 +11,13 @@ import http.client
 import json
 import re
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import openai
 import pytest
 
+from tests.helpers import execution_for
 from tests.live import LiveGateway
 
 MODEL = "hermes-agent"
@@ -30,15 +31,6 @@ DEFAULT_ANSWER = "Hello from the scripted runtime."
 EXHAUST_SUMMARY = "I checked 41 of 60 log files; so far the linker step is the only failure."
 USE_TOOL_TYPES = ["reasoning", "function_call", "function_call_output", "message", "reasoning", "message"]
 ERROR_KEYS = {"message", "type", "param", "code"}
-
-
-@pytest.fixture
-def client(live_gateway: LiveGateway) -> Iterator[openai.OpenAI]:
-    sdk = openai.OpenAI(base_url=live_gateway.url + "/v1", api_key=live_gateway.key, max_retries=0, timeout=60.0)
-    try:
-        yield sdk
-    finally:
-        sdk.close()
 
 
 def phase_of(item: Any) -> str | None:
@@ -97,12 +89,6 @@ def history_view(history: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
         calls = tuple((c["id"], c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls") or [])
         view.append((message["role"], text, calls, message.get("tool_call_id")))
     return view
-
-
-def execution_for(live: LiveGateway, text: str) -> dict[str, Any]:
-    found = [e for e in live.executions() if "".join(p.get("text", "") for p in e["input"]["content"]) == text]
-    assert len(found) == 1, f"expected one execution of {text!r}, got {len(found)}"
-    return found[0]
 
 
 def expected_chain_history(call_id: str, second_input: str) -> list[tuple[Any, ...]]:

@@ -14,10 +14,14 @@ from typing import Any
 
 import pytest
 
-from tests.live import LiveGateway, parse_sse
+from tests.helpers import parse_sse
+from tests.live import LiveGateway
 
 from .compat import ROWS
 from .conftest import KEEPALIVE_ANSWER, KEEPALIVE_REASONING, KeepaliveRun, NodeClients
+
+# slow (left out by ./test --fast): Node processes per scenario and the shared 25 s keepalive turn.
+pytestmark = pytest.mark.slow
 
 COMPATIBLE = ROWS["vercel-openai-compatible"]
 RESPONSES = ROWS["vercel-openai-responses"]
@@ -201,7 +205,6 @@ def test_openai_responses_agent_loop_with_tool_items_off_finishes_stop(
 # -- keepalive ----------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(("name", "surface"), [
     pytest.param("vercel-openai-compatible", "raw-chat", id="vercel-openai-compatible"),
     pytest.param("vercel-openai-responses", "raw-responses", id="vercel-openai-responses"),

@@ -12,7 +12,6 @@ import json
 import re
 import sqlite3
 import stat
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -27,7 +26,17 @@ from hermes_api_plugin.gateway.server import (
 )
 from hermes_api_plugin.keys import TURNS
 from hermes_api_plugin.runtimes import select_runtime
-from tests.live import SseRecord, executions, parse_sse
+from tests.helpers import (
+    Reply,
+    SseRecord,
+    assert_error_envelope,
+    execution_for,
+    fetch,
+    history_texts,
+    read_reply,
+    read_until,
+)
+from tests.live import executions
 
 CHAT = "/v1/chat/completions"
 PROGRESS = "hermes.tool.progress"
@@ -52,17 +61,8 @@ def chat_body(text: str | None = None, *, stream: bool = True, messages: list[di
     return {"model": "hermes-agent", "stream": stream, "messages": messages, **extra}
 
 
-@dataclass
-class ChatStream:
-    headers: CIMultiDictProxy[str]
-    raw: bytes
-    records: list[SseRecord]
-    keepalives: int
-
-    @property
-    def chunks(self) -> list[dict[str, Any]]:
-        """Every data chunk (progress records included), `[DONE]` excluded."""
-        return [r.json() for r in self.records if r.data != "[DONE]"]
+class ChatStream(Reply):
+    """A chat completion stream: its chunks, the progress records, the finish chunk and the concatenated text."""
 
     @property
     def plain(self) -> list[dict[str, Any]]:
@@ -106,10 +106,7 @@ async def stream_chat(api: TestClient, auth: dict[str, str], text: str | None = 
     async with api.post(CHAT, json=chat_body(text, stream=True, **body), headers={**auth, **(headers or {})}) as resp:
         assert resp.status == 200, await resp.text()
         assert resp.headers["Content-Type"].startswith("text/event-stream")
-        raw = await asyncio.wait_for(resp.read(), 30)
-        response_headers = resp.headers
-    records, keepalives = parse_sse(raw)
-    result = ChatStream(response_headers, raw, records, keepalives)
+        result = ChatStream(resp.status, resp.headers, await asyncio.wait_for(resp.read(), 30))
     check_stream_framing(result)
     return result
 
@@ -130,16 +127,6 @@ def progress_by_call(result: ChatStream) -> dict[str, list[dict[str, Any]]]:
     for record in result.progress:
         calls.setdefault(record["toolCallId"], []).append(record)
     return calls
-
-
-def execution_for(api: TestClient, text: str) -> dict[str, Any]:
-    found = [e for e in executions(api.home) if e["input"]["content"] == [{"type": "text", "text": text}]]  # type: ignore[attr-defined]
-    assert len(found) == 1, executions(api.home)  # type: ignore[attr-defined]
-    return found[0]
-
-
-def history_texts(execution: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(m["role"], "".join(p.get("text", "") for p in m["content"])) for m in execution["history"]]
 
 
 # -- W-3.1 … W-3.4, W-3.14: the shape of a stream ------------------------------------------------------
@@ -178,8 +165,8 @@ async def test_chat_stream_model_defaults_to_advertised_name_and_echoes_request_
 ) -> None:
     """W-3.2 / §3.2: `model` is the request's model, or the advertised name when absent."""
     async with api.post(CHAT, json={"stream": True, "messages": [{"role": "user", "content": "hello"}]}, headers=auth) as resp:
-        records, _ = parse_sse(await resp.read())
-    assert {r.json()["model"] for r in records if r.data != "[DONE]"} == {"hermes-agent"}
+        chunks = (await read_reply(resp)).chunks
+    assert {c["model"] for c in chunks} == {"hermes-agent"}
     result = await stream_chat(api, auth, "hello", model="my-frontend-model")
     assert {c["model"] for c in result.chunks} == {"my-frontend-model"}
 
@@ -456,18 +443,12 @@ async def test_chat_stream_cancel_stops_running_tool_before_cancelled_finish(api
         assert resp.status == 200
         run_id = resp.headers["X-Hermes-Run-Id"]
         assert RUN_ID.match(run_id)
-        raw = b""
-        while b'"status":"running"' not in raw:
-            piece = await asyncio.wait_for(resp.content.readany(), 10)
-            assert piece, f"stream ended before the running record: {raw!r}"
-            raw += piece
+        raw = await read_until(resp, b'"status":"running"')
         turn = api.server.app[TURNS].get(run_id)
         assert turn is not None
         turn.cancel()
         raw += await asyncio.wait_for(resp.content.read(), 10)
-        headers = resp.headers
-    records, _ = parse_sse(raw)
-    result = ChatStream(headers, raw, records, 0)
+    result = ChatStream(resp.status, resp.headers, raw)
     check_stream_framing(result)
     assert [p["status"] for p in result.progress] == ["running", "completed"]
     running, stopped = result.progress
@@ -476,7 +457,7 @@ async def test_chat_stream_cancel_stops_running_tool_before_cancelled_finish(api
     assert isinstance(stopped["duration_ms"], int)
     assert stopped["event"] == {"type": "status", "data": {"description": "Stopped terminal: sleep 600", "done": True}}
     # The stopped record comes right before the finish chunk.
-    assert records[-3].event == PROGRESS and records[-3].json()["status"] == "completed"
+    assert result.records[-3].event == PROGRESS and result.records[-3].json()["status"] == "completed"
     finish = result.finish
     assert finish["choices"][0] == {"index": 0, "delta": {}, "finish_reason": "cancelled"}
     assert finish["hermes"] == {"completed": False, "partial": False, "failed": False, "error_code": "cancelled"}
@@ -597,11 +578,8 @@ async def test_chat_reasoning_effort_reaches_the_agent(api: TestClient, auth: di
 
 async def test_chat_invalid_reasoning_effort_is_rejected(api: TestClient, auth: dict[str, str]) -> None:
     """W-10.2: an unknown effort gets 400 invalid_parameter and runs nothing."""
-    async with api.post(CHAT, json=chat_body("hello", reasoning_effort="enormous"), headers=auth) as resp:
-        assert resp.status == 400
-        error = (await resp.json())["error"]
-    assert error["code"] == "invalid_parameter"
-    assert error["param"] == "reasoning_effort"
+    refused = await fetch(api, "POST", CHAT, json=chat_body("hello", reasoning_effort="enormous"), headers=auth)
+    assert_error_envelope(refused, 400, "invalid_parameter", param="reasoning_effort")
     assert executions(api.home) == []  # type: ignore[attr-defined]
 
 
@@ -765,24 +743,16 @@ async def test_drain_settles_open_stream_cancelled_and_refuses_new_turns(api: Te
     """W-1.12: during shutdown an open stream ends `cancelled` + [DONE]; new turns get 503 gateway_draining."""
     registry = api.server.app[TURNS]
     async with api.post(CHAT, json=chat_body("hang"), headers=auth) as resp:
-        raw = b""
-        while b'"status":"running"' not in raw:
-            piece = await asyncio.wait_for(resp.content.readany(), 10)
-            assert piece
-            raw += piece
+        raw = await read_until(resp, b'"status":"running"')
         drained = asyncio.ensure_future(registry.drain())
         raw += await asyncio.wait_for(resp.content.read(), 10)
-        headers = resp.headers
     await asyncio.wait_for(drained, 15)
-    result = ChatStream(headers, raw, parse_sse(raw)[0], 0)
+    result = ChatStream(resp.status, resp.headers, raw)
     check_stream_framing(result)
     assert result.finish["choices"][0]["finish_reason"] == "cancelled"
     assert result.progress[-1]["event"]["data"]["description"] == "Stopped terminal: sleep 600"
     for stream in (True, False):
-        async with api.post(CHAT, json=chat_body("hello", stream=stream), headers=auth) as refused:
-            assert refused.status == 503
-            assert refused.headers["Retry-After"] == "1"
-            error = (await refused.json())["error"]
-            assert set(error) == {"message", "type", "param", "code"}
-            assert (error["type"], error["param"], error["code"]) == ("server_error", None, "gateway_draining")
+        refused = await fetch(api, "POST", CHAT, json=chat_body("hello", stream=stream), headers=auth)
+        assert refused.headers["Retry-After"] == "1"
+        assert_error_envelope(refused, 503, "gateway_draining", type="server_error", param=None)
     assert registry.active == 0

@@ -9,16 +9,25 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient
-from multidict import CIMultiDict, CIMultiDictProxy
+from multidict import CIMultiDictProxy
 
 from hermes_api_plugin.keys import TURNS
-from tests.live import SseRecord, executions, parse_sse
+from tests.helpers import (
+    Reply,
+    assert_error_envelope,
+    complete_records,
+    execution_for,
+    fetch,
+    read_reply,
+    read_until,
+    wait_for_async,
+)
+from tests.live import executions
 
 RESPONSES = "/v1/responses"
 RUN_ID = re.compile(r"^run_[0-9a-f]{32}$")
@@ -71,15 +80,8 @@ HEAD = ["response.created", "response.in_progress"]
 # -- helpers ------------------------------------------------------------------------------------------------
 
 
-@dataclass
-class ResponseStream:
-    headers: CIMultiDictProxy[str]
-    raw: bytes
-    records: list[SseRecord]
-
-    @property
-    def events(self) -> list[dict[str, Any]]:
-        return [r.json() for r in self.records]
+class ResponseStream(Reply):
+    """A Responses stream: its named events, the terminal event and the final Response."""
 
     @property
     def names(self) -> list[str]:
@@ -158,9 +160,7 @@ def check_responses_framing(result: ResponseStream) -> None:
 
 
 async def read_stream(resp: ClientResponse) -> ResponseStream:
-    raw = await asyncio.wait_for(resp.read(), 30)
-    records, _ = parse_sse(raw)
-    return ResponseStream(resp.headers, raw, records)
+    return ResponseStream(resp.status, resp.headers, await asyncio.wait_for(resp.read(), 30))
 
 
 async def stream_response(api: TestClient, auth: dict[str, str], text: Any = None, *,
@@ -194,11 +194,8 @@ async def create(api: TestClient, auth: dict[str, str], text: Any = None, *, hea
 
 async def rejected(api: TestClient, auth: dict[str, str], body: dict[str, Any], status: int = 400,
                    headers: dict[str, str] | None = None) -> dict[str, Any]:
-    async with api.post(RESPONSES, json=body, headers={**auth, **(headers or {})}) as resp:
-        assert resp.status == status, await resp.text()
-        error = (await resp.json())["error"]
-    assert set(error) == {"message", "type", "param", "code"}
-    return error  # type: ignore[no-any-return]
+    return assert_error_envelope(await fetch(api, "POST", RESPONSES, json=body, headers={**auth, **(headers or {})}),
+                                 status)
 
 
 async def get_json(api: TestClient, auth: dict[str, str], path: str) -> tuple[int, dict[str, Any]]:
@@ -206,46 +203,32 @@ async def get_json(api: TestClient, auth: dict[str, str], path: str) -> tuple[in
         return resp.status, await resp.json()
 
 
-async def get_stream(api: TestClient, auth: dict[str, str], response_id: str, query: str = "") -> tuple[int, bytes]:
+async def get_stream(api: TestClient, auth: dict[str, str], response_id: str, query: str = "") -> ResponseStream:
+    """GET ?stream=true (a replay, or live events of a running response), read to its end."""
     async with api.get(f"{RESPONSES}/{response_id}?stream=true{query}", headers=auth) as resp:
-        raw = await asyncio.wait_for(resp.read(), 30)
-        if resp.status == 200:
-            assert resp.headers["Content-Type"].startswith("text/event-stream")
-        return resp.status, raw
+        replay = await read_stream(resp)
+    if replay.status == 200:
+        assert replay.is_stream, replay.headers
+    return replay
 
 
-async def read_until(resp: ClientResponse, marker: bytes, raw: bytes = b"") -> bytes:
-    while marker not in raw:
-        piece = await asyncio.wait_for(resp.content.readany(), 10)
-        assert piece, f"stream ended before {marker!r}: {raw!r}"
-        raw += piece
-    return raw
-
-
-def first_record(raw: bytes) -> dict[str, Any]:
-    """The JSON of the first complete SSE record of a partly read stream."""
-    records, _ = parse_sse(raw.split(b"\n\n", 1)[0] + b"\n\n")
-    return records[0].json()  # type: ignore[no-any-return]
+async def snapshot(api: TestClient, auth: dict[str, str], response_id: str) -> dict[str, Any]:
+    """GET /v1/responses/{id}, which must answer 200."""
+    status, body = await get_json(api, auth, f"{RESPONSES}/{response_id}")
+    assert status == 200, body
+    return body
 
 
 async def poll_status(api: TestClient, auth: dict[str, str], response_id: str, wanted: set[str],
                       timeout: float = 10.0) -> dict[str, Any]:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        status, body = await get_json(api, auth, f"{RESPONSES}/{response_id}")
-        assert status == 200, body
-        if body["status"] in wanted:
-            return body
-        assert loop.time() < deadline, body
-        await asyncio.sleep(0.05)
+    """The stored response as soon as its status is one of `wanted`."""
+    return await wait_for_async(lambda: snapshot(api, auth, response_id), timeout,
+                                until=lambda body: body["status"] in wanted, what=f"a status in {sorted(wanted)}")
 
 
-def execution_for(api: TestClient, text: str) -> dict[str, Any]:
-    found = [e for e in executions(api.home)  # type: ignore[attr-defined]
-             if [p.get("text") for p in e["input"]["content"] if p["type"] == "text"] == [text]]
-    assert len(found) == 1, executions(api.home)  # type: ignore[attr-defined]
-    return found[0]
+def first_id(raw: bytes) -> str:
+    """The response id in the first record (response.created) of a partly read stream."""
+    return complete_records(raw)[0].json()["response"]["id"]  # type: ignore[no-any-return]
 
 
 def history_of(execution: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -423,12 +406,12 @@ async def test_background_stream_cancel_of_running_tool(api: TestClient, auth: d
     async with api.post(RESPONSES, json=body, headers=auth) as resp:
         assert resp.status == 200
         raw = await read_until(resp, b"response.function_call_arguments.done")
-        response_id = first_record(raw)["response"]["id"]
+        response_id = first_id(raw)
         async with api.post(f"{RESPONSES}/{response_id}/cancel", headers=auth) as cancel:
             assert cancel.status == 200, await cancel.text()
             cancelled = await cancel.json()
         raw += await asyncio.wait_for(resp.content.read(), 10)
-        result = ResponseStream(resp.headers, raw, parse_sse(raw)[0])
+        result = ResponseStream(resp.status, resp.headers, raw)
     check_responses_framing(result)
     assert collapsed(result.names) == [*HEAD, *REASONING_BURST, *TOOL_PAIR, "response.cancelled"]
     response = result.response
@@ -658,8 +641,7 @@ async def test_store_false_is_not_retrievable_and_does_not_advance_conversation(
     assert two["store"] is False
     assert two["previous_response_id"] == one["id"]
     assert history_of(execution_for(api, "unstored two")) == [("user", "unstored one"), ("assistant", DEFAULT_ANSWER)]
-    status, body = await get_json(api, auth, f"{RESPONSES}/{two['id']}")
-    assert status == 404 and body["error"]["code"] == "response_not_found"
+    assert_error_envelope(await fetch(api, "GET", f"{RESPONSES}/{two['id']}", headers=auth), 404, "response_not_found")
     error = await rejected(api, auth, {"input": "x", "previous_response_id": two["id"]}, 404)
     assert error["param"] == "previous_response_id"
     _, three = await create(api, auth, "unstored three", conversation="keep")
@@ -795,7 +777,7 @@ async def test_chaining_from_a_running_response_is_queued(api: TestClient, auth:
     async with api.post(RESPONSES, json=body, headers=auth) as resp:
         assert resp.status == 200
         raw = await read_until(resp, b"\n\n")
-        first = first_record(raw)
+        first = complete_records(raw)[0].json()
         assert first["response"]["status"] == "queued"
         queued_id = first["response"]["id"]
         status, snapshot = await get_json(api, auth, f"{RESPONSES}/{queued_id}")
@@ -805,7 +787,7 @@ async def test_chaining_from_a_running_response_is_queued(api: TestClient, auth:
             assert cancel.status == 200
             assert (await cancel.json())["status"] == "cancelled"
         raw += await asyncio.wait_for(resp.content.read(), 10)
-        result = ResponseStream(resp.headers, raw, parse_sse(raw)[0])
+        result = ResponseStream(resp.status, resp.headers, raw)
     check_responses_framing(result)
     assert result.names[:2] == HEAD
     assert result.response["status"] == "completed"
@@ -816,16 +798,10 @@ async def test_chaining_from_a_running_response_is_queued(api: TestClient, auth:
 
 async def read_tool_start(api: TestClient, auth: dict[str, str], response_id: str) -> None:
     """Wait until a background response's tool has started (its journal shows the function_call)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 10
-    while True:
-        status, snapshot = await get_json(api, auth, f"{RESPONSES}/{response_id}")
-        assert status == 200
-        if any(i["type"] == "reasoning" for i in snapshot["output"]):  # the burst is done once the tool started
-            assert snapshot["status"] == "in_progress"
-            return
-        assert loop.time() < deadline, snapshot
-        await asyncio.sleep(0.05)
+    started = await wait_for_async(lambda: snapshot(api, auth, response_id),  # the burst is done once the tool started
+                                   until=lambda body: any(i["type"] == "reasoning" for i in body["output"]),
+                                   what="the tool start")
+    assert started["status"] == "in_progress"
 
 
 # -- W-4.15, §4.1: input items -----------------------------------------------------------------------------
@@ -1022,28 +998,24 @@ async def test_get_unknown_response_is_404(api: TestClient, auth: dict[str, str]
     missing = "resp_" + "0" * 32
     for method, path in (("GET", missing), ("DELETE", missing), ("POST", f"{missing}/cancel"),
                          ("GET", f"{missing}/input_items")):
-        async with api.request(method, f"{RESPONSES}/{path}", headers=auth) as resp:
-            assert resp.status == 404, (method, path)
-            error = (await resp.json())["error"]
-        assert (error["type"], error["code"]) == ("not_found_error", "response_not_found")
+        assert_error_envelope(await fetch(api, method, f"{RESPONSES}/{path}", headers=auth), 404, "response_not_found",
+                              type="not_found_error")
 
 
 async def test_get_stream_replays_the_original_events(api: TestClient, auth: dict[str, str]) -> None:
     """W-4.12: GET ?stream=true yields exactly the original stream's events, then closes."""
     original = await stream_response(api, auth, "use tool")
-    status, raw = await get_stream(api, auth, original.response["id"])
-    assert status == 200
-    replay = ResponseStream(original.headers, raw, parse_sse(raw)[0])
+    replay = await get_stream(api, auth, original.response["id"])
+    assert replay.status == 200
     assert [(r.event, r.json()) for r in replay.records] == [(r.event, r.json()) for r in original.records]
-    assert b"\nid:" not in raw and not raw.startswith(b"id:")
+    assert b"\nid:" not in replay.raw and not replay.raw.startswith(b"id:")
 
 
 @pytest.mark.parametrize("text", ["exhaust", "fail", "commentary"])
 async def test_get_stream_replays_other_outcomes(api: TestClient, auth: dict[str, str], text: str) -> None:
     """W-4.12: the replay is identical for incomplete, failed and commentary turns too."""
     original = await stream_response(api, auth, text)
-    _, raw = await get_stream(api, auth, original.response["id"])
-    assert [r.json() for r in parse_sse(raw)[0]] == original.events
+    assert (await get_stream(api, auth, original.response["id"])).events == original.events
 
 
 async def test_get_stream_starting_after_yields_later_events(api: TestClient, auth: dict[str, str]) -> None:
@@ -1052,11 +1024,10 @@ async def test_get_stream_starting_after_yields_later_events(api: TestClient, au
     response_id = original.response["id"]
     last = original.terminal["sequence_number"]
     for after in (0, 1, 5, last // 2, last - 1):
-        status, raw = await get_stream(api, auth, response_id, f"&starting_after={after}")
-        assert status == 200
-        assert [r.json() for r in parse_sse(raw)[0]] == [e for e in original.events if e["sequence_number"] > after]
-    status, raw = await get_stream(api, auth, response_id, "&starting_after=-1")
-    assert [r.json() for r in parse_sse(raw)[0]] == original.events
+        later = await get_stream(api, auth, response_id, f"&starting_after={after}")
+        assert later.status == 200
+        assert later.events == [e for e in original.events if e["sequence_number"] > after]
+    assert (await get_stream(api, auth, response_id, "&starting_after=-1")).events == original.events
 
 
 @pytest.mark.parametrize("offset", [0, 1, 100])
@@ -1064,27 +1035,23 @@ async def test_get_stream_starting_after_terminal_is_empty(api: TestClient, auth
     """W-4.12, §2.3: starting_after at or past the terminal sequence_number → head only, no records."""
     original = await stream_response(api, auth, "hello")
     after = original.terminal["sequence_number"] + offset
-    status, raw = await get_stream(api, auth, original.response["id"], f"&starting_after={after}")
-    assert status == 200
-    assert raw == b""
+    replay = await get_stream(api, auth, original.response["id"], f"&starting_after={after}")
+    assert replay.status == 200
+    assert replay.raw == b""
 
 
 async def test_get_stream_starting_after_must_be_an_integer(api: TestClient, auth: dict[str, str]) -> None:
     """§4.6: starting_after=abc → 400 invalid_parameter."""
     _, reply = await create(api, auth, "hello")
-    async with api.get(f"{RESPONSES}/{reply['id']}?stream=true&starting_after=abc", headers=auth) as resp:
-        assert resp.status == 400
-        error = (await resp.json())["error"]
-    assert (error["code"], error["param"]) == ("invalid_parameter", "starting_after")
+    refused = await fetch(api, "GET", f"{RESPONSES}/{reply['id']}?stream=true&starting_after=abc", headers=auth)
+    assert_error_envelope(refused, 400, "invalid_parameter", param="starting_after")
 
 
 async def test_get_stream_of_a_json_turn_has_the_same_terminal(api: TestClient, auth: dict[str, str]) -> None:
     """W-4.12, W-4.9: a stream:false turn's journal replays as a full stream whose terminal equals the reply."""
     _, reply = await create(api, auth, "use tool")
-    status, raw = await get_stream(api, auth, reply["id"])
-    assert status == 200
-    replay = ResponseStream(CIMultiDictProxy(CIMultiDict({"Content-Type": "text/event-stream"})), raw,
-                            parse_sse(raw)[0])
+    replay = await get_stream(api, auth, reply["id"])
+    assert replay.status == 200
     check_responses_framing(replay)
     assert replay.response == reply
 
@@ -1099,12 +1066,11 @@ async def test_get_stream_follows_a_running_response_live(api: TestClient, auth:
         async with api.post(f"{RESPONSES}/{running['id']}/cancel", headers=auth) as cancel:
             assert cancel.status == 200
         raw += await asyncio.wait_for(resp.content.read(), 10)
-    events = [r.json() for r in parse_sse(raw)[0]]
+    events = ResponseStream(resp.status, resp.headers, raw).events
     assert events[0]["sequence_number"] == 2
     assert [e["sequence_number"] for e in events] == list(range(2, 2 + len(events)))
     assert events[-1]["type"] == "response.cancelled"
-    _, full = await get_stream(api, auth, running["id"])
-    assert [r.json() for r in parse_sse(full)[0]][2:] == events
+    assert (await get_stream(api, auth, running["id"])).events[2:] == events
 
 
 async def test_delete_removes_response_and_conversation_name(api: TestClient, auth: dict[str, str]) -> None:
@@ -1113,10 +1079,9 @@ async def test_delete_removes_response_and_conversation_name(api: TestClient, au
     async with api.delete(f"{RESPONSES}/{first['id']}", headers=auth) as resp:
         assert resp.status == 200
         assert await resp.json() == {"id": first["id"], "object": "response", "deleted": True}
-    status, body = await get_json(api, auth, f"{RESPONSES}/{first['id']}")
-    assert status == 404 and body["error"]["code"] == "response_not_found"
-    status, _ = await get_stream(api, auth, first["id"])
-    assert status == 404
+    assert_error_envelope(await fetch(api, "GET", f"{RESPONSES}/{first['id']}", headers=auth), 404,
+                          "response_not_found")
+    assert (await get_stream(api, auth, first["id"])).status == 404
     async with api.delete(f"{RESPONSES}/{first['id']}", headers=auth) as again:
         assert again.status == 404
     error = await rejected(api, auth, {"input": "x", "previous_response_id": first["id"]}, 404)
@@ -1139,10 +1104,8 @@ async def test_delete_removes_item_references(api: TestClient, auth: dict[str, s
 async def test_delete_of_running_response_is_409(api: TestClient, auth: dict[str, str]) -> None:
     """§4.8: DELETE of a running response → 409 response_in_progress (conflict_error)."""
     _, running = await create(api, auth, "hang", background=True)
-    async with api.delete(f"{RESPONSES}/{running['id']}", headers=auth) as resp:
-        assert resp.status == 409
-        error = (await resp.json())["error"]
-    assert (error["type"], error["code"]) == ("conflict_error", "response_in_progress")
+    assert_error_envelope(await fetch(api, "DELETE", f"{RESPONSES}/{running['id']}", headers=auth), 409,
+                          "response_in_progress", type="conflict_error")
     async with api.post(f"{RESPONSES}/{running['id']}/cancel", headers=auth) as cancel:
         assert (await cancel.json())["status"] == "cancelled"
     async with api.delete(f"{RESPONSES}/{running['id']}", headers=auth) as resp:
@@ -1188,8 +1151,7 @@ async def test_input_items_limit_order_after(api: TestClient, auth: dict[str, st
     _, asc_after = await get_json(api, auth, f"{path}?order=asc&after={asc['data'][0]['id']}")
     assert texts(asc_after) == ["b", "c"]
     for query in ("limit=0", "limit=101", "limit=x", "order=sideways"):
-        status, body = await get_json(api, auth, f"{path}?{query}")
-        assert status == 400 and body["error"]["code"] == "invalid_parameter", query
+        assert_error_envelope(await fetch(api, "GET", f"{path}?{query}", headers=auth), 400, "invalid_parameter")
 
 
 # -- W-4.13: background and cancel -------------------------------------------------------------------------------
@@ -1232,10 +1194,8 @@ async def test_cancel_of_settled_foreground_response_is_not_cancellable(api: Tes
                                                                         auth: dict[str, str]) -> None:
     """§4.8: cancel of a foreground response (not background, not detached) → 400 response_not_cancellable."""
     _, reply = await create(api, auth, "hello")
-    async with api.post(f"{RESPONSES}/{reply['id']}/cancel", headers=auth) as resp:
-        assert resp.status == 400
-        error = (await resp.json())["error"]
-    assert (error["type"], error["code"]) == ("invalid_request_error", "response_not_cancellable")
+    assert_error_envelope(await fetch(api, "POST", f"{RESPONSES}/{reply['id']}/cancel", headers=auth), 400,
+                          "response_not_cancellable", type="invalid_request_error")
 
 
 async def test_cancel_of_connected_foreground_stream_is_not_cancellable(api: TestClient,
@@ -1244,19 +1204,16 @@ async def test_cancel_of_connected_foreground_stream_is_not_cancellable(api: Tes
     body = {"model": "hermes-agent", "input": "hang", "stream": True}
     async with api.post(RESPONSES, json=body, headers=auth) as resp:
         raw = await read_until(resp, b"response.function_call_arguments.done")
-        response_id = first_record(raw)["response"]["id"]
-        async with api.post(f"{RESPONSES}/{response_id}/cancel", headers=auth) as cancel:
-            assert cancel.status == 400
-            error = (await cancel.json())["error"]
-        assert error["code"] == "response_not_cancellable"
+        response_id = first_id(raw)
+        assert_error_envelope(await fetch(api, "POST", f"{RESPONSES}/{response_id}/cancel", headers=auth), 400,
+                              "response_not_cancellable")
         status, snapshot = await get_json(api, auth, f"{RESPONSES}/{response_id}")
         assert status == 200 and snapshot["status"] == "in_progress"
         turn = api.server.app[TURNS].get(resp.headers["X-Hermes-Run-Id"])
         assert turn is not None
         turn.cancel()  # the run's own stop (§6.4) still works while the client is connected
         raw += await asyncio.wait_for(resp.content.read(), 10)
-    records = parse_sse(raw)[0]
-    assert records[-1].event == "response.cancelled"
+    assert ResponseStream(resp.status, resp.headers, raw).names[-1] == "response.cancelled"
 
 
 # -- headers ------------------------------------------------------------------------------------------------------
@@ -1318,7 +1275,7 @@ async def test_background_stream_survives_a_disconnect(api: TestClient, auth: di
     body = {"model": "hermes-agent", "input": "use tool", "stream": True, "background": True}
     async with api.post(RESPONSES, json=body, headers=auth) as resp:
         raw = await read_until(resp, b"\n\n")
-        response_id = first_record(raw)["response"]["id"]
+        response_id = first_id(raw)
         resp.close()
     done = await poll_status(api, auth, response_id, {"completed", "cancelled", "failed"})
     assert done["status"] == "completed"
@@ -1330,7 +1287,7 @@ async def test_foreground_stream_disconnect_cancels_the_turn(api: TestClient, au
     body = {"model": "hermes-agent", "input": "hang", "stream": True}
     async with api.post(RESPONSES, json=body, headers=auth) as resp:
         raw = await read_until(resp, b"response.function_call_arguments.done")
-        response_id = first_record(raw)["response"]["id"]
+        response_id = first_id(raw)
         resp.close()
     cancelled = await poll_status(api, auth, response_id, {"cancelled", "completed", "failed"})
     assert cancelled["status"] == "cancelled"
@@ -1343,16 +1300,12 @@ async def test_cancel_settles_a_detached_foreground_response(make_api: Any, auth
     body = {"model": "hermes-agent", "input": "hang", "stream": True}
     async with api.post(RESPONSES, json=body, headers=auth) as resp:
         raw = await read_until(resp, b"response.function_call_arguments.done")
-        response_id = first_record(raw)["response"]["id"]
+        response_id = first_id(raw)
         run_id = resp.headers["X-Hermes-Run-Id"]
         resp.close()
     turn = api.server.app[TURNS].get(run_id)
     assert turn is not None
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 10
-    while not turn.detached:
-        assert loop.time() < deadline, "the server never noticed the disconnect"
-        await asyncio.sleep(0.05)
+    await wait_for_async(lambda: turn.detached, what="the server noticing the disconnect")
     assert (await get_json(api, auth, f"{RESPONSES}/{response_id}"))[1]["status"] == "in_progress"
     async with api.post(f"{RESPONSES}/{response_id}/cancel", headers=auth) as cancel:
         assert cancel.status == 200
@@ -1384,10 +1337,9 @@ async def test_cancel_of_queued_background_response_never_starts_it(api: TestCli
     assert cancelled["output"] == []
     async with api.post(f"{RESPONSES}/{running['id']}/cancel", headers=auth) as resp:
         assert (await resp.json())["status"] == "cancelled"
-    status, raw = await get_stream(api, auth, queued["id"])
-    assert status == 200
-    names = [r.event for r in parse_sse(raw)[0]]
-    assert names == ["response.created", "response.cancelled"], "a queued turn never gets response.in_progress"
+    replay = await get_stream(api, auth, queued["id"])
+    assert replay.status == 200
+    assert replay.names == ["response.created", "response.cancelled"], "a queued turn never gets response.in_progress"
     assert not [e for e in executions(api.home)  # type: ignore[attr-defined]
                 if e["input"]["content"][0]["text"] == "queued never runs"]
 
@@ -1484,8 +1436,7 @@ async def test_tool_items_off_leaves_server_tools_out_of_stream_and_json(api: Te
     off` drops function_call / function_call_output items from this delivery; the stored response keeps them."""
     headers = {**auth, "X-Hermes-Tool-Items": "off"}
     async with api.post("/v1/responses", json={"input": "use tool", "stream": True}, headers=headers) as resp:
-        records, _ = parse_sse(await resp.read())
-    payloads = [r.json() for r in records]
+        payloads = (await read_reply(resp)).events
     assert [p["sequence_number"] for p in payloads] == list(range(len(payloads)))
     assert not any(p.get("item", {}).get("type", "").startswith("function_call") for p in payloads)
     assert not any(p["type"].startswith("response.function_call") for p in payloads)

@@ -8,7 +8,6 @@ at the end run the real gateway process (tests/live.py).
 from __future__ import annotations
 
 import asyncio
-import http.client
 import json
 import re
 import signal
@@ -18,18 +17,24 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient
-from multidict import CIMultiDict, CIMultiDictProxy
+from multidict import CIMultiDictProxy
 
-from tests.live import (
-    LiveGateway,
-    SseRecord,
-    executions,
+from tests.helpers import (
+    Reply,
+    assert_error_envelope,
+    complete_records,
+    execution_for,
+    fetch,
+    history_texts,
+    live_request,
     parse_sse,
-    start_gateway,
-    write_home,
+    read_reply,
+    read_until,
+    wait_for,
+    wait_for_async,
 )
+from tests.live import LiveGateway, executions, start_gateway, write_home
 
 RUNS = "/v1/runs"
 CHAT = "/v1/chat/completions"
@@ -52,14 +57,8 @@ CONFLICT = {"error": {"message": "admission_conflict", "type": "invalid_request_
 # -- helpers ------------------------------------------------------------------------------------------------------
 
 
-@dataclass
-class RunEvents:
+class RunEvents(Reply):
     """A complete `/v1/runs/{id}/events` stream."""
-
-    headers: CIMultiDictProxy[str]
-    raw: bytes
-    records: list[SseRecord]
-    keepalives: int
 
     @property
     def payloads(self) -> list[dict[str, Any]]:
@@ -120,10 +119,7 @@ async def read_events(api: TestClient, auth: dict[str, str], run_id: str, last_e
         headers["Last-Event-ID"] = last_event_id
     async with api.get(f"{RUNS}/{run_id}/events", headers=headers) as resp:
         assert resp.status == 200, await resp.text()
-        raw = await asyncio.wait_for(resp.read(), timeout)
-        response_headers = resp.headers
-    records, keepalives = parse_sse(raw)
-    return RunEvents(response_headers, raw, records, keepalives)
+        return RunEvents(resp.status, resp.headers, await asyncio.wait_for(resp.read(), timeout))
 
 
 async def get_run(api: TestClient, auth: dict[str, str], run_id: str) -> dict[str, Any]:
@@ -144,43 +140,14 @@ async def settled(api: TestClient, auth: dict[str, str], run_id: str) -> dict[st
 
 async def wait_for_last_event(api: TestClient, auth: dict[str, str], run_id: str, name: str,
                               timeout: float = 10.0) -> dict[str, Any]:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        run = await get_run(api, auth, run_id)
-        if run["last_event"] == name:
-            return run
-        assert loop.time() < deadline, run
-        await asyncio.sleep(0.02)
+    """The run as soon as its last event is `name`."""
+    return await wait_for_async(lambda: get_run(api, auth, run_id), timeout, until=lambda run: run["last_event"] == name,
+                                what=f"last_event {name}")
 
 
 async def stop(api: TestClient, auth: dict[str, str], run_id: str) -> tuple[int, dict[str, Any]]:
     async with api.post(f"{RUNS}/{run_id}/stop", headers=auth) as resp:
         return resp.status, await resp.json()
-
-
-async def read_until(resp: ClientResponse, marker: bytes, raw: bytes = b"") -> bytes:
-    while marker not in raw:
-        piece = await asyncio.wait_for(resp.content.readany(), 10)
-        assert piece, f"stream ended before {marker!r}: {raw!r}"
-        raw += piece
-    return raw
-
-
-def complete_records(raw: bytes) -> list[SseRecord]:
-    """The complete records of a partly read stream."""
-    return parse_sse(raw[: raw.rfind(b"\n\n") + 2])[0]
-
-
-def execution_for(api: TestClient, text: str) -> dict[str, Any]:
-    found = [e for e in executions(api.home)  # type: ignore[attr-defined]
-             if [p.get("text") for p in e["input"]["content"] if p["type"] == "text"] == [text]]
-    assert len(found) == 1, executions(api.home)  # type: ignore[attr-defined]
-    return found[0]
-
-
-def history_of(execution: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(m["role"], "".join(p.get("text", "") for p in m["content"])) for m in execution["history"]]
 
 
 # -- W-6.1: submission ----------------------------------------------------------------------------------------------
@@ -231,21 +198,15 @@ async def test_post_run_without_session_key_header_does_not_echo_one(api: TestCl
 async def test_post_run_rejects_invalid_input_before_anything_runs(api: TestClient, auth: dict[str, str],
                                                                    body: dict[str, Any], code: str, param: str) -> None:
     """§6.1, §1.7, W-1.7: invalid runs get 400 with the envelope and `param`; nothing is executed."""
-    status, _, reply = await post_run(api, auth, None, **body)
-    assert status == 400, reply
-    assert reply["error"]["code"] == code
-    assert reply["error"]["param"] == param
-    assert reply["error"]["type"] == "invalid_request_error"
-    assert set(reply["error"]) == {"message", "type", "param", "code"}
+    reply = await fetch(api, "POST", RUNS, json=body, headers=auth)
+    assert_error_envelope(reply, 400, code, param=param, type="invalid_request_error")
     assert executions(api.home) == []  # type: ignore[attr-defined]
 
 
 async def test_post_run_with_unknown_previous_response_is_404(api: TestClient, auth: dict[str, str]) -> None:
     """§6.1: an unknown `previous_response_id` → 404 response_not_found; nothing runs."""
-    status, _, reply = await post_run(api, auth, "hi", previous_response_id="resp_" + "0" * 32)
-    assert status == 404
-    assert reply["error"]["code"] == "response_not_found"
-    assert reply["error"]["param"] == "previous_response_id"
+    reply = await fetch(api, "POST", RUNS, json={"input": "hi", "previous_response_id": "resp_" + "0" * 32}, headers=auth)
+    assert_error_envelope(reply, 404, "response_not_found", param="previous_response_id")
     assert executions(api.home) == []  # type: ignore[attr-defined]
 
 
@@ -301,7 +262,7 @@ async def test_second_run_on_a_busy_session_is_queued_until_the_first_settles(ap
     assert queued["status"] == "queued" and queued["last_event"] is None
     await stop(api, auth, first)
     assert (await settled(api, auth, second))["status"] == "completed"
-    assert history_of(execution_for(api, "queued follow up"))[0] == ("user", "hang")
+    assert history_texts(execution_for(api, "queued follow up"))[0] == ("user", "hang")
 
 
 async def test_unknown_run_is_404_on_every_run_route(api: TestClient, auth: dict[str, str]) -> None:
@@ -485,9 +446,7 @@ async def test_stop_returns_stopping_at_once_and_settles_cancelled(api: TestClie
         assert time.monotonic() - began < 2
         assert (status, body) == (200, {"run_id": run_id, "status": "stopping"})
         raw += await asyncio.wait_for(resp.content.read(), 10)
-        headers = resp.headers
-    records, _ = parse_sse(raw)
-    events = RunEvents(headers, raw, records, 0)
+    events = RunEvents(resp.status, resp.headers, raw)
     check_run_events(events, run_id)
     assert events.names[-2:] == ["tool.completed", "run.cancelled"]
     stopped = events.payloads[-2]
@@ -539,7 +498,7 @@ async def test_session_key_continues_the_keys_latest_session(api: TestClient, au
     second = await settled(api, auth, await start_run(api, auth, "second keyed turn", headers=key))
     assert NEW_SESSION.match(first["session_id"])
     assert second["session_id"] == first["session_id"]
-    assert history_of(execution_for(api, "second keyed turn")) == [
+    assert history_texts(execution_for(api, "second keyed turn")) == [
         ("user", "first keyed turn"), ("assistant", DEFAULT_ANSWER)]
     other = await settled(api, auth, await start_run(api, auth, "other key", headers={"X-Hermes-Session-Key": "x"}))
     assert other["session_id"] != first["session_id"]
@@ -552,10 +511,10 @@ async def test_explicit_session_id_wins_and_leaves_the_key_binding(api: TestClie
     explicit = await settled(api, auth, await start_run(api, auth, "explicit turn", headers=key,
                                                         session_id="explicit-run-session"))
     assert explicit["session_id"] == "explicit-run-session"
-    assert history_of(execution_for(api, "explicit turn")) == []
+    assert history_texts(execution_for(api, "explicit turn")) == []
     after = await settled(api, auth, await start_run(api, auth, "back on the key", headers=key))
     assert after["session_id"] == bound
-    assert history_of(execution_for(api, "back on the key")) == [("user", "bound turn"), ("assistant", DEFAULT_ANSWER)]
+    assert history_texts(execution_for(api, "back on the key")) == [("user", "bound turn"), ("assistant", DEFAULT_ANSWER)]
 
 
 async def test_previous_response_id_wins_and_leaves_the_key_binding(api: TestClient, auth: dict[str, str]) -> None:
@@ -570,7 +529,7 @@ async def test_previous_response_id_wins_and_leaves_the_key_binding(api: TestCli
     chained = await settled(api, auth, await start_run(api, auth, "chained run", headers=key,
                                                        previous_response_id=root["id"]))
     assert chained["session_id"] == chain_session != bound
-    assert history_of(execution_for(api, "chained run")) == [("user", "chain root"), ("assistant", DEFAULT_ANSWER)]
+    assert history_texts(execution_for(api, "chained run")) == [("user", "chain root"), ("assistant", DEFAULT_ANSWER)]
     after = await settled(api, auth, await start_run(api, auth, "keyed again", headers=key))
     assert after["session_id"] == bound
 
@@ -584,7 +543,7 @@ async def test_session_id_header_selects_the_session_and_the_body_wins(api: Test
     assert both["session_id"] == "body-session"
     again = await settled(api, auth, await start_run(api, auth, "header again", headers=header))
     assert again["session_id"] == "header-session"
-    assert history_of(execution_for(api, "header again")) == [("user", "header turn"), ("assistant", DEFAULT_ANSWER)]
+    assert history_texts(execution_for(api, "header again")) == [("user", "header turn"), ("assistant", DEFAULT_ANSWER)]
 
 
 async def test_input_messages_are_the_history_of_the_run(api: TestClient, auth: dict[str, str]) -> None:
@@ -598,7 +557,7 @@ async def test_input_messages_are_the_history_of_the_run(api: TestClient, auth: 
     ], instructions="Answer in English.")
     await settled(api, auth, run_id)
     execution = execution_for(api, "array input")
-    assert history_of(execution) == [("user", "earlier question"), ("assistant", "earlier answer")]
+    assert history_texts(execution) == [("user", "earlier question"), ("assistant", "earlier answer")]
     assert "Be brief." in execution["system_prompt"] and "Answer in English." in execution["system_prompt"]
 
 
@@ -614,9 +573,7 @@ async def _reply_run_ids(api: TestClient, auth: dict[str, str]) -> dict[str, tup
         found["chat-json"] = (resp.headers["X-Hermes-Run-Id"], body["choices"][0]["message"]["content"])
     async with api.post(CHAT, json={"model": "hermes-agent", "stream": True,
                                     "messages": [{"role": "user", "content": "use tool"}]}, headers=auth) as resp:
-        records, _ = parse_sse(await resp.read())
-        text = "".join(r.json()["choices"][0]["delta"].get("content") or "" for r in records
-                       if r.event is None and r.data != "[DONE]")
+        text = (await read_reply(resp)).chat_text()[0]
         found["chat-stream"] = (resp.headers["X-Hermes-Run-Id"], text)
     async with api.post(RESPONSES, json={"model": "hermes-agent", "input": "use tool"}, headers=auth) as resp:
         body = json.loads(await resp.text())
@@ -768,41 +725,17 @@ RESTART_ERROR = {"code": "unknown_execution", "message": "The gateway restarted 
 OTHER_KEY = "another-key-0123456789abcdef"
 
 
-def http_call(live: LiveGateway, method: str, path: str, body: dict[str, Any] | None = None,
-              headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
-    conn = http.client.HTTPConnection(live.host, live.port, timeout=30)
-    try:
-        payload = json.dumps(body).encode() if body is not None else None
-        conn.request(method, path, body=payload,
-                     headers={**live.headers, "Content-Type": "application/json", **(headers or {})})
-        resp = conn.getresponse()
-        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
-    finally:
-        conn.close()
-
-
 def live_run(live: LiveGateway, run_id: str) -> dict[str, Any]:
-    status, _, body = http_call(live, "GET", f"{RUNS}/{run_id}")
-    assert status == 200, body
-    return json.loads(body)  # type: ignore[no-any-return]
+    reply = live_request(live, "GET", f"{RUNS}/{run_id}")
+    assert reply.status == 200, reply.raw
+    return reply.json()  # type: ignore[no-any-return]
 
 
 def live_events(live: LiveGateway, run_id: str, last_event_id: str | None = None) -> RunEvents:
     headers = {"Last-Event-ID": last_event_id} if last_event_id is not None else {}
-    status, response_headers, raw = http_call(live, "GET", f"{RUNS}/{run_id}/events", headers=headers)
-    assert status == 200, raw
-    records, keepalives = parse_sse(raw)
-    return RunEvents(CIMultiDictProxy(CIMultiDict(response_headers)), raw, records, keepalives)
-
-
-def wait_live(live: LiveGateway, run_id: str, last_event: str, timeout: float = 15.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        run = live_run(live, run_id)
-        if run["last_event"] == last_event:
-            return run
-        assert time.monotonic() < deadline, run
-        time.sleep(0.05)
+    reply = live_request(live, "GET", f"{RUNS}/{run_id}/events", headers=headers)
+    assert reply.status == 200, reply.raw
+    return RunEvents(reply.status, reply.headers, reply.raw)
 
 
 @dataclass
@@ -822,17 +755,17 @@ def restarted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Restarted]:
     before = start_gateway(home)
     try:
         def submit(text: str, key: str | None) -> str:
-            status, _, body = http_call(before, "POST", RUNS, {"input": text},
-                                        {"Idempotency-Key": key} if key else None)
-            assert status == 202, body
-            return json.loads(body)["run_id"]  # type: ignore[no-any-return]
+            reply = live_request(before, "POST", RUNS, {"input": text}, {"Idempotency-Key": key} if key else None)
+            assert reply.status == 202, reply.raw
+            return reply.json()["run_id"]  # type: ignore[no-any-return]
 
         completed = submit("use tool", "crash-completed")
         unkeyed = submit("hello", None)
         completed_events = live_events(before, completed)
         live_events(before, unkeyed)
         running = submit("hang", "crash-running")
-        wait_live(before, running, "tool.started")
+        wait_for(lambda: live_run(before, running), timeout=15, until=lambda run: run["last_event"] == "tool.started",
+                 what="the hang run's tool start")
         time.sleep(0.6)  # a few journal group commits: the running run's events are durable
     finally:
         before.stop(signal.SIGKILL)
@@ -844,6 +777,7 @@ def restarted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Restarted]:
         after.stop()
 
 
+@pytest.mark.slow  # kill -9 and restarts of a real gateway (the `restarted` fixture)
 def test_keyed_run_running_at_kill_reads_failed_unknown_execution(restarted: Restarted) -> None:
     """W-5.12 (runs part), §5.4, W-6.2: after kill -9 and a restart, GET of the keyed run that was running reports
     failed with error unknown_execution, and its /events ends with the matching run.failed after the running tool
@@ -858,18 +792,19 @@ def test_keyed_run_running_at_kill_reads_failed_unknown_execution(restarted: Res
     names = events.names
     assert names.index("tool.started") < names.index("tool.completed") < len(names) - 1
     assert next(p for p in events.payloads if p["event"] == "tool.completed")["error"] is True
-    status, _, body = http_call(restarted.live, "POST", f"{RUNS}/{restarted.running}/stop")
-    assert (status, json.loads(body)) == (200, {"run_id": restarted.running, "status": "failed"})
+    stopped = live_request(restarted.live, "POST", f"{RUNS}/{restarted.running}/stop")
+    assert (stopped.status, stopped.json()) == (200, {"run_id": restarted.running, "status": "failed"})
 
 
+@pytest.mark.slow  # kill -9 and restarts of a real gateway (the `restarted` fixture)
 def test_keyed_retry_of_a_run_left_running_is_unknown_execution(restarted: Restarted) -> None:
     """§5.3, §5.4, W-5.7: the keyed retry of the run the killed gateway left running gets 409 unknown_execution."""
-    status, _, body = http_call(restarted.live, "POST", RUNS, {"input": "hang"}, {"Idempotency-Key": "crash-running"})
-    assert status == 409
-    assert json.loads(body) == {"error": {"message": "unknown_execution", "type": "conflict_error", "param": None,
-                                          "code": "unknown_execution"}}
+    retry = live_request(restarted.live, "POST", RUNS, {"input": "hang"}, {"Idempotency-Key": "crash-running"})
+    assert_error_envelope(retry, 409, "unknown_execution", message="unknown_execution", type="conflict_error",
+                          param=None)
 
 
+@pytest.mark.slow  # kill -9 and restarts of a real gateway (the `restarted` fixture)
 def test_keyed_run_settled_before_the_kill_survives_the_restart(restarted: Restarted) -> None:
     """§6.2, §5.4: a keyed run is kept durably: after the restart GET reports it completed and /events replays the
     same journal (Last-Event-ID resume included); its keyed retry replays it."""
@@ -879,18 +814,19 @@ def test_keyed_run_settled_before_the_kill_survives_the_restart(restarted: Resta
     check_run_events(events, restarted.completed)
     assert events.view() == restarted.completed_events.view()
     assert live_events(restarted.live, restarted.completed, "3").view() == events.view()[3:]
-    status, headers, body = http_call(restarted.live, "POST", RUNS, {"input": "use tool"},
-                                      {"Idempotency-Key": "crash-completed"})
-    assert status == 202 and headers["idempotency-replayed"] == "true"
-    assert json.loads(body) == {"run_id": restarted.completed, "status": "completed", "replayed": True}
+    retry = live_request(restarted.live, "POST", RUNS, {"input": "use tool"}, {"Idempotency-Key": "crash-completed"})
+    assert retry.status == 202 and retry.replayed
+    assert retry.json() == {"run_id": restarted.completed, "status": "completed", "replayed": True}
 
 
+@pytest.mark.slow  # kill -9 and restarts of a real gateway (the `restarted` fixture)
 def test_unkeyed_run_is_kept_in_memory_only(restarted: Restarted) -> None:
     """§6.2: runs without an Idempotency-Key live in the process's memory: after a restart they are 404."""
-    status, _, body = http_call(restarted.live, "GET", f"{RUNS}/{restarted.unkeyed}")
-    assert (status, json.loads(body)) == (404, RUN_NOT_FOUND)
+    assert_error_envelope(live_request(restarted.live, "GET", f"{RUNS}/{restarted.unkeyed}"), 404,
+                          **RUN_NOT_FOUND["error"])
 
 
+@pytest.mark.slow  # kill -9 and restarts of a real gateway (the `restarted` fixture)
 def test_another_credential_scope_gets_404_for_a_run(restarted: Restarted) -> None:
     """W-6.4, §1.3, §6.2: a run is visible only to the credential scope that created it: a gateway on the same home
     with a rotated API_SERVER_KEY answers 404 run_not_found on GET, /events and /stop."""
@@ -900,8 +836,7 @@ def test_another_credential_scope_gets_404_for_a_run(restarted: Restarted) -> No
         for run_id in (restarted.completed, restarted.running):
             for method, path in (("GET", f"{RUNS}/{run_id}"), ("GET", f"{RUNS}/{run_id}/events"),
                                  ("POST", f"{RUNS}/{run_id}/stop")):
-                status, _, body = http_call(other, method, path)
-                assert (status, json.loads(body)) == (404, RUN_NOT_FOUND), path
+                assert_error_envelope(live_request(other, method, path), 404, **RUN_NOT_FOUND["error"])
         assert live_run(restarted.live, restarted.completed)["status"] == "completed", "the original scope still sees it"
     finally:
         other.stop()

@@ -10,7 +10,6 @@ import asyncio
 import json
 import re
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -18,7 +17,17 @@ from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient
 from multidict import CIMultiDictProxy
 
-from tests.live import SseRecord, executions, parse_sse
+from tests.helpers import (
+    JSON_TYPE,
+    Reply,
+    assert_error_envelope,
+    complete_records,
+    execution_for,
+    fetch,
+    history_texts,
+    read_until,
+)
+from tests.live import executions
 
 SESSIONS = "/api/sessions"
 RUNS = "/v1/runs"
@@ -44,17 +53,9 @@ SESSION_NOT_FOUND = {"error": {"message": "No session with that id", "type": "no
 
 async def call(api: TestClient, auth: dict[str, str], method: str, path: str, body: Any = None,
                headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
-    async with api.request(method, path, json=body, headers={**auth, **(headers or {})}) as resp:
-        assert resp.headers["Content-Type"] == "application/json; charset=utf-8", resp.headers
-        return resp.status, json.loads(await asyncio.wait_for(resp.text(), 30))
-
-
-def check_error(status: int, body: dict[str, Any], want_status: int, code: str) -> dict[str, Any]:
-    assert status == want_status, body
-    error = body["error"]
-    assert set(error) == {"message", "type", "param", "code"}
-    assert error["code"] == code, error
-    return error  # type: ignore[no-any-return]
+    reply = await fetch(api, method, path, json=body, headers={**auth, **(headers or {})})
+    assert reply.headers["Content-Type"] == JSON_TYPE, reply.headers
+    return reply.status, reply.json()
 
 
 async def get_session(api: TestClient, auth: dict[str, str], session_id: str) -> dict[str, Any]:
@@ -99,11 +100,8 @@ async def chat(api: TestClient, auth: dict[str, str], session_id: str, message: 
         return resp.headers, reply
 
 
-@dataclass
-class SessionStream:
-    headers: CIMultiDictProxy[str]
-    raw: bytes
-    records: list[SseRecord]
+class SessionStream(Reply):
+    """A session chat stream: named events carrying seq, session and run ids."""
 
     @property
     def names(self) -> list[str]:
@@ -143,9 +141,7 @@ def check_session_stream(stream: SessionStream, session_id: str, *, first_seq: i
 
 async def read_session_stream(resp: ClientResponse) -> SessionStream:
     assert resp.status == 200, await resp.text()
-    raw = await asyncio.wait_for(resp.read(), 30)
-    records, _ = parse_sse(raw)
-    return SessionStream(resp.headers, raw, records)
+    return SessionStream(resp.status, resp.headers, await asyncio.wait_for(resp.read(), 30))
 
 
 async def stream_chat(api: TestClient, auth: dict[str, str], session_id: str, message: Any,
@@ -155,38 +151,19 @@ async def stream_chat(api: TestClient, auth: dict[str, str], session_id: str, me
         return await read_session_stream(resp)
 
 
-async def read_until(resp: ClientResponse, marker: bytes, raw: bytes = b"") -> bytes:
-    while marker not in raw:
-        piece = await asyncio.wait_for(resp.content.readany(), 10)
-        assert piece, f"stream ended before {marker!r}: {raw!r}"
-        raw += piece
-    return raw
-
-
 async def run_of(api: TestClient, auth: dict[str, str], run_id: str) -> tuple[dict[str, Any], str]:
     """The settled run behind a turn: GET /v1/runs/{id} and the terminal event of its /events stream."""
     async with api.get(f"{RUNS}/{run_id}/events", headers=auth) as resp:
         assert resp.status == 200
-        records, _ = parse_sse(await asyncio.wait_for(resp.read(), 10))
+        stream = Reply(resp.status, resp.headers, await asyncio.wait_for(resp.read(), 10))
     status, run = await call(api, auth, "GET", f"{RUNS}/{run_id}")
     assert status == 200, run
-    return run, records[-1].json()["event"]
+    return run, stream.events[-1]["event"]
 
 
 async def stop_run(api: TestClient, auth: dict[str, str], run_id: str) -> None:
     status, body = await call(api, auth, "POST", f"{RUNS}/{run_id}/stop")
     assert (status, body) == (200, {"run_id": run_id, "status": "stopping"})
-
-
-def execution_for(api: TestClient, text: str) -> dict[str, Any]:
-    found = [e for e in executions(api.home)  # type: ignore[attr-defined]
-             if [p.get("text") for p in e["input"]["content"] if p["type"] == "text"] == [text]]
-    assert len(found) == 1, executions(api.home)  # type: ignore[attr-defined]
-    return found[0]
-
-
-def history_of(execution: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(m["role"], "".join(p.get("text", "") for p in m["content"])) for m in execution["history"]]
 
 
 def rows(body: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -217,8 +194,8 @@ async def test_create_session_with_id_and_title_then_existing_id_is_409(api: Tes
     """§7.1, §1.7: a given id and title are kept; POSTing the same id again → 409 session_exists (conflict_error)."""
     session = await create_session(api, auth, id="team-build", title="Team build")
     assert (session["id"], session["title"]) == ("team-build", "Team build")
-    status, body = await call(api, auth, "POST", SESSIONS, {"id": "team-build"})
-    error = check_error(status, body, 409, "session_exists")
+    refused = await fetch(api, "POST", SESSIONS, json={"id": "team-build"}, headers=auth)
+    error = assert_error_envelope(refused, 409, "session_exists")
     assert error["type"] == "conflict_error"
     assert (await get_session(api, auth, "team-build"))["title"] == "Team build"
 
@@ -226,15 +203,14 @@ async def test_create_session_with_id_and_title_then_existing_id_is_409(api: Tes
 @pytest.mark.parametrize("bad", ["a/b", "a\\b", ".", "..", " lead", "trail ", "x" * 257, ""])
 async def test_create_session_with_an_invalid_id_is_400(api: TestClient, auth: dict[str, str], bad: str) -> None:
     """§7.1, §1.6: the id follows the X-Hermes-Session-Id rules, else 400 invalid_session_id."""
-    status, body = await call(api, auth, "POST", SESSIONS, {"id": bad})
-    check_error(status, body, 400, "invalid_session_id")
+    assert_error_envelope(await fetch(api, "POST", SESSIONS, json={"id": bad}, headers=auth), 400, "invalid_session_id")
     assert (await list_sessions(api, auth))["data"] == []
 
 
 async def test_create_session_rejects_an_overlong_title(api: TestClient, auth: dict[str, str]) -> None:
     """§7.1: `title` is a string of at most 200 characters."""
-    status, body = await call(api, auth, "POST", SESSIONS, {"title": "t" * 201})
-    check_error(status, body, 400, "invalid_parameter")
+    refused = await fetch(api, "POST", SESSIONS, json={"title": "t" * 201}, headers=auth)
+    assert_error_envelope(refused, 400, "invalid_parameter")
     assert (await create_session(api, auth, title="t" * 200))["title"] == "t" * 200
 
 
@@ -272,8 +248,7 @@ async def test_list_sessions_filters_by_source(api: TestClient, auth: dict[str, 
 @pytest.mark.parametrize("query", ["?limit=0", "?limit=201", "?limit=x", "?offset=-1"])
 async def test_list_sessions_rejects_bad_paging(api: TestClient, auth: dict[str, str], query: str) -> None:
     """§7.1: `limit` is 1–200 and `offset` ≥ 0, else 400 invalid_parameter."""
-    status, body = await call(api, auth, "GET", f"{SESSIONS}{query}")
-    check_error(status, body, 400, "invalid_parameter")
+    assert_error_envelope(await fetch(api, "GET", f"{SESSIONS}{query}", headers=auth), 400, "invalid_parameter")
 
 
 async def test_get_session_reports_counters_after_a_turn(api: TestClient, auth: dict[str, str]) -> None:
@@ -350,8 +325,8 @@ async def test_patch_rejects_other_keys_and_bad_values(api: TestClient, auth: di
     """W-7.6, §7.1: any key other than title/pinned/archived, or a bad value → 400 invalid_parameter naming it; the
     session is unchanged."""
     before = await create_session(api, auth, id="patch-strict", title="Kept")
-    status, reply = await call(api, auth, "PATCH", f"{SESSIONS}/patch-strict", body)
-    error = check_error(status, reply, 400, "invalid_parameter")
+    refused = await fetch(api, "PATCH", f"{SESSIONS}/patch-strict", json=body, headers=auth)
+    error = assert_error_envelope(refused, 400, "invalid_parameter")
     assert error["param"] == param
     assert await get_session(api, auth, "patch-strict") == before
 
@@ -377,13 +352,13 @@ async def test_delete_session_with_a_running_turn_is_409(api: TestClient, auth: 
     async with api.post(f"{SESSIONS}/busy/chat/stream", json={"message": "hang"}, headers=auth) as resp:
         run_id = resp.headers["X-Hermes-Run-Id"]
         raw = await read_until(resp, b"event: tool.started")
-        status, body = await call(api, auth, "DELETE", f"{SESSIONS}/busy")
-        error = check_error(status, body, 409, "session_active_turn")
+        refused = await fetch(api, "DELETE", f"{SESSIONS}/busy", headers=auth)
+        error = assert_error_envelope(refused, 409, "session_active_turn")
         assert error["type"] == "conflict_error"
         await stop_run(api, auth, run_id)
         raw += await asyncio.wait_for(resp.content.read(), 10)
         headers = resp.headers
-    stream = SessionStream(headers, raw, parse_sse(raw)[0])
+    stream = SessionStream(200, headers, raw)
     check_session_stream(stream, "busy")
     assert stream.names[-2:] == ["run.cancelled", "done"]
     status, body = await call(api, auth, "DELETE", f"{SESSIONS}/busy")
@@ -405,7 +380,7 @@ async def test_delete_session_removes_session_key_bindings(api: TestClient, auth
     assert (await call(api, auth, "DELETE", f"{SESSIONS}/{bound}"))[0] == 200
     fresh = await run("keyed after delete")
     assert fresh != bound
-    assert history_of(execution_for(api, "keyed after delete")) == []
+    assert history_texts(execution_for(api, "keyed after delete")) == []
 
 
 # -- W-7.1 (§7.2): messages ---------------------------------------------------------------------------------------------
@@ -476,8 +451,8 @@ async def test_messages_paging_counts_from_the_chosen_end_and_stays_chronologica
 async def test_messages_reject_bad_query_values(api: TestClient, auth: dict[str, str], query: str) -> None:
     """§7.2: limit 1–500, offset ≥ 0, order latest|oldest, boolean flags; else 400 invalid_parameter."""
     await chat(api, auth, "strict-query", "hello")
-    status, body = await call(api, auth, "GET", f"{SESSIONS}/strict-query/messages{query}")
-    check_error(status, body, 400, "invalid_parameter")
+    refused = await fetch(api, "GET", f"{SESSIONS}/strict-query/messages{query}", headers=auth)
+    assert_error_envelope(refused, 400, "invalid_parameter")
 
 
 async def test_messages_inline_images_false_replaces_images_by_text(api: TestClient, auth: dict[str, str]) -> None:
@@ -536,7 +511,7 @@ async def test_include_compacted_returns_archived_turns_before_the_live_ones(mak
     assert oldest["data"] == archived[:1]
     assert (await get_session(api, auth, "compacting"))["message_count"] == len(live)
     await chat(api, auth, "compacting", "after the compaction")
-    history = history_of(execution_for(api, "after the compaction"))
+    history = history_texts(execution_for(api, "after the compaction"))
     assert ("user", "hello there") not in history
     assert history[-2:] == [("user", "please compact"), ("assistant", "Compacted and continuing.")]
     assert any("Summary: the user greeted the agent" in text for _, text in history)
@@ -593,7 +568,7 @@ async def test_session_chat_history_comes_from_the_session(api: TestClient, auth
         assert resp.headers["X-Hermes-Session-Key"] == "memo"
         assert json.loads(await resp.text())["status"] == "completed"
     execution = execution_for(api, "and now?")
-    assert history_of(execution) == [("user", "use tool"), ("assistant", ""), ("tool", "README.md\nsrc/"),
+    assert history_texts(execution) == [("user", "use tool"), ("assistant", ""), ("tool", "README.md\nsrc/"),
                                      ("assistant", USE_TOOL_ANSWER)]
     assert execution["session_id"] == "remembering"
     assert execution["system_prompt"] == "Be brief."
@@ -613,8 +588,8 @@ async def test_session_chat_validation_errors_come_before_the_head(api: TestClie
                                                                    path: str, body: dict[str, Any], code: str,
                                                                    param: str) -> None:
     """§7.3, §7.4, §9: invalid session chat requests get a JSON 400 (on the stream route too); nothing runs."""
-    status, reply = await call(api, auth, "POST", f"{SESSIONS}/{path}/{route}", body)
-    error = check_error(status, reply, 400, code)
+    refused = await fetch(api, "POST", f"{SESSIONS}/{path}/{route}", json=body, headers=auth)
+    error = assert_error_envelope(refused, 400, code)
     assert error["param"] == param
     assert executions(api.home) == []  # type: ignore[attr-defined]
 
@@ -693,7 +668,7 @@ async def test_session_stream_keeps_alive_while_idle_and_carries_cors(make_api: 
         raw = await read_until(resp, b": keepalive\n\n", raw)
         await stop_run(api, auth, resp.headers["X-Hermes-Run-Id"])
         raw += await asyncio.wait_for(resp.content.read(), 10)
-        stream = SessionStream(resp.headers, raw, parse_sse(raw)[0])
+        stream = SessionStream(resp.status, resp.headers, raw)
     check_session_stream(stream, "idle")
     assert b"data: : keepalive" not in raw
     assert stream.names[-2:] == ["run.cancelled", "done"]
@@ -736,7 +711,7 @@ async def test_keyed_retry_attaches_to_a_running_turn_after_last_event_id(api: T
                         headers={**auth, **key}) as resp:
         run_id = resp.headers["X-Hermes-Run-Id"]
         raw = await read_until(resp, b"event: tool.started")
-    seen = parse_sse(raw[: raw.rfind(b"\n\n") + 2])[0]
+    seen = complete_records(raw)
     last = seen[-1].id
     assert last is not None and seen[-1].event == "tool.started"
     await asyncio.sleep(0.1)
@@ -750,7 +725,8 @@ async def test_keyed_retry_attaches_to_a_running_turn_after_last_event_id(api: T
         rest = await read_session_stream(resp)
     check_session_stream(rest, "resume-live", first_seq=int(last) + 1)
     assert rest.names[-2:] == ["run.cancelled", "done"]
-    whole = SessionStream(rest.headers, raw, seen + rest.records)
+    whole = SessionStream(rest.status, rest.headers, raw[: raw.rfind(b"\n\n") + 2] + rest.raw)
+    assert whole.records == seen + rest.records
     check_session_stream(whole, "resume-live")
     assert whole.names.count("message.started") == 1
     assert len([e for e in executions(api.home) if e["turn_id"] == run_id]) == 1  # type: ignore[attr-defined]

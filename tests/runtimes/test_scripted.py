@@ -19,6 +19,7 @@ from hermes_api_plugin.runtimes.scripted import (
     default_script_path,
     load_script,
 )
+from tests.helpers import wait_for_async
 
 
 class Recorder:
@@ -145,9 +146,9 @@ async def test_interrupt_stops_playback_within_100ms(tmp_path: Path) -> None:
 
 async def test_interrupt_from_another_thread(tmp_path: Path) -> None:
     script = load_script(write(tmp_path, "turns: [{steps: [{tool: {name: t, seconds: 30}}]}]\n"))
-    turn, _ = make_turn("x")
+    turn, sink = make_turn("x")
     task = asyncio.create_task(ScriptedRuntime(script).run(turn))
-    await asyncio.sleep(0.02)
+    await wait_for_async(lambda: sink.calls, what="the tool start")  # the 30 s tool runs
     await asyncio.to_thread(turn.interrupt)
     assert (await asyncio.wait_for(task, 1)).status is TurnStatus.CANCELLED
 

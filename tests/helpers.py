@@ -1,0 +1,292 @@
+"""Shared test helpers: the real app in-process, SSE parsing, a parsed HTTP reply, reading a stream up to a marker,
+the error envelope check, bounded waits, and the scripted runtime's execution log.
+
+Every test module takes these from here instead of keeping its own copy; tests/live.py keeps what concerns a Hermes
+home and the real gateway process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import inspect
+import json
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, TypeVar
+
+from aiohttp import ClientResponse
+from aiohttp.test_utils import TestClient, TestServer
+from multidict import CIMultiDict, CIMultiDictProxy
+
+from hermes_api_plugin.config import load_settings
+from hermes_api_plugin.gateway.server import ReferenceGateway, build_plugin_manager, runner_kwargs
+from hermes_api_plugin.runtimes import select_runtime
+from tests.live import LiveGateway, executions
+
+T = TypeVar("T")
+
+JSON_TYPE = "application/json; charset=utf-8"
+ERROR_KEYS = {"message", "type", "param", "code"}
+# WIRE.md §1.7: the error types a server may put into the envelope.
+ERROR_TYPES = {"invalid_request_error", "gateway_auth_error", "not_found_error", "conflict_error", "rate_limit_error",
+               "server_error"}
+
+
+# -- the real app in-process ------------------------------------------------------------------------------------------
+
+
+async def serve_app(aiohttp_client: Any, home: Path, environ: Mapping[str, str] | None = None) -> TestClient:
+    """The real API app for a Hermes home, built through the plugin's startup hook and served on 127.0.0.1 with the
+    gateway's runner settings; the client's `home` attribute names the home."""
+    settings = load_settings(home, environ={"HERMES_HOME": str(home), **(environ or {})})
+    pm = build_plugin_manager()
+    gateway = ReferenceGateway(settings, select_runtime(settings), pm)
+    pm.hook.hermes_api_gateway_startup(gateway=gateway)
+    # TestServer turns handler_cancellation on itself; the other runner settings go to start_server.
+    kwargs = {k: v for k, v in runner_kwargs().items() if k != "handler_cancellation"}
+    server = TestServer(gateway.apps[0])
+    await server.start_server(**kwargs)
+    client: TestClient = await aiohttp_client(server)
+    client.home = home  # type: ignore[attr-defined]
+    return client
+
+
+# -- SSE ------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SseRecord:
+    event: str | None
+    data: str
+    id: str | None = None
+
+    def json(self) -> Any:
+        return json.loads(self.data)
+
+
+def parse_sse(raw: bytes) -> tuple[list[SseRecord], int]:
+    """Records and the number of `: keepalive` comments in a complete SSE body."""
+    records: list[SseRecord] = []
+    keepalives = 0
+    for block in raw.decode("utf-8").split("\n\n"):
+        if not block:
+            continue
+        event = data = rid = None
+        for line in block.split("\n"):
+            if line.startswith(":"):
+                keepalives += 1
+            elif line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: "):
+                assert data is None, f"two data lines in one record: {block!r}"
+                data = line[6:]
+            elif line.startswith("id: "):
+                rid = line[4:]
+            else:
+                raise AssertionError(f"unexpected SSE line {line!r}")
+        if data is not None:
+            records.append(SseRecord(event, data, rid))
+        else:
+            assert event is None and rid is None, f"record without data: {block!r}"
+    return records, keepalives
+
+
+def complete_records(raw: bytes) -> list[SseRecord]:
+    """The complete records of a partly read stream (whatever follows the last blank line is still arriving)."""
+    end = raw.rfind(b"\n\n")
+    return parse_sse(raw[: end + 2])[0] if end >= 0 else []
+
+
+async def read_until(resp: ClientResponse, marker: bytes, raw: bytes = b"", timeout: float = 15.0) -> bytes:
+    """Read an open response (appending to `raw`) until `marker` has arrived; fail if the stream ends first or the
+    marker takes longer than `timeout` s. Returns everything read, which may end inside a record."""
+    deadline = time.monotonic() + timeout
+    while marker not in raw:
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, f"no {marker!r} within {timeout} s: {raw!r}"
+        piece = await asyncio.wait_for(resp.content.readany(), remaining)
+        assert piece, f"stream ended before {marker!r}: {raw!r}"
+        raw += piece
+    return raw
+
+
+# -- replies ----------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Reply:
+    """A whole HTTP reply: status, headers (case-insensitive) and the raw body, with views of a JSON or SSE body."""
+
+    status: int
+    headers: Mapping[str, str]
+    raw: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.raw)  # early-head replies may start with padding newlines (§1.11)
+
+    @property
+    def is_stream(self) -> bool:
+        return self.headers.get("Content-Type", "").startswith("text/event-stream")
+
+    @cached_property
+    def _sse(self) -> tuple[list[SseRecord], int]:
+        assert self.is_stream, (self.status, dict(self.headers), self.raw[:300])
+        return parse_sse(self.raw)
+
+    @property
+    def records(self) -> list[SseRecord]:
+        return self._sse[0]
+
+    @property
+    def keepalives(self) -> int:
+        """The number of `: keepalive` comments in the stream."""
+        return self._sse[1]
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """The JSON of every record."""
+        return [r.json() for r in self.records]
+
+    @property
+    def chunks(self) -> list[dict[str, Any]]:
+        """Chat stream data chunks (progress records included), `[DONE]` excluded."""
+        return [r.json() for r in self.records if r.data != "[DONE]"]
+
+    @property
+    def replayed(self) -> bool:
+        return self.headers.get("Idempotency-Replayed") == "true"
+
+    @property
+    def run_id(self) -> str | None:
+        return self.headers.get("X-Hermes-Run-Id")
+
+    def answer(self) -> Any:
+        """What the client received: every SSE record (event name + data), or the JSON body."""
+        if self.is_stream:
+            return [(r.event, r.data) for r in self.records]
+        return self.json()
+
+    def chat_text(self) -> tuple[str, str]:
+        """(content, reasoning) concatenated over a chat stream's plain chunks (records without an event name)."""
+        plain = [r.json() for r in self.records if r.event is None and r.data != "[DONE]"]
+        content = "".join(c["choices"][0]["delta"].get("content", "") for c in plain)
+        reasoning = "".join(c["choices"][0]["delta"].get("reasoning_content", "") for c in plain)
+        return content, reasoning
+
+    def answer_text(self, surface: str) -> str:
+        """The answer text the client got: chat ("chat") → the message content, streamed or JSON; Responses
+        ("responses") → the text of the final response's message items."""
+        if surface == "chat":
+            if self.is_stream:
+                return self.chat_text()[0]
+            return self.json()["choices"][0]["message"]["content"]  # type: ignore[no-any-return]
+        return response_text(self.events[-1]["response"] if self.is_stream else self.json())
+
+
+def response_text(response: dict[str, Any]) -> str:
+    """The text of a Response object's message items."""
+    return "".join(part["text"] for item in response["output"] if item["type"] == "message"
+                   for part in item["content"])
+
+
+async def read_reply(resp: ClientResponse, timeout: float = 30.0) -> Reply:
+    """The rest of an aiohttp response as a Reply."""
+    return Reply(resp.status, resp.headers, await asyncio.wait_for(resp.read(), timeout))
+
+
+async def fetch(client: TestClient, method: str, path: str, *, json: Any = None,
+                headers: Mapping[str, str] | None = None, timeout: float = 30.0) -> Reply:
+    """One request through the in-process test client, read to its end."""
+    async with client.request(method, path, json=json, headers=dict(headers or {})) as resp:
+        return await read_reply(resp, timeout)
+
+
+def live_request(live: LiveGateway, method: str, path: str, body: Any = None,
+                 headers: Mapping[str, str] | None = None, timeout: float = 30.0) -> Reply:
+    """One request to a live gateway with its key (plain http.client), read to its end."""
+    conn = http.client.HTTPConnection(live.host, live.port, timeout=timeout)
+    try:
+        payload = json.dumps(body).encode() if body is not None else None
+        conn.request(method, path, body=payload,
+                     headers={**live.headers, "Content-Type": "application/json", **(headers or {})})
+        resp = conn.getresponse()
+        return Reply(resp.status, CIMultiDictProxy(CIMultiDict(resp.getheaders())), resp.read())
+    finally:
+        conn.close()
+
+
+_ANY: Any = ...
+
+
+def assert_error_envelope(reply: Reply, status: int, code: str | None = _ANY, *, param: str | None = _ANY,
+                          type: str = _ANY, message: str = _ANY) -> dict[str, Any]:
+    """WIRE.md §1.7: `status`, the JSON content type and a body that is exactly
+    {"error": {"message", "type", "param", "code"}} — a non-empty message, a type from §1.7, param and code null or
+    strings — with the given code, param, type and message where named. Returns the inner error object."""
+    assert reply.status == status, (reply.status, reply.raw[:500])
+    assert reply.headers.get("Content-Type") == JSON_TYPE, reply.headers.get("Content-Type")
+    body = reply.json()
+    assert isinstance(body, dict) and list(body) == ["error"], body
+    error = body["error"]
+    assert isinstance(error, dict) and set(error) == ERROR_KEYS, error
+    assert error["type"] in ERROR_TYPES, error
+    assert isinstance(error["message"], str) and error["message"], error
+    assert error["param"] is None or isinstance(error["param"], str), error
+    assert error["code"] is None or isinstance(error["code"], str), error
+    for name, want in (("code", code), ("param", param), ("type", type), ("message", message)):
+        if want is not _ANY:
+            assert error[name] == want, (name, error)
+    return error
+
+
+# -- bounded waits ----------------------------------------------------------------------------------------------------
+
+
+def wait_for(probe: Callable[[], T], timeout: float = 10.0, *, until: Callable[[T], object] = bool,
+             interval: float = 0.02, what: str = "the condition") -> T:
+    """Call `probe` until `until(value)` holds (by default: until it returns something truthy) and return that
+    value, as soon as it does; fail with the last value after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if until(value):
+            return value
+        assert time.monotonic() < deadline, f"{what} not reached within {timeout} s; last: {value!r}"
+        time.sleep(interval)
+
+
+async def wait_for_async(probe: Callable[[], T | Awaitable[T]], timeout: float = 10.0, *,
+                         until: Callable[[T], object] = bool, interval: float = 0.02,
+                         what: str = "the condition") -> T:
+    """`wait_for` inside a running event loop: `probe` may be a coroutine function; polls without blocking the loop."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if inspect.isawaitable(value):
+            value = await value
+        if until(value):  # type: ignore[arg-type]
+            return value  # type: ignore[return-value]
+        assert time.monotonic() < deadline, f"{what} not reached within {timeout} s; last: {value!r}"
+        await asyncio.sleep(interval)
+
+
+# -- the scripted runtime's execution log -----------------------------------------------------------------------------
+
+
+def execution_for(where: Any, text: str) -> dict[str, Any]:
+    """The one execution-log line of the turn whose user input's text parts are exactly `text`; `where` is a Hermes
+    home or what serves one (an in-process test client or a LiveGateway: their `home`)."""
+    home: Path = getattr(where, "home", where)
+    found = [e for e in executions(home)
+             if [p.get("text") for p in e["input"]["content"] if p["type"] == "text"] == [text]]
+    assert len(found) == 1, executions(home)
+    return found[0]
+
+
+def history_texts(execution: dict[str, Any]) -> list[tuple[str, str]]:
+    """(role, text) of every history message the turn was given."""
+    return [(m["role"], "".join(p.get("text", "") for p in m["content"])) for m in execution["history"]]
