@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient
@@ -27,12 +28,14 @@ async def make_api(aiohttp_client: Any, tmp_path: Path) -> ApiFactory:
     """Build the real API app through the plugin manager and serve it on 127.0.0.1 (in-process)."""
     counter = 0
 
-    async def make(*, env: dict[str, str] | None = None, config: dict[str, Any] | None = None,
-                   script: str = "chat.yaml") -> TestClient:
+    async def make(
+        *, env: dict[str, str] | None = None, config: dict[str, Any] | None = None, script: str = "chat.yaml"
+    ) -> TestClient:
         nonlocal counter
         counter += 1
-        return await serve_app(aiohttp_client, write_home(tmp_path / f"home{counter}", env=env, config=config,
-                                                          script=script))
+        return await serve_app(
+            aiohttp_client, write_home(tmp_path / f"home{counter}", env=env, config=config, script=script)
+        )
 
     return make
 
@@ -55,8 +58,13 @@ def gateway_factory(tmp_path: Path) -> Iterator[Callable[..., LiveGateway]]:
     started: list[LiveGateway] = []
     counter = 0
 
-    def start(*, env: dict[str, str] | None = None, config: dict[str, Any] | None = None,
-              script: str | None = "chat.yaml", extra_env: dict[str, str] | None = None) -> LiveGateway:
+    def start(
+        *,
+        env: dict[str, str] | None = None,
+        config: dict[str, Any] | None = None,
+        script: str | None = "chat.yaml",
+        extra_env: dict[str, str] | None = None,
+    ) -> LiveGateway:
         nonlocal counter
         counter += 1
         home = write_home(tmp_path / f"gw{counter}", env=env, config=config, script=script)

@@ -32,8 +32,14 @@ T = TypeVar("T")
 JSON_TYPE = "application/json; charset=utf-8"
 ERROR_KEYS = {"message", "type", "param", "code"}
 # WIRE.md §1.7: the error types a server may put into the envelope.
-ERROR_TYPES = {"invalid_request_error", "gateway_auth_error", "not_found_error", "conflict_error", "rate_limit_error",
-               "server_error"}
+ERROR_TYPES = {
+    "invalid_request_error",
+    "gateway_auth_error",
+    "not_found_error",
+    "conflict_error",
+    "rate_limit_error",
+    "server_error",
+}
 
 
 # -- the real app in-process ------------------------------------------------------------------------------------------
@@ -189,8 +195,7 @@ class Reply:
 
 def response_text(response: dict[str, Any]) -> str:
     """The text of a Response object's message items."""
-    return "".join(part["text"] for item in response["output"] if item["type"] == "message"
-                   for part in item["content"])
+    return "".join(part["text"] for item in response["output"] if item["type"] == "message" for part in item["content"])
 
 
 async def read_reply(resp: ClientResponse, timeout: float = 30.0) -> Reply:
@@ -198,21 +203,35 @@ async def read_reply(resp: ClientResponse, timeout: float = 30.0) -> Reply:
     return Reply(resp.status, resp.headers, await asyncio.wait_for(resp.read(), timeout))
 
 
-async def fetch(client: TestClient, method: str, path: str, *, json: Any = None,
-                headers: Mapping[str, str] | None = None, timeout: float = 30.0) -> Reply:
+async def fetch(
+    client: TestClient,
+    method: str,
+    path: str,
+    *,
+    json: Any = None,
+    headers: Mapping[str, str] | None = None,
+    timeout: float = 30.0,
+) -> Reply:
     """One request through the in-process test client, read to its end."""
     async with client.request(method, path, json=json, headers=dict(headers or {})) as resp:
         return await read_reply(resp, timeout)
 
 
-def live_request(live: LiveGateway, method: str, path: str, body: Any = None,
-                 headers: Mapping[str, str] | None = None, timeout: float = 30.0) -> Reply:
+def live_request(
+    live: LiveGateway,
+    method: str,
+    path: str,
+    body: Any = None,
+    headers: Mapping[str, str] | None = None,
+    timeout: float = 30.0,
+) -> Reply:
     """One request to a live gateway with its key (plain http.client), read to its end."""
     conn = http.client.HTTPConnection(live.host, live.port, timeout=timeout)
     try:
         payload = json.dumps(body).encode() if body is not None else None
-        conn.request(method, path, body=payload,
-                     headers={**live.headers, "Content-Type": "application/json", **(headers or {})})
+        conn.request(
+            method, path, body=payload, headers={**live.headers, "Content-Type": "application/json", **(headers or {})}
+        )
         resp = conn.getresponse()
         return Reply(resp.status, CIMultiDictProxy(CIMultiDict(resp.getheaders())), resp.read())
     finally:
@@ -222,8 +241,15 @@ def live_request(live: LiveGateway, method: str, path: str, body: Any = None,
 _ANY: Any = ...
 
 
-def assert_error_envelope(reply: Reply, status: int, code: str | None = _ANY, *, param: str | None = _ANY,
-                          type: str = _ANY, message: str = _ANY) -> dict[str, Any]:
+def assert_error_envelope(
+    reply: Reply,
+    status: int,
+    code: str | None = _ANY,
+    *,
+    param: str | None = _ANY,
+    type: str = _ANY,
+    message: str = _ANY,
+) -> dict[str, Any]:
     """WIRE.md §1.7: `status`, the JSON content type and a body that is exactly
     {"error": {"message", "type", "param", "code"}} — a non-empty message, a type from §1.7, param and code null or
     strings — with the given code, param, type and message where named. Returns the inner error object."""
@@ -246,8 +272,14 @@ def assert_error_envelope(reply: Reply, status: int, code: str | None = _ANY, *,
 # -- bounded waits ----------------------------------------------------------------------------------------------------
 
 
-def wait_for(probe: Callable[[], T], timeout: float = 10.0, *, until: Callable[[T], object] = bool,
-             interval: float = 0.02, what: str = "the condition") -> T:
+def wait_for(
+    probe: Callable[[], T],
+    timeout: float = 10.0,
+    *,
+    until: Callable[[T], object] = bool,
+    interval: float = 0.02,
+    what: str = "the condition",
+) -> T:
     """Call `probe` until `until(value)` holds (by default: until it returns something truthy) and return that
     value, as soon as it does; fail with the last value after `timeout` s."""
     deadline = time.monotonic() + timeout
@@ -259,9 +291,14 @@ def wait_for(probe: Callable[[], T], timeout: float = 10.0, *, until: Callable[[
         time.sleep(interval)
 
 
-async def wait_for_async(probe: Callable[[], T | Awaitable[T]], timeout: float = 10.0, *,
-                         until: Callable[[T], object] = bool, interval: float = 0.02,
-                         what: str = "the condition") -> T:
+async def wait_for_async(
+    probe: Callable[[], T | Awaitable[T]],
+    timeout: float = 10.0,
+    *,
+    until: Callable[[T], object] = bool,
+    interval: float = 0.02,
+    what: str = "the condition",
+) -> T:
     """`wait_for` inside a running event loop: `probe` may be a coroutine function; polls without blocking the loop."""
     deadline = time.monotonic() + timeout
     while True:
@@ -281,8 +318,9 @@ def execution_for(where: Any, text: str) -> dict[str, Any]:
     """The one execution-log line of the turn whose user input's text parts are exactly `text`; `where` is a Hermes
     home or what serves one (an in-process test client or a LiveGateway: their `home`)."""
     home: Path = getattr(where, "home", where)
-    found = [e for e in executions(home)
-             if [p.get("text") for p in e["input"]["content"] if p["type"] == "text"] == [text]]
+    found = [
+        e for e in executions(home) if [p.get("text") for p in e["input"]["content"] if p["type"] == "text"] == [text]
+    ]
     assert len(found) == 1, executions(home)
     return found[0]
 

@@ -62,8 +62,12 @@ def gateway_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, st
     return env
 
 
-def stop_process(proc: subprocess.Popen[str], reader: threading.Thread | None = None, sig: int = signal.SIGTERM,
-                 timeout: float = 30.0) -> int:
+def stop_process(
+    proc: subprocess.Popen[str],
+    reader: threading.Thread | None = None,
+    sig: int = signal.SIGTERM,
+    timeout: float = 30.0,
+) -> int:
     """Stop a gateway subprocess the way an operator would: `sig`, then SIGKILL after `timeout` s; then let the
     thread pumping its output catch the last lines and close the pipe. Returns the exit code."""
     if proc.poll() is None:

@@ -53,15 +53,31 @@ SLOW_ANSWER = "Slow and steady."
 SLOW_SECONDS = 1.0
 ROTATED_KEY = "another-key-0123456789"
 
-CONFLICT = {"error": {"message": "admission_conflict", "type": "invalid_request_error", "param": None,
-                      "code": "admission_conflict"}}
-EXPIRED = {"error": {"message": "admission_expired", "type": "conflict_error", "param": None,
-                     "code": "admission_expired"}}
-REFUSAL_TYPES = {"admission_conflict": "invalid_request_error", "unknown_execution": "conflict_error",
-                 "admission_expired": "conflict_error", "storage_unavailable": "server_error"}
+CONFLICT = {
+    "error": {
+        "message": "admission_conflict",
+        "type": "invalid_request_error",
+        "param": None,
+        "code": "admission_conflict",
+    }
+}
+EXPIRED = {
+    "error": {"message": "admission_expired", "type": "conflict_error", "param": None, "code": "admission_expired"}
+}
+REFUSAL_TYPES = {
+    "admission_conflict": "invalid_request_error",
+    "unknown_execution": "conflict_error",
+    "admission_expired": "conflict_error",
+    "storage_unavailable": "server_error",
+}
 # The admitting routes in the §8.3 order; capabilities list those this build serves.
-ADMITTING_PATHS = ("/v1/chat/completions", "/v1/responses", "/v1/runs", "/api/sessions/{session_id}/chat",
-                   "/api/sessions/{session_id}/chat/stream")
+ADMITTING_PATHS = (
+    "/v1/chat/completions",
+    "/v1/responses",
+    "/v1/runs",
+    "/api/sessions/{session_id}/chat",
+    "/api/sessions/{session_id}/chat/stream",
+)
 ZERO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 
 
@@ -74,9 +90,18 @@ def slow_home(root: Path, *, config: dict[str, Any] | None = None, env: dict[str
     root.mkdir(parents=True, exist_ok=True)
     home = root / "home"
     script = yaml.safe_load((SCRIPTS / "chat.yaml").read_text(encoding="utf-8"))
-    script["turns"].insert(0, {"match": "slow", "steps": [
-        {"reasoning": SLOW_REASONING}, {"sleep": SLOW_SECONDS}, {"text": SLOW_ANSWER},
-        {"usage": {"prompt_tokens": 5, "completion_tokens": 3}}]})
+    script["turns"].insert(
+        0,
+        {
+            "match": "slow",
+            "steps": [
+                {"reasoning": SLOW_REASONING},
+                {"sleep": SLOW_SECONDS},
+                {"text": SLOW_ANSWER},
+                {"usage": {"prompt_tokens": 5, "completion_tokens": 3}},
+            ],
+        },
+    )
     script.setdefault("options", {})["execution_log"] = str(home / "executions.jsonl")
     path = root / "slow.yaml"
     path.write_text(yaml.safe_dump(script, sort_keys=False), encoding="utf-8")
@@ -117,18 +142,35 @@ def payload(surface: str, text: Any, *, stream: bool, **extra: Any) -> dict[str,
     return {"model": "hermes-agent", "stream": stream, "input": text, **extra}
 
 
-async def post(api: TestClient, auth: dict[str, str], path: str, body: dict[str, Any], *, key: str | None = None,
-               headers: dict[str, str] | None = None) -> Reply:
+async def post(
+    api: TestClient,
+    auth: dict[str, str],
+    path: str,
+    body: dict[str, Any],
+    *,
+    key: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> Reply:
     sent = {**auth, **(headers or {})}
     if key is not None:
         sent["Idempotency-Key"] = key
     return await fetch(api, "POST", path, json=body, headers=sent)
 
 
-async def send(api: TestClient, auth: dict[str, str], surface: str, text: Any, *, stream: bool,
-               key: str | None = None, headers: dict[str, str] | None = None, **extra: Any) -> Reply:
-    return await post(api, auth, PATHS[surface], payload(surface, text, stream=stream, **extra), key=key,
-                      headers=headers)
+async def send(
+    api: TestClient,
+    auth: dict[str, str],
+    surface: str,
+    text: Any,
+    *,
+    stream: bool,
+    key: str | None = None,
+    headers: dict[str, str] | None = None,
+    **extra: Any,
+) -> Reply:
+    return await post(
+        api, auth, PATHS[surface], payload(surface, text, stream=stream, **extra), key=key, headers=headers
+    )
 
 
 RUNNING_MARKER = {"chat": b"reasoning_content", "responses": b"response.reasoning_summary_text.delta"}
@@ -186,9 +228,14 @@ def check_refused(surface: str, stream: bool, reply: Reply, code: str) -> None:
         check_refusal_stream(reply, code)
         assert reply.run_id is None, "§3.1: a chat stream ending in an admission chunk admitted nothing"
     else:
-        assert_error_envelope(reply, 409, code, message=code,
-                              type="invalid_request_error" if code == "admission_conflict" else "conflict_error",
-                              param=None)
+        assert_error_envelope(
+            reply,
+            409,
+            code,
+            message=code,
+            type="invalid_request_error" if code == "admission_conflict" else "conflict_error",
+            param=None,
+        )
 
 
 def check_same_turn(surface: str, json_reply: Reply, sse_reply: Reply) -> None:
@@ -247,8 +294,9 @@ async def test_malformed_idempotency_key_is_rejected_before_anything_runs(
 
 
 @pytest.mark.parametrize("surface", SURFACES)
-async def test_255_visible_ascii_key_is_accepted_and_trimmed(api: TestClient, auth: dict[str, str],
-                                                            surface: str) -> None:
+async def test_255_visible_ascii_key_is_accepted_and_trimmed(
+    api: TestClient, auth: dict[str, str], surface: str
+) -> None:
     """W-5.1, §5.1: 255 visible ASCII characters (the whole 0x21–0x7E range) form a valid key; surrounding
     whitespace is trimmed, so the padded spelling is the same key and replays."""
     key = "".join(chr(0x21 + i % 94) for i in range(255))
@@ -353,8 +401,12 @@ TOOLS = [{"type": "function", "function": {"name": "lookup", "parameters": {"typ
 
 
 def _with_tool_message(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [*messages[:2], {"role": "assistant", "content": None, "tool_calls": [TOOL_CALL]},
-            {"role": "tool", "tool_call_id": TOOL_CALL["id"], "content": "client tool output"}, *messages[2:]]
+    return [
+        *messages[:2],
+        {"role": "assistant", "content": None, "tool_calls": [TOOL_CALL]},
+        {"role": "tool", "tool_call_id": TOOL_CALL["id"], "content": "client tool output"},
+        *messages[2:],
+    ]
 
 
 def _with_assistant_tool_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -365,22 +417,27 @@ def _with_history_reasoning(messages: list[dict[str, Any]]) -> list[dict[str, An
     return [*messages[:2], {**messages[2], "reasoning_content": "I thought about it."}, *messages[3:]]
 
 
-REPLAYING_CHAT_CHANGES: dict[str, tuple[Callable[[list[dict[str, Any]]], list[dict[str, Any]]], dict[str, Any],
-                                        dict[str, str]]] = {
+REPLAYING_CHAT_CHANGES: dict[
+    str, tuple[Callable[[list[dict[str, Any]]], list[dict[str, Any]]], dict[str, Any], dict[str, str]]
+] = {
     "tools": (lambda m: m, {"tools": TOOLS}, {}),
     "tool_choice": (lambda m: m, {"tools": TOOLS, "tool_choice": "required"}, {}),
     "tool-message-in-history": (_with_tool_message, {}, {}),
     "assistant-tool-calls": (_with_assistant_tool_calls, {}, {}),
     "reasoning-content-on-history": (_with_history_reasoning, {}, {}),
-    "sampling-metadata-stream-options": (lambda m: m, {"temperature": 0.1, "metadata": {"tag": "x"},
-                                                       "stream_options": {"include_usage": True}}, {}),
+    "sampling-metadata-stream-options": (
+        lambda m: m,
+        {"temperature": 0.1, "metadata": {"tag": "x"}, "stream_options": {"include_usage": True}},
+        {},
+    ),
     "tool-progress-header": (lambda m: m, {}, {"X-Hermes-Tool-Progress": "off"}),
 }
 
 
 @pytest.mark.parametrize("change", list(REPLAYING_CHAT_CHANGES))
-async def test_chat_retry_changing_only_non_identity_fields_replays(api: TestClient, auth: dict[str, str],
-                                                                    change: str) -> None:
+async def test_chat_retry_changing_only_non_identity_fields_replays(
+    api: TestClient, auth: dict[str, str], change: str
+) -> None:
     """W-5.5, W-5.13, §5.2: a chat retry that changes only tools/tool_choice, only what §3.1 drops (a tool message,
     assistant tool_calls, reasoning_content on a history message) or other non-identity fields replays the
     original answer; nothing runs again."""
@@ -389,8 +446,14 @@ async def test_chat_retry_changing_only_non_identity_fields_replays(api: TestCli
     first = await post(api, auth, CHAT, {"model": "hermes-agent", "stream": False, "messages": messages}, key=key)
     check_first(first)
     rewrite, extra, headers = REPLAYING_CHAT_CHANGES[change]
-    retry = await post(api, auth, CHAT, {"model": "hermes-agent", "stream": False, "messages": rewrite(messages),
-                                         **extra}, key=key, headers=headers)
+    retry = await post(
+        api,
+        auth,
+        CHAT,
+        {"model": "hermes-agent", "stream": False, "messages": rewrite(messages), **extra},
+        key=key,
+        headers=headers,
+    )
     check_replay_of(retry, first)
     assert retry.json() == first.json()
     assert runs(api, key) == 1
@@ -410,8 +473,15 @@ async def test_reasoning_effort_spellings_fold_into_one_identity(api: TestClient
     rkey = new_key()
     rfirst = await send(api, auth, "responses", f"hello {rkey}", stream=False, key=rkey, reasoning={"effort": "low"})
     check_first(rfirst)
-    rretry = await send(api, auth, "responses", [{"role": "user", "content": f"hello {rkey}"}], stream=False,
-                        key=rkey, model_options={"reasoning": {"effort": "low"}})
+    rretry = await send(
+        api,
+        auth,
+        "responses",
+        [{"role": "user", "content": f"hello {rkey}"}],
+        stream=False,
+        key=rkey,
+        model_options={"reasoning": {"effort": "low"}},
+    )
     check_replay_of(rretry, rfirst)
     assert rretry.json() == rfirst.json()
     assert runs(api, key) == 1 and runs(api, rkey) == 1
@@ -432,22 +502,33 @@ CONFLICTING_CHAT_CHANGES: dict[str, tuple[dict[str, Any], dict[str, str], bool]]
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize("change", list(CONFLICTING_CHAT_CHANGES))
-async def test_chat_retry_changing_identity_or_target_conflicts(api: TestClient, auth: dict[str, str],
-                                                                change: str, stream: bool) -> None:
+async def test_chat_retry_changing_identity_or_target_conflicts(
+    api: TestClient, auth: dict[str, str], change: str, stream: bool
+) -> None:
     """W-5.4, W-5.13, W-8.5, §5.2: changing model_options (unknown keys included), the reasoning effort, the system
     prompt, an earlier message or the model conflicts; so does another target session (another or an added
     X-Hermes-Session-Key, an explicit X-Hermes-Session-Id). Nothing executes."""
     key = new_key()
     changes, headers, keyed_session = CONFLICTING_CHAT_CHANGES[change]
     original_headers = {"X-Hermes-Session-Key": "alpha"} if keyed_session else {}
-    first = await post(api, auth, CHAT, {"model": "hermes-agent", "stream": False, "messages": chat_messages(key)},
-                       key=key, headers=original_headers)
+    first = await post(
+        api,
+        auth,
+        CHAT,
+        {"model": "hermes-agent", "stream": False, "messages": chat_messages(key)},
+        key=key,
+        headers=original_headers,
+    )
     check_first(first)
     messages = chat_messages(key, system=changes.get("system", "Be brief."))
     if "earlier" in changes:
         messages[1] = {"role": "user", "content": changes["earlier"]}
-    body = {"model": changes.get("model", "hermes-agent"), "stream": stream, "messages": messages,
-            **{k: v for k, v in changes.items() if k not in ("system", "earlier", "model")}}
+    body = {
+        "model": changes.get("model", "hermes-agent"),
+        "stream": stream,
+        "messages": messages,
+        **{k: v for k, v in changes.items() if k not in ("system", "earlier", "model")},
+    }
     retry = await post(api, auth, CHAT, body, key=key, headers={**original_headers, **headers})
     check_refused("chat", stream, retry, "admission_conflict")
     assert runs(api, key) == 1
@@ -455,8 +536,11 @@ async def test_chat_retry_changing_identity_or_target_conflicts(api: TestClient,
 
 RESPONSES_CHANGES: dict[str, tuple[dict[str, Any], dict[str, str], bool]] = {
     # name: (body changes, headers, replays?)
-    "non-identity-fields": ({"metadata": {"tag": "x"}, "tool_choice": "none", "parallel_tool_calls": False,
-                             "temperature": 0.3}, {}, True),
+    "non-identity-fields": (
+        {"metadata": {"tag": "x"}, "tool_choice": "none", "parallel_tool_calls": False, "temperature": 0.3},
+        {},
+        True,
+    ),
     "store-false": ({"store": False}, {}, True),
     "instructions": ({"instructions": "Answer in French."}, {}, False),
     "model_options": ({"model_options": {"fast": True}}, {}, False),
@@ -490,8 +574,9 @@ async def test_responses_retry_identity_and_target(api: TestClient, auth: dict[s
 
 @pytest.mark.slow  # waits out the 1 s scripted "slow" turn
 @pytest.mark.parametrize("surface", SURFACES)
-async def test_keyed_stream_retry_while_running_attaches_from_the_start(slow_api: TestClient, auth: dict[str, str],
-                                                                       surface: str) -> None:
+async def test_keyed_stream_retry_while_running_attaches_from_the_start(
+    slow_api: TestClient, auth: dict[str, str], surface: str
+) -> None:
     """§5.3 attach, W-5.2: a keyed SSE retry while the first request's turn still runs gets its head at once
     (Idempotency-Replayed: true, the same run id) while the turn is still running, then the journal from the
     start — the same chatcmpl id / the same response id and sequence numbers from 0 — and then live events to
@@ -523,8 +608,9 @@ async def test_keyed_stream_retry_while_running_attaches_from_the_start(slow_api
 
 @pytest.mark.slow  # waits out the 1 s scripted "slow" turn
 @pytest.mark.parametrize("surface", SURFACES)
-async def test_keyed_json_retry_while_running_gets_its_head_at_once(slow_api: TestClient, auth: dict[str, str],
-                                                                   surface: str) -> None:
+async def test_keyed_json_retry_while_running_gets_its_head_at_once(
+    slow_api: TestClient, auth: dict[str, str], surface: str
+) -> None:
     """§5.3 attach, §1.11: a keyed JSON retry while the turn runs gets the 200 head at once (while the turn is
     still running), then the same body as the first request."""
     api = slow_api
@@ -574,10 +660,17 @@ async def test_at_the_cap_new_turns_get_429_while_an_exact_keyed_retry_is_served
                 refused = await send(api, auth, surface, "hello at the cap", stream=stream, key=other_key)
                 assert refused.status == 429, refused.raw
                 assert refused.headers["Retry-After"] == "1"
-                assert_error_envelope(refused, 429, "rate_limit_exceeded", message="Too many concurrent runs (max 1)",
-                                      type="rate_limit_error", param=None)
-        async with api.post(PATHS[surface], json={**body, "stream": False},
-                            headers={**auth, "Idempotency-Key": key}) as retry:
+                assert_error_envelope(
+                    refused,
+                    429,
+                    "rate_limit_exceeded",
+                    message="Too many concurrent runs (max 1)",
+                    type="rate_limit_error",
+                    param=None,
+                )
+        async with api.post(
+            PATHS[surface], json={**body, "stream": False}, headers={**auth, "Idempotency-Key": key}
+        ) as retry:
             served_at_cap = registry.active == 1 and registry.get(run_id) is not None
             retry_reply = await read_reply(retry)
         first_reply = Reply(first.status, first.headers, raw + await asyncio.wait_for(first.read(), 30))
@@ -592,8 +685,9 @@ async def test_at_the_cap_new_turns_get_429_while_an_exact_keyed_retry_is_served
 # -- W-5.6: credential scope ---------------------------------------------------------------------------------
 
 
-async def test_same_key_after_rotating_the_api_key_is_a_new_admission(make_api: Any, aiohttp_client: Any,
-                                                                      auth: dict[str, str]) -> None:
+async def test_same_key_after_rotating_the_api_key_is_a_new_admission(
+    make_api: Any, aiohttp_client: Any, auth: dict[str, str]
+) -> None:
     """W-5.6, §1.3, §5.1: keys live in the credential scope; after rotating API_SERVER_KEY (same home, same
     store) the same key and body is a new admission: it executes again and is not Idempotency-Replayed."""
     api = await make_api()
@@ -620,8 +714,16 @@ async def test_same_key_after_rotating_the_api_key_is_a_new_admission(make_api: 
 # -- W-5.8, W-5.11: client disconnect ------------------------------------------------------------------------
 
 
-async def disconnect_mid_turn(api: TestClient, auth: dict[str, str], surface: str, text: str, *, stream: bool,
-                              key: str | None = None, **extra: Any) -> tuple[Turn, str | None]:
+async def disconnect_mid_turn(
+    api: TestClient,
+    auth: dict[str, str],
+    surface: str,
+    text: str,
+    *,
+    stream: bool,
+    key: str | None = None,
+    **extra: Any,
+) -> tuple[Turn, str | None]:
     """POST, wait until the turn runs, drop the connection; the Turn and (Responses streams) the response id."""
     registry = api.server.app[TURNS]
     headers = {**auth, **({"Idempotency-Key": key} if key else {})}
@@ -642,8 +744,9 @@ async def disconnect_mid_turn(api: TestClient, auth: dict[str, str], surface: st
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize("surface", SURFACES)
-async def test_disconnect_without_key_cancels_the_turn(slow_api: TestClient, auth: dict[str, str], surface: str,
-                                                       stream: bool) -> None:
+async def test_disconnect_without_key_cancels_the_turn(
+    slow_api: TestClient, auth: dict[str, str], surface: str, stream: bool
+) -> None:
     """W-5.8, §5.5 (on_disconnect auto): an unkeyed, non-background request whose client leaves is cancelled; a
     stored Response shows `cancelled`."""
     turn, response_id = await disconnect_mid_turn(slow_api, auth, surface, f"slow {new_key()}", stream=stream)
@@ -656,8 +759,9 @@ async def test_disconnect_without_key_cancels_the_turn(slow_api: TestClient, aut
 @pytest.mark.slow  # waits out the 1 s scripted "slow" turn
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize("surface", SURFACES)
-async def test_disconnect_with_key_keeps_running_and_retry_replays(slow_api: TestClient, auth: dict[str, str],
-                                                                   surface: str, stream: bool) -> None:
+async def test_disconnect_with_key_keeps_running_and_retry_replays(
+    slow_api: TestClient, auth: dict[str, str], surface: str, stream: bool
+) -> None:
     """W-5.8, §5.5: with an Idempotency-Key the turn keeps running after its client left, settles completed, and a
     keyed retry replays the completed answer (Idempotency-Replayed, the original run id); it ran once."""
     key = new_key()
@@ -682,8 +786,9 @@ async def test_background_response_survives_disconnect_and_keyed_retry_attaches_
     request answers at once, its retry while running attaches with the current snapshot at once
     (Idempotency-Replayed, same id), and after it settled a retry replays the completed object, equal to GET."""
     api = slow_api
-    turn, response_id = await disconnect_mid_turn(api, auth, "responses", f"slow {new_key()}", stream=True,
-                                                  background=True)
+    turn, response_id = await disconnect_mid_turn(
+        api, auth, "responses", f"slow {new_key()}", stream=True, background=True
+    )
     assert await wait_settled(turn) is TurnStatus.COMPLETED
     assert response_id is not None
     assert (await get_response(api, auth, response_id))[1]["status"] == "completed"
@@ -708,8 +813,9 @@ async def test_background_response_survives_disconnect_and_keyed_retry_attaches_
 
 
 @pytest.mark.parametrize("surface", SURFACES)
-async def test_on_disconnect_cancel_cancels_keyed_and_background_turns(make_slow_api: SlowFactory,
-                                                                       auth: dict[str, str], surface: str) -> None:
+async def test_on_disconnect_cancel_cancels_keyed_and_background_turns(
+    make_slow_api: SlowFactory, auth: dict[str, str], surface: str
+) -> None:
     """W-5.11, §5.5: with on_disconnect: cancel a keyed turn (and a background Response) is cancelled when its
     client leaves; a keyed retry replays the cancelled outcome."""
     api = await make_slow_api(config={"api_server": {"on_disconnect": "cancel"}})
@@ -722,8 +828,9 @@ async def test_on_disconnect_cancel_cancels_keyed_and_background_turns(make_slow
         assert retry.json()["choices"][0]["finish_reason"] == "cancelled"
     else:
         assert retry.json()["status"] == "cancelled"
-        background, response_id = await disconnect_mid_turn(api, auth, surface, f"slow {new_key()}", stream=True,
-                                                            background=True)
+        background, response_id = await disconnect_mid_turn(
+            api, auth, surface, f"slow {new_key()}", stream=True, background=True
+        )
         assert await wait_settled(background) is TurnStatus.CANCELLED
         assert (await get_response(api, auth, response_id or ""))[1]["status"] == "cancelled"
     assert runs(api, key) == 1
@@ -732,9 +839,9 @@ async def test_on_disconnect_cancel_cancels_keyed_and_background_turns(make_slow
 @pytest.mark.slow  # waits out the 1 s scripted "slow" turn
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize("surface", SURFACES)
-async def test_on_disconnect_continue_lets_an_unkeyed_turn_complete(make_slow_api: SlowFactory,
-                                                                    auth: dict[str, str], surface: str,
-                                                                    stream: bool) -> None:
+async def test_on_disconnect_continue_lets_an_unkeyed_turn_complete(
+    make_slow_api: SlowFactory, auth: dict[str, str], surface: str, stream: bool
+) -> None:
     """W-5.11, §5.5: with on_disconnect: continue a disconnect never cancels: an unkeyed turn settles completed."""
     api = await make_slow_api(config={"api_server": {"on_disconnect": "continue"}})
     turn, response_id = await disconnect_mid_turn(api, auth, surface, f"slow {new_key()}", stream=stream)
@@ -752,8 +859,9 @@ def advance_clock(api: TestClient, seconds: float) -> None:
     api.server.app[ADMISSIONS].clock = lambda: time.time() + seconds
 
 
-async def test_retry_after_retention_is_admission_expired_and_key_stays_consumed(make_api: Any,
-                                                                                 auth: dict[str, str]) -> None:
+async def test_retry_after_retention_is_admission_expired_and_key_stays_consumed(
+    make_api: Any, auth: dict[str, str]
+) -> None:
     """W-5.9, §5.4: once the answer's retention (1 s) has passed, an exact retry gets 409 admission_expired — on a
     chat stream the §3.5 admission_expired chunk — and a different request under the key 409 admission_conflict
     (chat stream: the conflict chunk); the tombstone keeps the key consumed, nothing executes."""
@@ -799,10 +907,12 @@ async def test_retry_after_delete_is_admission_expired(api: TestClient, auth: di
         assert resp.status == 200
         assert await resp.json() == {"id": response_id, "object": "response", "deleted": True}
     for stream in (False, True):
-        assert_error_envelope(await send(api, auth, "responses", f"hello {key}", stream=stream, key=key), 409,
-                              **EXPIRED["error"])
-        assert_error_envelope(await send(api, auth, "responses", f"hello {key} changed", stream=stream, key=key),
-                              409, **CONFLICT["error"])
+        assert_error_envelope(
+            await send(api, auth, "responses", f"hello {key}", stream=stream, key=key), 409, **EXPIRED["error"]
+        )
+        assert_error_envelope(
+            await send(api, auth, "responses", f"hello {key} changed", stream=stream, key=key), 409, **CONFLICT["error"]
+        )
     assert runs(api, key) == 1
 
 
@@ -843,8 +953,9 @@ async def test_store_failure_while_admitting_fails_closed(api: TestClient, auth:
     assert executions(api.home) == []  # type: ignore[attr-defined]
 
 
-async def test_store_that_cannot_be_opened_falls_back_to_memory(aiohttp_client: Any, tmp_path: Path,
-                                                                auth: dict[str, str]) -> None:
+async def test_store_that_cannot_be_opened_falls_back_to_memory(
+    aiohttp_client: Any, tmp_path: Path, auth: dict[str, str]
+) -> None:
     """W-5.10, §5.4, §8.3: a store that cannot be opened at startup leaves the server running in memory:
     capabilities report idempotency.durable, runs_idempotency.durable and responses_durable false, and keyed
     requests still admit, replay and conflict."""
@@ -866,8 +977,12 @@ async def test_store_that_cannot_be_opened_falls_back_to_memory(aiohttp_client: 
         replay = await send(api, auth, surface, f"hello {key}", stream=False, key=key)
         check_replay_of(replay, first)
         assert replay.json() == first.json()
-        check_refused(surface, False, await send(api, auth, surface, f"hello {key} changed", stream=False, key=key),
-                      "admission_conflict")
+        check_refused(
+            surface,
+            False,
+            await send(api, auth, surface, f"hello {key} changed", stream=False, key=key),
+            "admission_conflict",
+        )
         assert len(runs_of(home, key)) == 1
 
 
@@ -888,7 +1003,10 @@ async def test_capabilities_describe_idempotency(make_api: Any, auth: dict[str, 
     served = [path for path in ADMITTING_PATHS if path in posts]
     assert served[:2] == ["/v1/chat/completions", "/v1/responses"]
     assert features["idempotency"] == {
-        "supported": True, "durable": True, "retention_seconds": retention or 86400, "header": "Idempotency-Key",
+        "supported": True,
+        "durable": True,
+        "retention_seconds": retention or 86400,
+        "header": "Idempotency-Key",
         "endpoints": served,
     }
     assert features["runs_idempotency"]["retention_seconds"] == (retention or 86400)

@@ -36,10 +36,17 @@ RESPONSES = "/v1/responses"
 PATHS = {"chat": CHAT, "responses": RESPONSES}
 SURFACES = ("chat", "responses")
 RUN_ID = re.compile(r"^run_[0-9a-f]{32}$")
-UNKNOWN = {"error": {"message": "unknown_execution", "type": "conflict_error", "param": None,
-                     "code": "unknown_execution"}}
-CONFLICT = {"error": {"message": "admission_conflict", "type": "invalid_request_error", "param": None,
-                      "code": "admission_conflict"}}
+UNKNOWN = {
+    "error": {"message": "unknown_execution", "type": "conflict_error", "param": None, "code": "unknown_execution"}
+}
+CONFLICT = {
+    "error": {
+        "message": "admission_conflict",
+        "type": "invalid_request_error",
+        "param": None,
+        "code": "admission_conflict",
+    }
+}
 RESTART_ERROR = {"code": "unknown_execution", "message": "The gateway restarted before this turn settled."}
 CRAWL_SECONDS = 4.0
 QUICK_ANSWER = "Quick answer."
@@ -56,10 +63,16 @@ def crash_home(root: Path) -> Path:
     home = root / "home"
     script = yaml.safe_load((SCRIPTS / "chat.yaml").read_text(encoding="utf-8"))
     script["turns"][:0] = [
-        {"match": "crawl", "steps": [{"reasoning": "Crawling along."}, {"sleep": CRAWL_SECONDS},
-                                     {"text": "Crawled."}]},
-        {"match": "quick", "steps": [{"reasoning": "Quick thought."}, {"sleep": 0.45}, {"text": QUICK_ANSWER},
-                                     {"usage": {"prompt_tokens": 4, "completion_tokens": 2}}]},
+        {"match": "crawl", "steps": [{"reasoning": "Crawling along."}, {"sleep": CRAWL_SECONDS}, {"text": "Crawled."}]},
+        {
+            "match": "quick",
+            "steps": [
+                {"reasoning": "Quick thought."},
+                {"sleep": 0.45},
+                {"text": QUICK_ANSWER},
+                {"usage": {"prompt_tokens": 4, "completion_tokens": 2}},
+            ],
+        },
     ]
     script["options"] = {"chunk_chars": 8, "delay_ms": 2, "execution_log": str(home / "executions.jsonl")}
     path = root / "crash.yaml"
@@ -87,15 +100,20 @@ class Sent:
         self.headers: CIMultiDictProxy[str] = CIMultiDictProxy(CIMultiDict())
         self.raw = b""
         self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(live.host, live.port, live.headers, path, body, key),
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, args=(live.host, live.port, live.headers, path, body, key), daemon=True
+        )
         self._thread.start()
 
     def _run(self, host: str, port: int, auth: dict[str, str], path: str, body: dict[str, Any], key: str) -> None:
         conn = http.client.HTTPConnection(host, port, timeout=30)
         try:
-            conn.request("POST", path, body=json.dumps(body).encode(),
-                         headers={**auth, "Content-Type": "application/json", "Idempotency-Key": key})
+            conn.request(
+                "POST",
+                path,
+                body=json.dumps(body).encode(),
+                headers={**auth, "Content-Type": "application/json", "Idempotency-Key": key},
+            )
             resp = conn.getresponse()
             self.headers = CIMultiDictProxy(CIMultiDict(resp.getheaders()))
             self.status = resp.status
@@ -172,15 +190,19 @@ def crashed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Crashed]:
     """Five keyed "crawl" turns running — chat JSON and stream, Responses JSON and stream (stored) and a stored
     background Response — when the gateway is killed with SIGKILL; then a new gateway on the same home."""
     home = crash_home(tmp_path_factory.mktemp("crash"))
-    keys = {name: f"crash-{name}-{i}" for i, name in enumerate(
-        ("chat-json", "chat-sse", "responses-json", "responses-sse", "responses-background"))}
+    keys = {
+        name: f"crash-{name}-{i}"
+        for i, name in enumerate(("chat-json", "chat-sse", "responses-json", "responses-sse", "responses-background"))
+    }
     requests = {
         "chat-json": (CHAT, payload("chat", f"crawl {keys['chat-json']}", stream=False)),
         "chat-sse": (CHAT, payload("chat", f"crawl {keys['chat-sse']}", stream=True)),
         "responses-json": (RESPONSES, payload("responses", f"crawl {keys['responses-json']}", stream=False)),
         "responses-sse": (RESPONSES, payload("responses", f"crawl {keys['responses-sse']}", stream=True)),
-        "responses-background": (RESPONSES, payload("responses", f"crawl {keys['responses-background']}",
-                                                    stream=False, background=True)),
+        "responses-background": (
+            RESPONSES,
+            payload("responses", f"crawl {keys['responses-background']}", stream=False, background=True),
+        ),
     }
     before = start_gateway(home)
     firsts: dict[str, Sent] = {}
@@ -191,8 +213,9 @@ def crashed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Crashed]:
         path, body = requests["responses-background"]
         background = live_request(before, "POST", path, body, keyed(keys["responses-background"]))
         assert background.status == 200, background.raw
-        wait_for(lambda: all(executions_of(home, key) for key in keys.values()), timeout=15,
-                 what="every turn executing")
+        wait_for(
+            lambda: all(executions_of(home, key) for key in keys.values()), timeout=15, what="every turn executing"
+        )
         time.sleep(0.6)  # a few journal group commits: the turns' first events are durable
     finally:
         before.stop(signal.SIGKILL)

@@ -15,12 +15,23 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.slow  # a few seconds of benchmark subprocesses
 def test_every_benchmark_runs_at_tiny_size_and_reports_each_figure(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
-    done = subprocess.run([sys.executable, "-m", "bench", "--quick", "--out", str(out)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()
-    for prefix in ("throughput.chat", "throughput.responses", "latency.1_streams", "idle_streams", "admissions",
-                   "startup"):
+    for prefix in (
+        "throughput.chat",
+        "throughput.responses",
+        "latency.1_streams",
+        "idle_streams",
+        "admissions",
+        "startup",
+    ):
         assert any(line.startswith(prefix) for line in lines), (prefix, done.stdout)
     results = json.loads(out.read_text())["results"]
     assert results["throughput"]["chat_deltas_per_s"] > 0 and results["throughput"]["raw_deltas_per_s"] > 0

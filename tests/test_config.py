@@ -56,21 +56,38 @@ def test_dotenv_parsing() -> None:
 
 
 def test_parse_bool() -> None:
-    assert parse_bool(True) is True and parse_bool("no") is False and parse_bool("maybe") is None and parse_bool(1) is None
+    assert (
+        parse_bool(True) is True and parse_bool("no") is False and parse_bool("maybe") is None and parse_bool(1) is None
+    )
 
 
 def test_invalid_values_fall_back_and_are_reported_by_key_path(tmp_path: Path) -> None:
-    home = home_with(tmp_path, "", {
-        "api_server": {"max_concurrent_runs": -3, "sse_keepalive_seconds": 99, "tool_progress_events": "perhaps",
-                       "on_disconnect": "explode", "port": "abc"},
-        "agent": {"max_turns": "many"},
-    })
+    home = home_with(
+        tmp_path,
+        "",
+        {
+            "api_server": {
+                "max_concurrent_runs": -3,
+                "sse_keepalive_seconds": 99,
+                "tool_progress_events": "perhaps",
+                "on_disconnect": "explode",
+                "port": "abc",
+            },
+            "agent": {"max_turns": "many"},
+        },
+    )
     s = load_settings(home, environ={})
     assert s.max_concurrent_runs == 10 and s.sse_keepalive_seconds == 10 and s.tool_progress_events
     assert s.on_disconnect == "auto" and s.port == 8642 and s.max_turns == 90
     joined = "\n".join(s.problems)
-    for path in ("api_server.max_concurrent_runs", "api_server.sse_keepalive_seconds", "api_server.tool_progress_events",
-                 "api_server.on_disconnect", "api_server.port", "agent.max_turns"):
+    for path in (
+        "api_server.max_concurrent_runs",
+        "api_server.sse_keepalive_seconds",
+        "api_server.tool_progress_events",
+        "api_server.on_disconnect",
+        "api_server.port",
+        "agent.max_turns",
+    ):
         assert path in joined
 
 
@@ -82,8 +99,16 @@ def test_cors_origins_from_env_list_or_yaml_list(tmp_path: Path) -> None:
 
 
 def test_interim_messages_platform_setting_wins_over_global(tmp_path: Path) -> None:
-    home = home_with(tmp_path, "", {"display": {"interim_assistant_messages": True,
-                                                "platforms": {"api_server": {"interim_assistant_messages": False}}}})
+    home = home_with(
+        tmp_path,
+        "",
+        {
+            "display": {
+                "interim_assistant_messages": True,
+                "platforms": {"api_server": {"interim_assistant_messages": False}},
+            }
+        },
+    )
     assert load_settings(home, environ={}).interim_assistant_messages is False
 
 

@@ -25,8 +25,9 @@ from hermes_api_plugin.config import load_settings
 from hermes_api_plugin.config_migration import migrate_config, without_extension_control
 from tests.live import LiveGateway, spawn_gateway, start_gateway, write_home
 
-MIGRATED = ("[API Server] Removed obsolete browser.extension_control from config.yaml "
-            "(use browser.cdp_url / browser_exec)")
+MIGRATED = (
+    "[API Server] Removed obsolete browser.extension_control from config.yaml (use browser.cdp_url / browser_exec)"
+)
 LISTENING = r"API server listening on http://(\S+):(\d+)"
 
 # A config.yaml as a user keeps it: comments everywhere, several sections, the obsolete block in the middle of
@@ -88,8 +89,9 @@ def realistic(script: str = "/tmp/script.yaml", *, crlf: bool = False) -> tuple[
 
 
 def diff(actual: str | None, expected: str) -> str:
-    return "".join(difflib.unified_diff(expected.splitlines(True), (actual or "").splitlines(True),
-                                        "expected", "actual"))
+    return "".join(
+        difflib.unified_diff(expected.splitlines(True), (actual or "").splitlines(True), "expected", "actual")
+    )
 
 
 # -- the rewrite --------------------------------------------------------------------------------------------------------
@@ -108,27 +110,46 @@ def test_realistic_file_loses_exactly_the_section(crlf: bool) -> None:
 @pytest.mark.parametrize(
     ("original", "expected"),
     [
-        pytest.param("browser:\n  cdp_url: ws://127.0.0.1:9222/devtools/browser/abc\n  extension_control:\n"
-                     "    enabled: false\n\n# Display settings\ndisplay:\n  show_reasoning: true\n",
-                     "browser:\n  cdp_url: ws://127.0.0.1:9222/devtools/browser/abc\n\n# Display settings\n"
-                     "display:\n  show_reasoning: true\n", id="last-key-before-a-commented-section"),
-        pytest.param("browser:\n  extension_control: true\n  cdp_url: http://127.0.0.1:9222\n",
-                     "browser:\n  cdp_url: http://127.0.0.1:9222\n", id="inline-scalar"),
-        pytest.param("browser:\n  extension_control:\n    enabled: true\nother: 1\n", "browser:\nother: 1\n",
-                     id="emptied-mapping-is-kept"),
-        pytest.param("model:\n  default: x\nbrowser:\n  extension_control:\n    enabled: true",
-                     "model:\n  default: x\nbrowser:\n", id="end-of-file-without-newline"),
-        pytest.param("browser:   # browser automation\n  extension_control: {enabled: true, port: 9333}\n"
-                     "  cdp_url: http://127.0.0.1:9222\n",
-                     "browser:   # browser automation\n  cdp_url: http://127.0.0.1:9222\n",
-                     id="comment-on-browser-line-and-flow-value"),
-        pytest.param("browser:\n    cdp_url: http://127.0.0.1:9222\n    extension_control:\n        enabled: true\n"
-                     "        port: 9333\n    headless: true\n",
-                     "browser:\n    cdp_url: http://127.0.0.1:9222\n    headless: true\n", id="four-space-indent"),
-        pytest.param("browser:\n  extension_control:\n    enabled: true\n  # DevTools endpoint of Chrome\n"
-                     "  cdp_url: http://127.0.0.1:9222\n",
-                     "browser:\n  # DevTools endpoint of Chrome\n  cdp_url: http://127.0.0.1:9222\n",
-                     id="comment-of-the-next-key-is-kept"),
+        pytest.param(
+            "browser:\n  cdp_url: ws://127.0.0.1:9222/devtools/browser/abc\n  extension_control:\n"
+            "    enabled: false\n\n# Display settings\ndisplay:\n  show_reasoning: true\n",
+            "browser:\n  cdp_url: ws://127.0.0.1:9222/devtools/browser/abc\n\n# Display settings\n"
+            "display:\n  show_reasoning: true\n",
+            id="last-key-before-a-commented-section",
+        ),
+        pytest.param(
+            "browser:\n  extension_control: true\n  cdp_url: http://127.0.0.1:9222\n",
+            "browser:\n  cdp_url: http://127.0.0.1:9222\n",
+            id="inline-scalar",
+        ),
+        pytest.param(
+            "browser:\n  extension_control:\n    enabled: true\nother: 1\n",
+            "browser:\nother: 1\n",
+            id="emptied-mapping-is-kept",
+        ),
+        pytest.param(
+            "model:\n  default: x\nbrowser:\n  extension_control:\n    enabled: true",
+            "model:\n  default: x\nbrowser:\n",
+            id="end-of-file-without-newline",
+        ),
+        pytest.param(
+            "browser:   # browser automation\n  extension_control: {enabled: true, port: 9333}\n"
+            "  cdp_url: http://127.0.0.1:9222\n",
+            "browser:   # browser automation\n  cdp_url: http://127.0.0.1:9222\n",
+            id="comment-on-browser-line-and-flow-value",
+        ),
+        pytest.param(
+            "browser:\n    cdp_url: http://127.0.0.1:9222\n    extension_control:\n        enabled: true\n"
+            "        port: 9333\n    headless: true\n",
+            "browser:\n    cdp_url: http://127.0.0.1:9222\n    headless: true\n",
+            id="four-space-indent",
+        ),
+        pytest.param(
+            "browser:\n  extension_control:\n    enabled: true\n  # DevTools endpoint of Chrome\n"
+            "  cdp_url: http://127.0.0.1:9222\n",
+            "browser:\n  # DevTools endpoint of Chrome\n  cdp_url: http://127.0.0.1:9222\n",
+            id="comment-of-the-next-key-is-kept",
+        ),
     ],
 )
 def test_section_variants_are_removed_exactly(original: str, expected: str) -> None:
@@ -142,12 +163,15 @@ def test_section_variants_are_removed_exactly(original: str, expected: str) -> N
     [
         pytest.param("model:\n  default: x\n", id="no-browser"),
         pytest.param("browser:\n  cdp_url: http://127.0.0.1:9222\n  headless: true\n", id="browser-without-it"),
-        pytest.param("plugins:\n  extension_control:\n    enabled: true\nbrowser:\n  cdp_url: x\n",
-                     id="other-top-level-key"),
+        pytest.param(
+            "plugins:\n  extension_control:\n    enabled: true\nbrowser:\n  cdp_url: x\n", id="other-top-level-key"
+        ),
         pytest.param("browser:\n  # extension_control:\n  #   enabled: true\n  cdp_url: x\n", id="commented-out"),
         pytest.param("browser:\n  extension_control_port: 9333\n  cdp_url: x\n", id="longer-key-name"),
-        pytest.param("browser:\n  profiles:\n    work:\n      extension_control: true\n  cdp_url: x\n",
-                     id="deeper-key-is-not-the-section"),
+        pytest.param(
+            "browser:\n  profiles:\n    work:\n      extension_control: true\n  cdp_url: x\n",
+            id="deeper-key-is-not-the-section",
+        ),
         pytest.param("browser:\n  cdp_url: x\nextension_control:\n  enabled: true\n", id="top-level-key"),
         pytest.param("", id="empty-file"),
     ],
@@ -158,8 +182,9 @@ def test_file_without_the_section_is_left_alone(text: str) -> None:
 
 
 @pytest.mark.parametrize("crlf", [False, True], ids=["lf", "crlf"])
-def test_migrate_config_rewrites_once_keeps_mode_and_logs_once(tmp_path: Path, caplog: pytest.LogCaptureFixture,
-                                                               crlf: bool) -> None:
+def test_migrate_config_rewrites_once_keeps_mode_and_logs_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, crlf: bool
+) -> None:
     """W-11.2, §11: migrate_config writes the expected bytes (line endings included), keeps the file mode, logs the
     exact line once; a second call changes nothing and logs nothing; a missing file is no error."""
     path = tmp_path / "config.yaml"
@@ -206,8 +231,9 @@ def health(live: LiveGateway) -> int:
 
 
 @pytest.mark.parametrize("crlf", [False, True], ids=["lf", "crlf"])
-def test_gateway_start_migrates_once_and_a_second_start_changes_nothing(tmp_path: Path, gateways: list[LiveGateway],
-                                                                        crlf: bool) -> None:
+def test_gateway_start_migrates_once_and_a_second_start_changes_nothing(
+    tmp_path: Path, gateways: list[LiveGateway], crlf: bool
+) -> None:
     """W-11.2, §11: the first start of the real gateway removes the section (the rest byte-identical to the expected
     text), logs the line exactly once before listening, and serves; a second start leaves the file alone (same
     bytes, not rewritten) and logs nothing about it."""
@@ -234,8 +260,7 @@ def test_gateway_start_migrates_once_and_a_second_start_changes_nothing(tmp_path
     assert not [line for line in second.lines if "extension_control" in line], second.output()
 
 
-def test_gateway_start_leaves_a_file_without_the_section_untouched(tmp_path: Path,
-                                                                   gateways: list[LiveGateway]) -> None:
+def test_gateway_start_leaves_a_file_without_the_section_untouched(tmp_path: Path, gateways: list[LiveGateway]) -> None:
     """W-11.2, §11: without the section the file is not touched (same bytes, inode and mtime) and nothing is logged."""
     home, original, _ = home_with_config(tmp_path / "home", lambda s: (realistic(s)[1],) * 2)
     config = home / "config.yaml"
@@ -250,16 +275,18 @@ def test_gateway_start_leaves_a_file_without_the_section_untouched(tmp_path: Pat
     assert sorted(p.name for p in home.iterdir() if p.name.startswith(".config")) == []
 
 
-def test_unwritable_config_logs_a_warning_and_the_gateway_starts_anyway(tmp_path: Path,
-                                                                        gateways: list[LiveGateway]) -> None:
+def test_unwritable_config_logs_a_warning_and_the_gateway_starts_anyway(
+    tmp_path: Path, gateways: list[LiveGateway]
+) -> None:
     """W-11.2, §11: when the rewritten file cannot be written, the gateway logs a warning, leaves the file as it was,
     does not claim the migration, and starts anyway.
 
     Root ignores file modes, so the write is made to fail with a file-size limit (RLIMIT_FSIZE, inherited by the
     gateway process) below the size of the rewritten file: a padded ~600 KB config, a 256 KB limit.
     """
-    padding = "".join(f"# note {i:06d}: kept as the user wrote it, long comment line for padding\n"
-                      for i in range(8000))
+    padding = "".join(
+        f"# note {i:06d}: kept as the user wrote it, long comment line for padding\n" for i in range(8000)
+    )
 
     def padded(script: str) -> tuple[str, str]:
         original, expected = realistic(script)

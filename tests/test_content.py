@@ -53,28 +53,40 @@ def last_input(api: TestClient) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     "url,detail",
-    [("https://example.com/cat.png", "high"), (PNG, "low"), ("http://example.com/a.jpg?x=1", "auto"),
-     ("data:image/jpeg;base64,/9j/4AAQSkZJRg==", "high")],
+    [
+        ("https://example.com/cat.png", "high"),
+        (PNG, "low"),
+        ("http://example.com/a.jpg?x=1", "auto"),
+        ("data:image/jpeg;base64,/9j/4AAQSkZJRg==", "high"),
+    ],
     ids=["https", "data_png", "http", "data_jpeg"],
 )
-async def test_image_url_part_reaches_agent_with_detail(api: TestClient, auth: dict[str, str], url: str,
-                                                        detail: str) -> None:
+async def test_image_url_part_reaches_agent_with_detail(
+    api: TestClient, auth: dict[str, str], url: str, detail: str
+) -> None:
     """W-9.1: a chat image_url part (https or data:image/…;base64) reaches the agent as an image, detail kept."""
-    parts = [{"type": "text", "text": "What is in this image?"},
-             {"type": "image_url", "image_url": {"url": url, "detail": detail}}]
+    parts = [
+        {"type": "text", "text": "What is in this image?"},
+        {"type": "image_url", "image_url": {"url": url, "detail": detail}},
+    ]
     body = await completion(await chat(api, auth, SYSTEM, user(parts)))
     assert body["choices"][0]["message"]["content"] == DEFAULT_REPLY
     assert last_input(api) == {
         "role": "user",
-        "content": [{"type": "text", "text": "What is in this image?"},
-                    {"type": "image_url", "image_url": {"url": url, "detail": detail}}],
+        "content": [
+            {"type": "text", "text": "What is in this image?"},
+            {"type": "image_url", "image_url": {"url": url, "detail": detail}},
+        ],
     }
 
 
 async def test_image_without_detail_reaches_agent_without_detail(api: TestClient, auth: dict[str, str]) -> None:
     """W-9.1: detail is optional; an image_url given as a string is accepted too (§9 table)."""
-    parts = [{"type": "text", "text": "Describe"}, {"type": "image_url", "image_url": "https://example.com/dog.webp"},
-             {"type": "image_url", "image_url": {"url": PNG}}]
+    parts = [
+        {"type": "text", "text": "Describe"},
+        {"type": "image_url", "image_url": "https://example.com/dog.webp"},
+        {"type": "image_url", "image_url": {"url": PNG}},
+    ]
     await completion(await chat(api, auth, user(parts)))
     assert last_input(api)["content"] == [
         {"type": "text", "text": "Describe"},
@@ -85,8 +97,10 @@ async def test_image_without_detail_reaches_agent_without_detail(api: TestClient
 
 async def test_input_image_part_reaches_agent_with_detail(api: TestClient, auth: dict[str, str]) -> None:
     """W-9.1: the Responses-style input_image part is an image too, detail preserved."""
-    parts = [{"type": "input_text", "text": "What is it?"},
-             {"type": "input_image", "image_url": "https://example.com/cat.png", "detail": "low"}]
+    parts = [
+        {"type": "input_text", "text": "What is it?"},
+        {"type": "input_image", "image_url": "https://example.com/cat.png", "detail": "low"},
+    ]
     await completion(await chat(api, auth, user(parts)))
     assert last_input(api)["content"] == [
         {"type": "text", "text": "What is it?"},
@@ -102,8 +116,13 @@ async def test_image_only_user_message_is_a_visible_turn(api: TestClient, auth: 
 
 async def test_system_message_images_are_dropped(api: TestClient, auth: dict[str, str]) -> None:
     """§9: system/developer content is text only; image parts there are dropped, not an error."""
-    system = {"role": "system", "content": [{"type": "text", "text": "Be brief."},
-                                            {"type": "image_url", "image_url": {"url": "https://example.com/x.png"}}]}
+    system = {
+        "role": "system",
+        "content": [
+            {"type": "text", "text": "Be brief."},
+            {"type": "image_url", "image_url": {"url": "https://example.com/x.png"}},
+        ],
+    }
     await completion(await chat(api, auth, system, user("hello")))
     run = executions(api.home)[-1]  # type: ignore[attr-defined]
     assert run["system_prompt"] == "Be brief."
@@ -114,7 +133,10 @@ async def test_system_message_images_are_dropped(api: TestClient, auth: dict[str
 
 UNSUPPORTED_PARTS: dict[str, Any] = {
     "file": {"type": "file", "file": {"file_id": "file-abc123"}},
-    "file_with_data": {"type": "file", "file": {"filename": "a.pdf", "file_data": "data:application/pdf;base64,JVBERi0="}},
+    "file_with_data": {
+        "type": "file",
+        "file": {"filename": "a.pdf", "file_data": "data:application/pdf;base64,JVBERi0="},
+    },
     "input_file": {"type": "input_file", "file_id": "file-abc123"},
     "input_file_data": {"type": "input_file", "filename": "a.pdf", "file_data": "data:application/pdf;base64,JVBERi0="},
     "file_id_only": {"file_id": "file-abc123"},
@@ -132,8 +154,9 @@ UNSUPPORTED_PARTS: dict[str, Any] = {
 @pytest.mark.parametrize("part", list(UNSUPPORTED_PARTS.values()), ids=list(UNSUPPORTED_PARTS))
 async def test_unsupported_part_gets_400_naming_the_part(api: TestClient, auth: dict[str, str], part: Any) -> None:
     """W-9.2: file, input_file, file_id, input_audio, unknown types and non-image data: URLs → unsupported_content_type."""
-    err = await content_error(await chat(api, auth, SYSTEM, user([part])), "unsupported_content_type",
-                              "messages[1].content[0]")
+    err = await content_error(
+        await chat(api, auth, SYSTEM, user([part])), "unsupported_content_type", "messages[1].content[0]"
+    )
     assert err["message"] == UNSUPPORTED_MESSAGE
     assert executions(api.home) == []  # type: ignore[attr-defined]
 
@@ -141,13 +164,21 @@ async def test_unsupported_part_gets_400_naming_the_part(api: TestClient, auth: 
 async def test_unsupported_part_param_names_its_index(api: TestClient, auth: dict[str, str]) -> None:
     """W-9.2: param points at the offending part, not the first one."""
     parts = [{"type": "text", "text": "Summarise this"}, {"type": "input_file", "file_id": "file-1"}]
-    await content_error(await chat(api, auth, SYSTEM, user(parts)), "unsupported_content_type", "messages[1].content[1]")
+    await content_error(
+        await chat(api, auth, SYSTEM, user(parts)), "unsupported_content_type", "messages[1].content[1]"
+    )
 
 
 async def test_unsupported_part_in_history_is_rejected(api: TestClient, auth: dict[str, str]) -> None:
     """W-9.2: content errors are found in any message, with that message's index."""
-    history = [SYSTEM, user("hi"), {"role": "assistant", "content": "hello"},
-               user([{"type": "file", "file": {"file_id": "f"}}]), {"role": "assistant", "content": "ok"}, user("next")]
+    history = [
+        SYSTEM,
+        user("hi"),
+        {"role": "assistant", "content": "hello"},
+        user([{"type": "file", "file": {"file_id": "f"}}]),
+        {"role": "assistant", "content": "ok"},
+        user("next"),
+    ]
     await content_error(await chat(api, auth, *history), "unsupported_content_type", "messages[3].content[0]")
 
 
@@ -258,26 +289,34 @@ def test_parse_content_string_and_none() -> None:
 
 def test_parse_content_text_part_types_and_bare_strings() -> None:
     """§9 table: text / input_text / output_text parts and bare strings in a list are text."""
-    parts = parse_content(["a", {"type": "text", "text": "b"}, {"type": "input_text", "text": "c"},
-                           {"type": "output_text", "text": "d"}], "content")
+    parts = parse_content(
+        ["a", {"type": "text", "text": "b"}, {"type": "input_text", "text": "c"}, {"type": "output_text", "text": "d"}],
+        "content",
+    )
     assert parts == (TextPart("a"), TextPart("b"), TextPart("c"), TextPart("d"))
 
 
 def test_parse_content_images_keep_url_and_detail() -> None:
     """W-9.1: image_url (object or string) and input_image become ImagePart with detail preserved."""
-    parts = parse_content([
-        {"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "high"}},
-        {"type": "image_url", "image_url": PNG},
-        {"type": "input_image", "image_url": "https://example.com/b.png", "detail": "low"},
-        {"type": "image_url", "image_url": {"url": "data:image/svg+xml;base64,PHN2Zy8+"}},
-    ], "content")
+    parts = parse_content(
+        [
+            {"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "high"}},
+            {"type": "image_url", "image_url": PNG},
+            {"type": "input_image", "image_url": "https://example.com/b.png", "detail": "low"},
+            {"type": "image_url", "image_url": {"url": "data:image/svg+xml;base64,PHN2Zy8+"}},
+        ],
+        "content",
+    )
     assert parts == (
         ImagePart("https://example.com/a.png", "high"),
         ImagePart(PNG, None),
         ImagePart("https://example.com/b.png", "low"),
         ImagePart("data:image/svg+xml;base64,PHN2Zy8+", None),
     )
-    assert parts[0].to_json() == {"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "high"}}
+    assert parts[0].to_json() == {
+        "type": "image_url",
+        "image_url": {"url": "https://example.com/a.png", "detail": "high"},
+    }
     assert parts[1].to_json() == {"type": "image_url", "image_url": {"url": PNG}}
 
 
@@ -301,8 +340,11 @@ def test_parse_content_rejects_malformed_parts(part: Any) -> None:
 
 def test_parse_content_rejects_empty_detail() -> None:
     """§9: detail "" → invalid_content_part."""
-    expect_error([{"type": "image_url", "image_url": {"url": "https://e.com/a.png", "detail": ""}}],
-                 "invalid_content_part", "messages[1].content[0]")
+    expect_error(
+        [{"type": "image_url", "image_url": {"url": "https://e.com/a.png", "detail": ""}}],
+        "invalid_content_part",
+        "messages[1].content[0]",
+    )
 
 
 def test_parse_content_part_limit() -> None:

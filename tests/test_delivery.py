@@ -62,8 +62,14 @@ async def _settled(api: TestClient) -> None:
 @pytest.mark.parametrize("keyed", [False, True], ids=["unkeyed", "keyed"])
 @pytest.mark.parametrize(("name", "path", "body", "stream"), CASES, ids=[c[0] for c in CASES])
 async def test_a_head_that_cannot_be_written_frees_the_turn(
-    make_api: ApiFactory, auth: dict[str, str], monkeypatch: pytest.MonkeyPatch, name: str, path: str,
-    body: dict[str, Any], stream: bool, keyed: bool,
+    make_api: ApiFactory,
+    auth: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    path: str,
+    body: dict[str, Any],
+    stream: bool,
+    keyed: bool,
 ) -> None:
     api = await make_api(config={"api_server": {"max_concurrent_runs": 1}})
     status, _ = await _request(api, "POST", "/api/sessions", auth, {"id": SESSION})
@@ -88,7 +94,8 @@ async def test_a_head_that_cannot_be_written_frees_the_turn(
     assert status == 200, deleted
 
 
-async def _request(api: TestClient, method: str, path: str, headers: dict[str, str],
-                   body: Any = None) -> tuple[int, dict[str, Any]]:
+async def _request(
+    api: TestClient, method: str, path: str, headers: dict[str, str], body: Any = None
+) -> tuple[int, dict[str, Any]]:
     async with api.request(method, path, json=body, headers=headers) as resp:
         return resp.status, json.loads(await resp.text())

@@ -22,8 +22,19 @@ END = ToolCompleted("call_1", "terminal", "ok", False, 5)
 def test_reasoning_bursts_after_the_first_start_with_blank_line() -> None:
     """W-3.14: a burst ends at text, a tool or commentary; later bursts are prefixed with \\n\\n."""
     t = TurnTranscript()
-    emitted = [t.feed(e) for e in [ReasoningDelta("a"), ReasoningDelta("b"), Commentary("c"), ReasoningDelta("d"),
-                                   START, ReasoningDelta("e"), TextDelta("x"), ReasoningDelta("f")]]
+    emitted = [
+        t.feed(e)
+        for e in [
+            ReasoningDelta("a"),
+            ReasoningDelta("b"),
+            Commentary("c"),
+            ReasoningDelta("d"),
+            START,
+            ReasoningDelta("e"),
+            TextDelta("x"),
+            ReasoningDelta("f"),
+        ]
+    ]
     assert [e for e in emitted if e is not None] == ["a", "b", "\n\nd", "\n\ne", "\n\nf"]
     assert t.reasoning == "ab\n\nd\n\ne\n\nf"
 
@@ -34,8 +45,9 @@ def test_status_changes_do_not_split_a_burst() -> None:
 
 
 def test_answer_is_text_after_the_last_tool_event() -> None:
-    t = TurnTranscript().feed_all([TextDelta("before "), START, TextDelta("during"), END, TextDelta("after"),
-                                   TextDelta(" more")])
+    t = TurnTranscript().feed_all(
+        [TextDelta("before "), START, TextDelta("during"), END, TextDelta("after"), TextDelta(" more")]
+    )
     assert t.answer == "after more"
     assert t.any_text
 
@@ -54,11 +66,15 @@ def test_usage_total_is_the_sum() -> None:
 
 def test_terminal_statuses() -> None:
     assert {s for s in TurnStatus if s.terminal} == {
-        TurnStatus.COMPLETED, TurnStatus.INCOMPLETE, TurnStatus.FAILED, TurnStatus.CANCELLED
+        TurnStatus.COMPLETED,
+        TurnStatus.INCOMPLETE,
+        TurnStatus.FAILED,
+        TurnStatus.CANCELLED,
     }
 
 
 def test_tools_stopped_by_the_end_of_the_turn_do_not_reset_the_answer() -> None:
-    t = TurnTranscript().feed_all([START, TextDelta("summary"),
-                                   ToolCompleted("call_1", "terminal", "[interrupted]", True, 3, stopped=True)])
+    t = TurnTranscript().feed_all(
+        [START, TextDelta("summary"), ToolCompleted("call_1", "terminal", "[interrupted]", True, 3, stopped=True)]
+    )
     assert t.answer == "summary"

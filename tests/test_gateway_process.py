@@ -18,8 +18,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import aiohttp
 import openai
@@ -50,8 +51,9 @@ def wait_exit(live: LiveGateway, timeout: float = 20.0) -> int:
 # -- W-1.1: key and enable refusals -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("key", [None, "123456789012345", "   123456789012345   "],
-                         ids=["missing", "15-chars", "15-chars-padded"])
+@pytest.mark.parametrize(
+    "key", [None, "123456789012345", "   123456789012345   "], ids=["missing", "15-chars", "15-chars-padded"]
+)
 def test_gateway_refuses_to_start_without_a_valid_key(tmp_path: Path, key: str | None) -> None:
     """W-1.1: a missing or short key → exit 1, exactly one refusal line naming API_SERVER_KEY and .env, no retry."""
     home = write_home(tmp_path / "home", env={"API_SERVER_KEY": key})
@@ -125,9 +127,8 @@ async def test_non_loopback_bind_warns_before_listening(gateway_factory: Callabl
     assert warning.startswith("[API Server] WARNING: 0.0.0.0 is reachable from the network.")
     assert "SSH tunnel or Tailscale" in warning
     assert live.lines[listening[0]] == f"[API Server] API server listening on http://0.0.0.0:{live.port}"
-    async with aiohttp.ClientSession() as session:
-        async with session.get(f"http://127.0.0.1:{live.port}/health") as resp:
-            assert resp.status == 200
+    async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{live.port}/health") as resp:
+        assert resp.status == 200
 
 
 def test_port_in_use_exits_with_port_line(gateway_factory: Callable[..., LiveGateway], tmp_path: Path) -> None:
@@ -151,7 +152,9 @@ async def test_signal_settles_open_stream_cancelled_and_exits_zero(
     """W-1.12, W-3.13: on SIGTERM/SIGINT the open stream ends with Stopped tool, cancelled finish, [DONE]; exit 0."""
     live = gateway_factory()
     async with aiohttp.ClientSession() as session:
-        async with session.post(f"{live.url}/v1/chat/completions", json=chat_body("hang"), headers=live.headers) as resp:
+        async with session.post(
+            f"{live.url}/v1/chat/completions", json=chat_body("hang"), headers=live.headers
+        ) as resp:
             assert resp.status == 200
             raw = await read_until(resp, b'"status":"running"')
             live.proc.send_signal(sig)
@@ -202,12 +205,19 @@ async def test_disconnect_cancels_the_unkeyed_turn(gateway_factory: Callable[...
                     assert again.status == 429
                 return again.status
 
-        await wait_for_async(hello, timeout=2.0, until=lambda status: status == 200, interval=0.1,
-                             what="a free slot after the disconnect (the turn was still running)")
+        await wait_for_async(
+            hello,
+            timeout=2.0,
+            until=lambda status: status == 200,
+            interval=0.1,
+            what="a free slot after the disconnect (the turn was still running)",
+        )
     # The cancelled turn settled and stored its exchange (no answer) in the derived session.
     db = live.home / "hermes_api.sqlite3"
     with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
-        rows = conn.execute("SELECT role, content FROM messages WHERE session_id = ? ORDER BY id", (session_id,)).fetchall()
+        rows = conn.execute(
+            "SELECT role, content FROM messages WHERE session_id = ? ORDER BY id", (session_id,)
+        ).fetchall()
     # user input, the assistant's tool call, the stopped tool's result, the (empty) answer
     assert [r[0] for r in rows] == ["user", "assistant", "tool", "assistant"]
     assert json.loads(rows[0][1]) == [{"type": "text", "text": "hang"}]
@@ -221,8 +231,14 @@ async def test_disconnect_cancels_the_unkeyed_turn(gateway_factory: Callable[...
 def run_init(home: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("API_SERVER_")}
     env["HERMES_HOME"] = str(home)
-    return subprocess.run([sys.executable, "-m", "hermes_api_plugin", "init"], env=env, capture_output=True,
-                          text=True, timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "hermes_api_plugin", "init"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_init_writes_private_env_with_a_key_and_keeps_it(tmp_path: Path) -> None:
@@ -249,8 +265,9 @@ def test_init_writes_private_env_with_a_key_and_keeps_it(tmp_path: Path) -> None
     live = start_gateway(home)
     try:
         live.key = key
-        with urllib.request.urlopen(urllib.request.Request(f"{live.url}/v1/models", headers=live.headers),
-                                    timeout=10) as resp:
+        with urllib.request.urlopen(
+            urllib.request.Request(f"{live.url}/v1/models", headers=live.headers), timeout=10
+        ) as resp:
             assert resp.status == 200
     finally:
         live.stop()
@@ -265,10 +282,22 @@ def test_curl_acceptance_stream(live_gateway: LiveGateway) -> None:
     if curl is None:
         pytest.skip("curl is not installed")
     result = subprocess.run(
-        [curl, "-sN", "-X", "POST", f"{live_gateway.url}/v1/chat/completions",
-         "-H", f"Authorization: Bearer {live_gateway.key}", "-H", "Content-Type: application/json",
-         "-d", json.dumps(chat_body("use tool"))],
-        capture_output=True, timeout=60, check=False,
+        [
+            curl,
+            "-sN",
+            "-X",
+            "POST",
+            f"{live_gateway.url}/v1/chat/completions",
+            "-H",
+            f"Authorization: Bearer {live_gateway.key}",
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            json.dumps(chat_body("use tool")),
+        ],
+        capture_output=True,
+        timeout=60,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     out = result.stdout
@@ -299,11 +328,16 @@ async def test_keepalive_keeps_a_long_turn_alive(live_gateway: LiveGateway) -> N
     the same turn through the openai client (5 s read timeout) completes without a timeout."""
 
     def openai_run() -> tuple[str, str, str | None]:
-        client = openai.OpenAI(base_url=live_gateway.url + "/v1", api_key=live_gateway.key, max_retries=0,
-                               timeout=openai.Timeout(60.0, read=5.0))
+        client = openai.OpenAI(
+            base_url=live_gateway.url + "/v1",
+            api_key=live_gateway.key,
+            max_retries=0,
+            timeout=openai.Timeout(60.0, read=5.0),
+        )
         try:
             stream = client.chat.completions.create(
-                model="hermes-agent", stream=True, messages=[{"role": "user", "content": "keepalive"}])
+                model="hermes-agent", stream=True, messages=[{"role": "user", "content": "keepalive"}]
+            )
             content, reasoning, finish = [], [], None
             with stream:
                 for chunk in stream:
@@ -318,8 +352,9 @@ async def test_keepalive_keeps_a_long_turn_alive(live_gateway: LiveGateway) -> N
 
     async def raw_run() -> bytes:
         async with aiohttp.ClientSession() as session:
-            async with session.post(f"{live_gateway.url}/v1/chat/completions", json=chat_body("keepalive"),
-                                    headers=live_gateway.headers) as resp:
+            async with session.post(
+                f"{live_gateway.url}/v1/chat/completions", json=chat_body("keepalive"), headers=live_gateway.headers
+            ) as resp:
                 assert resp.status == 200
                 return await asyncio.wait_for(resp.read(), 60)
 

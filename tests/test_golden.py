@@ -32,7 +32,8 @@ PROMPTS = {"use-tool": "use tool", "exhaust": "exhaust", "fail": "fail"}
 CHAT_PATH, RESPONSES_PATH = "/v1/chat/completions", "/v1/responses"
 
 _IDS = re.compile(
-    r"\b(chatcmpl-[0-9a-f]{32}|(?:resp|run)_[0-9a-f]{32}|(?:rs|msg|fco|fc)_[0-9a-f]{24}|call_[0-9a-f]{24})\b")
+    r"\b(chatcmpl-[0-9a-f]{32}|(?:resp|run)_[0-9a-f]{32}|(?:rs|msg|fco|fc)_[0-9a-f]{24}|call_[0-9a-f]{24})\b"
+)
 _INTEGERS = re.compile(r'"(created|created_at|duration_ms)":\d+(?=[,}])')
 _FLOATS = re.compile(r'"(timestamp|ts|duration)":\d+\.\d+(?=[,}])')
 
@@ -84,8 +85,11 @@ def assert_sse_head(reply: Reply) -> None:
 
 @pytest.fixture(scope="module")
 def golden_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGateway]:
-    home = write_home(tmp_path_factory.mktemp("golden_home"), script="golden.yaml",
-                      config={"api_server": {"sse_keepalive_seconds": 30}})
+    home = write_home(
+        tmp_path_factory.mktemp("golden_home"),
+        script="golden.yaml",
+        config={"api_server": {"sse_keepalive_seconds": 30}},
+    )
     gateway = start_gateway(home)
     yield gateway
     gateway.stop()
@@ -149,12 +153,21 @@ def test_keyed_chat_replay_is_the_same_bytes(golden_gateway: LiveGateway) -> Non
 
 
 def test_normalise_numbers_ids_per_prefix_in_order_of_first_appearance() -> None:
-    raw = (b'data: {"id":"chatcmpl-' + b"a" * 32 + b'","created":1796014068,"x":"call_' + b"1" * 24 + b'"}\n\n'
-           b'data: {"id":"rs_' + b"b" * 24 + b'","item":"rs_' + b"c" * 24 + b'","again":"rs_' + b"b" * 24
-           + b'","duration_ms":204,"created_at":17}\n\n'
-           b'id: 3\ndata: {"run_id":"run_' + b"d" * 32
-           + b'","ts":1796014553.56,"duration":0.204,"delta":"\\"ts\\":1.5"}\n\n')
+    raw = (
+        b'data: {"id":"chatcmpl-' + b"a" * 32 + b'","created":1796014068,"x":"call_' + b"1" * 24 + b'"}\n\n'
+        b'data: {"id":"rs_'
+        + b"b" * 24
+        + b'","item":"rs_'
+        + b"c" * 24
+        + b'","again":"rs_'
+        + b"b" * 24
+        + b'","duration_ms":204,"created_at":17}\n\n'
+        b'id: 3\ndata: {"run_id":"run_'
+        + b"d" * 32
+        + b'","ts":1796014553.56,"duration":0.204,"delta":"\\"ts\\":1.5"}\n\n'
+    )
     assert normalise(raw) == (
         b'data: {"id":"chatcmpl-<1>","created":0,"x":"call_<1>"}\n\n'
         b'data: {"id":"rs_<1>","item":"rs_<2>","again":"rs_<1>","duration_ms":0,"created_at":0}\n\n'
-        b'id: 3\ndata: {"run_id":"run_<1>","ts":0.0,"duration":0.0,"delta":"\\"ts\\":1.5"}\n\n')
+        b'id: 3\ndata: {"run_id":"run_<1>","ts":0.0,"duration":0.0,"delta":"\\"ts\\":1.5"}\n\n'
+    )

@@ -15,6 +15,7 @@ from pathlib import Path
 from hermes_api_plugin.hermes import compat
 
 COMPAT = Path(compat.__file__).resolve()
+COMPAT_FILES = {COMPAT, COMPAT.with_name("compat_names.py")}  # the boundary: compat and its declarations
 PACKAGE = COMPAT.parents[1]
 
 
@@ -70,12 +71,16 @@ def violations(source: str, label: str) -> list[str]:
 
 
 def test_no_module_but_compat_touches_hermes_agent_private_names() -> None:
-    modules = [path for path in sorted(PACKAGE.rglob("*.py")) if path.resolve() != COMPAT]
+    modules = [path for path in sorted(PACKAGE.rglob("*.py")) if path.resolve() not in COMPAT_FILES]
     assert len(modules) > 20
-    found = [v for path in modules
-             for v in violations(path.read_text(encoding="utf-8"), str(path.relative_to(PACKAGE.parent)))]
-    assert found == [], "hermes-agent private names outside hermes/compat.py (add a compat function):\n" + \
-        "\n".join(found)
+    found = [
+        v
+        for path in modules
+        for v in violations(path.read_text(encoding="utf-8"), str(path.relative_to(PACKAGE.parent)))
+    ]
+    assert found == [], "hermes-agent private names outside hermes/compat.py (add a compat function):\n" + "\n".join(
+        found
+    )
 
 
 def test_the_check_catches_each_way_in() -> None:

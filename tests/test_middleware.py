@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient
@@ -42,7 +43,12 @@ AUTH_FAILED = {
     }
 }
 ORIGIN_NOT_ALLOWED = {
-    "error": {"message": "Origin not allowed", "type": "gateway_auth_error", "param": None, "code": "origin_not_allowed"}
+    "error": {
+        "message": "Origin not allowed",
+        "type": "gateway_auth_error",
+        "param": None,
+        "code": "origin_not_allowed",
+    }
 }
 EXPOSED = {"x-hermes-session-id", "x-hermes-session-key", "x-hermes-run-id", "idempotency-replayed", "retry-after"}
 ALLOWED_ORIGIN = "http://localhost:3000"
@@ -147,7 +153,12 @@ async def test_auth_failure_returns_exact_401_envelope_on_every_route(api: TestC
 
 @pytest.mark.parametrize(
     "raw_value",
-    [b"Bearer \xe9\xe8\xff", b"Bearer " + TEST_KEY.encode() + b"\xe9", b"\xc3\xa9 " + TEST_KEY.encode(), b"Bearer \x80"],
+    [
+        b"Bearer \xe9\xe8\xff",
+        b"Bearer " + TEST_KEY.encode() + b"\xe9",
+        b"\xc3\xa9 " + TEST_KEY.encode(),
+        b"Bearer \x80",
+    ],
     ids=["latin1_token", "key_plus_latin1_byte", "non_ascii_scheme", "invalid_utf8_byte"],
 )
 async def test_non_ascii_authorization_bytes_get_401_never_500(api: TestClient, raw_value: bytes) -> None:
@@ -157,7 +168,10 @@ async def test_non_ascii_authorization_bytes_get_401_never_500(api: TestClient, 
         request = (
             f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
             f"Content-Length: {len(body)}\r\n".encode()
-            + b"Authorization: " + raw_value + b"\r\n\r\n" + body
+            + b"Authorization: "
+            + raw_value
+            + b"\r\n\r\n"
+            + body
         )
         status, headers, payload = await raw_request(api, request)
         assert status == 401, (method, path, status, payload)
@@ -192,9 +206,7 @@ async def test_health_needs_no_auth(api: TestClient, path: str, headers: dict[st
 
 # -- W-1.4 / W-1.5 CORS ------------------------------------------------------------------------------
 
-PREFLIGHT_HEADERS = (
-    "authorization, x-stainless-os, idempotency-key, x-hermes-session-key, last-event-id, user-agent, openai-organization"
-)
+PREFLIGHT_HEADERS = "authorization, x-stainless-os, idempotency-key, x-hermes-session-key, last-event-id, user-agent, openai-organization"
 
 
 def preflight(origin: str, request_headers: str | None = PREFLIGHT_HEADERS, method: str = "POST") -> dict[str, str]:
@@ -222,8 +234,9 @@ def header_names(value: str | None) -> list[str]:
     ],
     ids=["get", "get_no_key", "post", "post_no_key", "preflight", "options_plain", "delete", "unknown_path_no_key"],
 )
-async def test_cors_disallowed_origin_gets_403_before_auth(make_api: Any, auth: dict[str, str], method: str, path: str,
-                                                          with_key: bool, preflight_request: bool) -> None:
+async def test_cors_disallowed_origin_gets_403_before_auth(
+    make_api: Any, auth: dict[str, str], method: str, path: str, with_key: bool, preflight_request: bool
+) -> None:
     """W-1.4: a disallowed Origin → 403 origin_not_allowed on every method, checked before authentication."""
     api = await make_api(config=CORS_CONFIG)
     headers = preflight("http://evil.example") if preflight_request else {"Origin": "http://evil.example"}
@@ -236,7 +249,9 @@ async def test_cors_disallowed_origin_gets_403_before_auth(make_api: Any, auth: 
     assert executions(api.home) == []
 
 
-@pytest.mark.parametrize("origin", ["http://localhost:3001", "https://localhost:3000", "null", "http://LOCALHOST:3000x"])
+@pytest.mark.parametrize(
+    "origin", ["http://localhost:3001", "https://localhost:3000", "null", "http://LOCALHOST:3000x"]
+)
 async def test_cors_origin_must_match_allowlist_exactly(make_api: Any, auth: dict[str, str], origin: str) -> None:
     """W-1.4: only origins on the list are allowed (other port, scheme, `null` → 403)."""
     api = await make_api(config=CORS_CONFIG)
@@ -382,8 +397,9 @@ async def test_requests_without_origin_are_unaffected_by_cors(make_api: Any, aut
     ],
     ids=["models_200", "capabilities_200", "health_200", "401", "404", "405", "400"],
 )
-async def test_security_headers_on_every_response(api: TestClient, auth: dict[str, str], method: str, path: str,
-                                                  with_key: bool, status: int) -> None:
+async def test_security_headers_on_every_response(
+    api: TestClient, auth: dict[str, str], method: str, path: str, with_key: bool, status: int
+) -> None:
     """W-1.6: the four §1.5 headers on 200 JSON, 401, 404, 405 and 400 responses."""
     resp = await api.request(method, path, headers=auth if with_key else {}, data=b"[]" if method == "POST" else None)
     assert resp.status == status
@@ -454,33 +470,53 @@ VALIDATION_CASES: dict[str, tuple[dict[str, Any], str, str | None]] = {
     "model_number": ({"messages": [user()], "model": 5}, "invalid_parameter", "model"),
     "model_options_array": ({"messages": [user()], "model_options": []}, "invalid_parameter", "model_options"),
     "model_options_reasoning_string": (
-        {"messages": [user()], "model_options": {"reasoning": "yes"}}, "invalid_parameter", "model_options.reasoning"),
+        {"messages": [user()], "model_options": {"reasoning": "yes"}},
+        "invalid_parameter",
+        "model_options.reasoning",
+    ),
     "reasoning_enabled_x": (
         {"messages": [user()], "model_options": {"reasoning": {"enabled": "x"}}},
-        "invalid_parameter", "model_options.reasoning.enabled"),
-    "reasoning_effort_huge": ({"messages": [user()], "reasoning_effort": "huge"}, "invalid_parameter", "reasoning_effort"),
+        "invalid_parameter",
+        "model_options.reasoning.enabled",
+    ),
+    "reasoning_effort_huge": (
+        {"messages": [user()], "reasoning_effort": "huge"},
+        "invalid_parameter",
+        "reasoning_effort",
+    ),
     "reasoning_effort_number": ({"messages": [user()], "reasoning_effort": 3}, "invalid_parameter", "reasoning_effort"),
     "model_options_effort_huge": (
         {"messages": [user()], "model_options": {"reasoning": {"effort": "huge"}}},
-        "invalid_parameter", "model_options.reasoning.effort"),
+        "invalid_parameter",
+        "model_options.reasoning.effort",
+    ),
     "provider_unknown": ({"messages": [user()], "provider": "nope"}, "invalid_parameter", "provider"),
     "last_message_assistant": (
-        {"messages": [user(), {"role": "assistant", "content": "hi there"}]}, "missing_user_message", "messages"),
+        {"messages": [user(), {"role": "assistant", "content": "hi there"}]},
+        "missing_user_message",
+        "messages",
+    ),
     "only_system": ({"messages": [{"role": "system", "content": "Be brief."}]}, "missing_user_message", "messages"),
     "only_developer_and_tool": (
         {"messages": [{"role": "developer", "content": "x"}, {"role": "tool", "content": "out", "tool_call_id": "c"}]},
-        "missing_user_message", "messages"),
+        "missing_user_message",
+        "messages",
+    ),
     "blank_user_text": ({"messages": [user("   \n\t ")]}, "missing_user_message", "messages"),
     "empty_user_text": ({"messages": [user("")]}, "missing_user_message", "messages"),
     "null_user_content": ({"messages": [user(None)]}, "missing_user_message", "messages"),
     "blank_user_parts": (
-        {"messages": [user([{"type": "text", "text": " "}, " "])]}, "missing_user_message", "messages"),
+        {"messages": [user([{"type": "text", "text": " "}, " "])]},
+        "missing_user_message",
+        "messages",
+    ),
 }
 
 
 @pytest.mark.parametrize("body,code,param", list(VALIDATION_CASES.values()), ids=list(VALIDATION_CASES))
-async def test_chat_validation_errors_use_the_envelope(api: TestClient, auth: dict[str, str], body: dict[str, Any],
-                                                       code: str, param: str | None) -> None:
+async def test_chat_validation_errors_use_the_envelope(
+    api: TestClient, auth: dict[str, str], body: dict[str, Any], code: str, param: str | None
+) -> None:
     """W-1.7 (+ W-3.9 missing_user_message, W-8.5 provider, W-10.2 effort): 400 with code and param, no turn run."""
     resp = await api.post(CHAT, json=body, headers=auth)
     await assert_error(resp, 400, code, param)
@@ -488,8 +524,9 @@ async def test_chat_validation_errors_use_the_envelope(api: TestClient, auth: di
 
 
 @pytest.mark.parametrize("stream", [True, "true"])
-async def test_validation_error_on_streaming_request_is_json_not_sse(api: TestClient, auth: dict[str, str],
-                                                                     stream: Any) -> None:
+async def test_validation_error_on_streaming_request_is_json_not_sse(
+    api: TestClient, auth: dict[str, str], stream: Any
+) -> None:
     """W-1.7 / W-1.15: errors decided before admission keep their status and JSON body on a stream request."""
     resp = await api.post(CHAT, json={"messages": [{"role": "robot", "content": "x"}], "stream": stream}, headers=auth)
     await assert_error(resp, 400, "invalid_parameter", "messages[0].role")
@@ -653,11 +690,17 @@ async def test_session_key_of_256_chars_is_accepted_and_echoed(api: TestClient, 
 
 @pytest.mark.parametrize(
     "method,path,allowed",
-    [("GET", CHAT, "POST"), ("PUT", "/v1/models", "GET"), ("DELETE", "/v1/capabilities", "GET"),
-     ("POST", "/health", "GET"), ("PATCH", CHAT, "POST")],
+    [
+        ("GET", CHAT, "POST"),
+        ("PUT", "/v1/models", "GET"),
+        ("DELETE", "/v1/capabilities", "GET"),
+        ("POST", "/health", "GET"),
+        ("PATCH", CHAT, "POST"),
+    ],
 )
-async def test_known_path_with_other_method_gets_405(api: TestClient, auth: dict[str, str], method: str, path: str,
-                                                     allowed: str) -> None:
+async def test_known_path_with_other_method_gets_405(
+    api: TestClient, auth: dict[str, str], method: str, path: str, allowed: str
+) -> None:
     """W-1.11: known path, unsupported method → 405 method_not_allowed with an Allow header."""
     resp = await api.request(method, path, headers=auth)
     await assert_error(resp, 405, "method_not_allowed", None)

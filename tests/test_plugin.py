@@ -143,7 +143,14 @@ def test_hook_hermes_api_agent_turn_end() -> None:
     assert isinstance(turn.sink, RecordingSink) and turn.sink.closed
 
 
-@pytest.mark.parametrize("name", ["hermes_api_gateway_startup", "hermes_api_gateway_shutdown",
-                                  "hermes_api_agent_turn_start", "hermes_api_agent_turn_end"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "hermes_api_gateway_startup",
+        "hermes_api_gateway_shutdown",
+        "hermes_api_agent_turn_start",
+        "hermes_api_agent_turn_end",
+    ],
+)
 def test_contract_hooks_are_specified(name: str) -> None:
     assert hasattr(hookspecs.GatewaySpec, name)

@@ -93,8 +93,12 @@ def post_and_drop(live: LiveGateway, body: dict[str, Any], until_seq: int, *, ki
     connection (or SIGKILL the gateway first when `kill`)."""
     conn = http.client.HTTPConnection(live.host, live.port, timeout=30)
     try:
-        conn.request("POST", "/v1/responses", body=json.dumps({"model": MODEL, **body}).encode(),
-                     headers={**live.headers, "Content-Type": "application/json"})
+        conn.request(
+            "POST",
+            "/v1/responses",
+            body=json.dumps({"model": MODEL, **body}).encode(),
+            headers={**live.headers, "Content-Type": "application/json"},
+        )
         resp = conn.getresponse()
         assert resp.status == 200
         headers = {k.lower(): v for k, v in resp.getheaders()}
@@ -188,8 +192,9 @@ def restarted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Restarted]:
         executions_before = len(before.executions())
     exit_code = before.proc.returncode
     with running(home) as after:
-        yield Restarted(home, after, first, streamed.headers, conversation, conversation_first,
-                        executions_before, exit_code)
+        yield Restarted(
+            home, after, first, streamed.headers, conversation, conversation_first, executions_before, exit_code
+        )
 
 
 def test_restart_keeps_the_stored_response_object(restarted: Restarted) -> None:
@@ -211,7 +216,7 @@ def test_restart_replays_the_original_stream_with_same_sequence_numbers_and_item
     assert view(replay) == view(original)
     assert seqs(replay) == list(range(len(original)))
     cut = len(original) // 2
-    assert view(stream_of(restarted.live, restarted.first_id, starting_after=cut)) == view(original[cut + 1:])
+    assert view(stream_of(restarted.live, restarted.first_id, starting_after=cut)) == view(original[cut + 1 :])
     assert stream_of(restarted.live, restarted.first_id, starting_after=len(original) - 1) == []
 
 
@@ -265,7 +270,9 @@ def test_store_file_is_private_and_holds_the_turn_journal(restarted: Restarted) 
     run_id = restarted.first_headers["x-hermes-run-id"]
     assert re.fullmatch(r"run_[0-9a-f]{32}", run_id)
     with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
-        rows = conn.execute("SELECT seq, event FROM journal_events WHERE turn_id = ? ORDER BY seq", (run_id,)).fetchall()
+        rows = conn.execute(
+            "SELECT seq, event FROM journal_events WHERE turn_id = ? ORDER BY seq", (run_id,)
+        ).fetchall()
         stored = conn.execute("SELECT id, status FROM responses WHERE turn_id = ?", (run_id,)).fetchall()
     assert stored == [(restarted.first_id, "completed")]
     assert len(rows) > 10, rows
@@ -273,7 +280,11 @@ def test_store_file_is_private_and_holds_the_turn_journal(restarted: Restarted) 
     events = [json.loads(event) for _, event in rows]
     finished = [e for e in events if e["t"] == "TurnFinished"]
     assert len(finished) == 1 and events[-1] is finished[0]
-    assert (finished[0]["status"], finished[0]["prompt_tokens"], finished[0]["completion_tokens"]) == ("completed", 42, 17)
+    assert (finished[0]["status"], finished[0]["prompt_tokens"], finished[0]["completion_tokens"]) == (
+        "completed",
+        42,
+        17,
+    )
     assert any(e["t"] == "ToolCompleted" and e.get("result") == TOOL_RESULT for e in events)
 
 
@@ -315,8 +326,12 @@ def test_background_stream_completes_without_any_client(slow_gateway: LiveGatewa
     the full stream."""
     dropped = post_and_drop(slow_gateway, {"input": "use tool", "stream": True, "background": True}, until_seq=6)
     response_id, k = dropped.response_id, dropped.last_seq
-    settled = wait_for(lambda: get_object(slow_gateway, response_id), timeout=15,
-                       until=lambda o: o["status"] not in ("queued", "in_progress"), what="a settled response")
+    settled = wait_for(
+        lambda: get_object(slow_gateway, response_id),
+        timeout=15,
+        until=lambda o: o["status"] not in ("queued", "in_progress"),
+        what="a settled response",
+    )
     assert settled["status"] == "completed"
     call, result = tool_pair(settled["output"])
     assert result["call_id"] == call["call_id"] and result["output"] == TOOL_RESULT
@@ -351,11 +366,16 @@ def crashed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Crashed]:
         reply = create(before, input=hang_input, background=True)
         hang = reply.json()
         assert hang["status"] in ("queued", "in_progress")
-        wait_for(lambda: get_object(before, hang["id"]), timeout=15,  # the tool started
-                 until=lambda o: any(i["type"] == "reasoning" for i in o["output"]), what="the hang turn's tool")
+        wait_for(
+            lambda: get_object(before, hang["id"]),
+            timeout=15,  # the tool started
+            until=lambda o: any(i["type"] == "reasoning" for i in o["output"]),
+            what="the hang turn's tool",
+        )
         time.sleep(0.6)  # a few journal flush intervals
-        streamed = post_and_drop(before, {"input": "use tool", "stream": True, "background": True},
-                                 until_seq=12, kill=True)
+        streamed = post_and_drop(
+            before, {"input": "use tool", "stream": True, "background": True}, until_seq=12, kill=True
+        )
         executions_before = len(before.executions())
     finally:
         before.stop(signal.SIGKILL)
@@ -402,7 +422,7 @@ def test_crash_settled_response_stream_ends_with_response_failed(crashed: Crashe
     assert done[2]["call_id"] == done[1]["call_id"] and done[2]["output"] == "[interrupted]"
     events = [r.event for r in records]
     fc_done = events.index("response.output_item.done", events.index("response.function_call_arguments.done"))
-    assert events[fc_done + 1:fc_done + 3] == ["response.output_item.added", "response.output_item.done"]
+    assert events[fc_done + 1 : fc_done + 3] == ["response.output_item.added", "response.output_item.done"]
 
 
 def test_chain_from_a_crash_settled_response_keeps_its_transcript(crashed: Crashed) -> None:
@@ -431,7 +451,7 @@ def test_events_streamed_before_a_crash_keep_their_sequence_numbers(crashed: Cra
     assert get_object(crashed.live, response_id)["status"] == "failed"
     full = stream_of(crashed.live, response_id)
     assert full[-1].event == "response.failed"
-    assert view(full[:len(seen)]) == view(seen), (
+    assert view(full[: len(seen)]) == view(seen), (
         f"client saw {[r.event for r in seen]}; after the restart the journal renders {[r.event for r in full]}"
     )
     rest = stream_of(crashed.live, response_id, starting_after=k)

@@ -42,21 +42,41 @@ class Outcome:
 
 OUTCOMES = {
     "completed": Outcome(
-        "completed", "use tool", "stop", None, None, None, None, None, "Your project has README.md and src/."),
+        "completed", "use tool", "stop", None, None, None, None, None, "Your project has README.md and src/."
+    ),
     "incomplete": Outcome(
-        "incomplete", "exhaust", "length",
+        "incomplete",
+        "exhaust",
+        "length",
         {"completed": False, "partial": True, "failed": False, "error_code": "iteration_budget_exhausted"},
-        None, {"reason": "iteration_budget_exhausted"}, None, "iteration_budget_exhausted",
-        "I checked 41 of 60 log files; so far the linker step is the only failure."),
+        None,
+        {"reason": "iteration_budget_exhausted"},
+        None,
+        "iteration_budget_exhausted",
+        "I checked 41 of 60 log files; so far the linker step is the only failure.",
+    ),
     "failed": Outcome(
-        "failed", "fail", "error",
+        "failed",
+        "fail",
+        "error",
         {"completed": False, "partial": True, "failed": True, "error_code": "agent_error"},
         {"message": FAIL_MESSAGE, "type": "server_error", "param": None, "code": "agent_error"},
-        None, "agent_error", None, "Diagnostic: "),
+        None,
+        "agent_error",
+        None,
+        "Diagnostic: ",
+    ),
     "cancelled": Outcome(
-        "cancelled", "hang", "cancelled",
+        "cancelled",
+        "hang",
+        "cancelled",
         {"completed": False, "partial": False, "failed": False, "error_code": "cancelled"},
-        None, None, None, None, ""),
+        None,
+        None,
+        None,
+        None,
+        "",
+    ),
 }
 
 
@@ -71,8 +91,11 @@ async def get_json(api: TestClient, auth: dict[str, str], path: str) -> dict[str
 
 async def stop_when_running(api: TestClient, auth: dict[str, str], run_id: str) -> None:
     """Wait until the turn's tool runs (its run's last event), then POST /v1/runs/{id}/stop."""
-    await wait_for_async(lambda: get_json(api, auth, f"{RUNS}/{run_id}"),
-                         until=lambda run: run["last_event"] == "tool.started", what="the turn's tool")
+    await wait_for_async(
+        lambda: get_json(api, auth, f"{RUNS}/{run_id}"),
+        until=lambda run: run["last_event"] == "tool.started",
+        what="the turn's tool",
+    )
     async with api.post(f"{RUNS}/{run_id}/stop", headers=auth) as resp:
         assert resp.status == 200
         assert await resp.json() == {"run_id": run_id, "status": "stopping"}
@@ -88,10 +111,15 @@ async def run_projection(api: TestClient, auth: dict[str, str], run_id: str) -> 
     terminal = records[-1].json()
     assert sum(1 for r in records if r.json()["event"].startswith("run.")) == 1
     return {
-        "status": run["status"], "last_event": run["last_event"], "events_terminal": terminal["event"],
-        "output": run["output"], "events_output": terminal["output"],
-        "error_code": (run["error"] or {}).get("code"), "events_error_code": (terminal.get("error") or {}).get("code"),
-        "turn_exit_reason": run["turn_exit_reason"], "events_turn_exit_reason": terminal.get("turn_exit_reason"),
+        "status": run["status"],
+        "last_event": run["last_event"],
+        "events_terminal": terminal["event"],
+        "output": run["output"],
+        "events_output": terminal["output"],
+        "error_code": (run["error"] or {}).get("code"),
+        "events_error_code": (terminal.get("error") or {}).get("code"),
+        "turn_exit_reason": run["turn_exit_reason"],
+        "events_turn_exit_reason": terminal.get("turn_exit_reason"),
     }
 
 
@@ -99,8 +127,9 @@ Observed = tuple[str, dict[str, Any]]  # (run id, the surface's own terminal vie
 Surface = Callable[[TestClient, dict[str, str], str, bool], Awaitable[Observed]]
 
 
-async def post_turn(api: TestClient, auth: dict[str, str], path: str, body: dict[str, Any],
-                    cancel: bool) -> tuple[str, Reply]:
+async def post_turn(
+    api: TestClient, auth: dict[str, str], path: str, body: dict[str, Any], cancel: bool
+) -> tuple[str, Reply]:
     """POST one turn (stopped through its run once its tool runs when `cancel`); its run id and the whole reply."""
     async with api.post(path, json=body, headers=auth) as resp:
         assert resp.status == 200
@@ -115,8 +144,12 @@ async def chat_json(api: TestClient, auth: dict[str, str], text: str, cancel: bo
     run_id, got = await post_turn(api, auth, CHAT, body, cancel)
     reply = got.json()
     choice = reply["choices"][0]
-    return run_id, {"finish_reason": choice["finish_reason"], "hermes": reply.get("hermes"),
-                    "error": reply.get("error"), "answer": choice["message"]["content"] or ""}
+    return run_id, {
+        "finish_reason": choice["finish_reason"],
+        "hermes": reply.get("hermes"),
+        "error": reply.get("error"),
+        "answer": choice["message"]["content"] or "",
+    }
 
 
 async def chat_stream(api: TestClient, auth: dict[str, str], text: str, cancel: bool) -> Observed:
@@ -127,15 +160,23 @@ async def chat_stream(api: TestClient, auth: dict[str, str], text: str, cancel: 
     chunks = [r.json() for r in records[:-1] if r.event is None]
     finish = chunks[-1]
     answer = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
-    return run_id, {"finish_reason": finish["choices"][0]["finish_reason"], "hermes": finish.get("hermes"),
-                    "error": finish.get("error"), "answer": answer}
+    return run_id, {
+        "finish_reason": finish["choices"][0]["finish_reason"],
+        "hermes": finish.get("hermes"),
+        "error": finish.get("error"),
+        "answer": answer,
+    }
 
 
 def _response_view(response: dict[str, Any]) -> dict[str, Any]:
     messages = [i for i in response["output"] if i["type"] == "message" and i.get("phase") != "commentary"]
     answer = messages[-1]["content"][0]["text"] if messages else ""
-    return {"status": response["status"], "incomplete_details": response["incomplete_details"],
-            "error_code": (response["error"] or {}).get("code"), "answer": answer}
+    return {
+        "status": response["status"],
+        "incomplete_details": response["incomplete_details"],
+        "error_code": (response["error"] or {}).get("code"),
+        "answer": answer,
+    }
 
 
 async def responses_json(api: TestClient, auth: dict[str, str], text: str, cancel: bool) -> Observed:
@@ -149,8 +190,11 @@ async def responses_stream(api: TestClient, auth: dict[str, str], text: str, can
     body = {"model": "hermes-agent", "input": text, "stream": True}
     run_id, reply = await post_turn(api, auth, RESPONSES, body, cancel)
     records = reply.records
-    terminals = [r.event for r in records if r.event in (
-        "response.completed", "response.incomplete", "response.failed", "response.cancelled")]
+    terminals = [
+        r.event
+        for r in records
+        if r.event in ("response.completed", "response.incomplete", "response.failed", "response.cancelled")
+    ]
     response = records[-1].json()["response"]
     stored = await get_json(api, auth, f"{RESPONSES}/{response['id']}")
     return run_id, {**_response_view(response), "terminal_events": terminals, "stored_status": stored["status"]}
@@ -166,32 +210,45 @@ async def runs_api(api: TestClient, auth: dict[str, str], text: str, cancel: boo
 
 
 async def session_json(api: TestClient, auth: dict[str, str], text: str, cancel: bool) -> Observed:
-    run_id, got = await post_turn(api, auth, f"/api/sessions/truth-{text.replace(' ', '-')}/chat", {"message": text},
-                                  cancel)
+    run_id, got = await post_turn(
+        api, auth, f"/api/sessions/truth-{text.replace(' ', '-')}/chat", {"message": text}, cancel
+    )
     reply = got.json()
     assert reply["run_id"] == run_id
-    return run_id, {"status": reply["status"], "error_code": (reply["error"] or {}).get("code"),
-                    "turn_exit_reason": reply["turn_exit_reason"], "answer": reply["message"]["content"]}
+    return run_id, {
+        "status": reply["status"],
+        "error_code": (reply["error"] or {}).get("code"),
+        "turn_exit_reason": reply["turn_exit_reason"],
+        "answer": reply["message"]["content"],
+    }
 
 
 async def session_stream(api: TestClient, auth: dict[str, str], text: str, cancel: bool) -> Observed:
-    run_id, reply = await post_turn(api, auth, f"/api/sessions/truth-stream-{text.replace(' ', '-')}/chat/stream",
-                                    {"message": text}, cancel)
+    run_id, reply = await post_turn(
+        api, auth, f"/api/sessions/truth-stream-{text.replace(' ', '-')}/chat/stream", {"message": text}, cancel
+    )
     records = reply.records
     assert [r.event for r in records[-1:]] == ["done"]
     run_events = [r.json() for r in records if (r.event or "").startswith("run.") and r.event != "run.started"]
     assert len(run_events) == 1
     terminal = run_events[0]
     closing = [r.json() for r in records if r.event == "assistant.completed"]
-    return run_id, {"terminal_event": terminal["event"], "status": terminal["status"],
-                    "error_code": (terminal.get("error") or {}).get("code"),
-                    "turn_exit_reason": terminal.get("turn_exit_reason"),
-                    "answer": closing[0]["content"] if closing else ""}
+    return run_id, {
+        "terminal_event": terminal["event"],
+        "status": terminal["status"],
+        "error_code": (terminal.get("error") or {}).get("code"),
+        "turn_exit_reason": terminal.get("turn_exit_reason"),
+        "answer": closing[0]["content"] if closing else "",
+    }
 
 
 SURFACES: dict[str, Surface] = {
-    "chat-json": chat_json, "chat-stream": chat_stream, "responses-json": responses_json,
-    "responses-stream": responses_stream, "runs": runs_api, "session-json": session_json,
+    "chat-json": chat_json,
+    "chat-stream": chat_stream,
+    "responses-json": responses_json,
+    "responses-stream": responses_stream,
+    "runs": runs_api,
+    "session-json": session_json,
     "session-stream": session_stream,
 }
 
@@ -199,18 +256,31 @@ SURFACES: dict[str, Surface] = {
 def expected_surface_view(surface: str, outcome: Outcome) -> dict[str, Any]:
     """What §3.6 says the surface itself shows for the outcome."""
     if surface.startswith("chat"):
-        return {"finish_reason": outcome.finish_reason, "hermes": outcome.hermes, "error": outcome.chat_error,
-                "answer": outcome.answer}
+        return {
+            "finish_reason": outcome.finish_reason,
+            "hermes": outcome.hermes,
+            "error": outcome.chat_error,
+            "answer": outcome.answer,
+        }
     if surface.startswith("responses"):
-        view = {"status": outcome.status, "incomplete_details": outcome.incomplete_details,
-                "error_code": outcome.error_code, "answer": outcome.answer, "stored_status": outcome.status}
+        view = {
+            "status": outcome.status,
+            "incomplete_details": outcome.incomplete_details,
+            "error_code": outcome.error_code,
+            "answer": outcome.answer,
+            "stored_status": outcome.status,
+        }
         if surface == "responses-stream":
             view["terminal_events"] = [f"response.{outcome.status}"]
         return view
     if surface == "runs":
         return {}
-    view = {"status": outcome.status, "error_code": outcome.error_code, "turn_exit_reason": outcome.turn_exit_reason,
-            "answer": outcome.answer}
+    view = {
+        "status": outcome.status,
+        "error_code": outcome.error_code,
+        "turn_exit_reason": outcome.turn_exit_reason,
+        "answer": outcome.answer,
+    }
     if surface == "session-stream":
         view["terminal_event"] = f"run.{outcome.status}"
     return view
@@ -219,9 +289,17 @@ def expected_surface_view(surface: str, outcome: Outcome) -> dict[str, Any]:
 def expected_run_projection(outcome: Outcome) -> dict[str, Any]:
     """W-6.2: the run's settled status equals its terminal event name, on GET and on /events."""
     event = f"run.{outcome.status}"
-    return {"status": outcome.status, "last_event": event, "events_terminal": event, "output": outcome.answer,
-            "events_output": outcome.answer, "error_code": outcome.error_code, "events_error_code": outcome.error_code,
-            "turn_exit_reason": outcome.turn_exit_reason, "events_turn_exit_reason": outcome.turn_exit_reason}
+    return {
+        "status": outcome.status,
+        "last_event": event,
+        "events_terminal": event,
+        "output": outcome.answer,
+        "events_output": outcome.answer,
+        "error_code": outcome.error_code,
+        "events_error_code": outcome.error_code,
+        "turn_exit_reason": outcome.turn_exit_reason,
+        "events_turn_exit_reason": outcome.turn_exit_reason,
+    }
 
 
 @pytest.mark.parametrize("name", list(OUTCOMES))
@@ -235,8 +313,10 @@ async def test_every_surface_agrees_on_the_terminal_status(api: TestClient, auth
     for surface, drive in SURFACES.items():
         run_id, view = await drive(api, auth, outcome.text, name == "cancelled")
         observed[surface] = {"surface": view, "run": await run_projection(api, auth, run_id)}
-        expected[surface] = {"surface": expected_surface_view(surface, outcome),
-                             "run": expected_run_projection(outcome)}
+        expected[surface] = {
+            "surface": expected_surface_view(surface, outcome),
+            "run": expected_run_projection(outcome),
+        }
     assert observed == expected
 
 
@@ -247,14 +327,23 @@ async def test_iteration_budget_exhaustion_reads_the_same_everywhere(api: TestCl
     outcome = OUTCOMES["incomplete"]
     _, chat = await chat_stream(api, auth, "exhaust", False)
     assert (chat["finish_reason"], chat["hermes"]["error_code"], chat["error"]) == (
-        "length", "iteration_budget_exhausted", None)
+        "length",
+        "iteration_budget_exhausted",
+        None,
+    )
     _, response = await responses_stream(api, auth, "exhaust", False)
     assert (response["status"], response["incomplete_details"]) == (
-        "incomplete", {"reason": "iteration_budget_exhausted"})
+        "incomplete",
+        {"reason": "iteration_budget_exhausted"},
+    )
     run_id, _ = await runs_api(api, auth, "exhaust", False)
     run = await run_projection(api, auth, run_id)
     assert (run["status"], run["events_terminal"], run["turn_exit_reason"], run["events_turn_exit_reason"]) == (
-        "incomplete", "run.incomplete", "iteration_budget_exhausted", "iteration_budget_exhausted")
+        "incomplete",
+        "run.incomplete",
+        "iteration_budget_exhausted",
+        "iteration_budget_exhausted",
+    )
     assert chat["answer"] == response["answer"] == run["output"] == outcome.answer
 
 

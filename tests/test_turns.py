@@ -66,8 +66,9 @@ async def open_store() -> SessionStore:
 
 async def registry(max_concurrent: int = 10, store: Any = None) -> TurnRegistry:
     runtime = ScriptedRuntime(load_script(SCRIPT))
-    return TurnRegistry(runtime, session_transcripts(store or await open_store()), PluginHooks(),
-                        max_concurrent=max_concurrent)
+    return TurnRegistry(
+        runtime, session_transcripts(store or await open_store()), PluginHooks(), max_concurrent=max_concurrent
+    )
 
 
 def started(held: HeldTurn) -> Turn:
@@ -77,6 +78,7 @@ def started(held: HeldTurn) -> Turn:
 
 
 # -- journal -----------------------------------------------------------------------------------------
+
 
 async def test_journal_followers_get_every_event_in_order() -> None:
     journal = Journal()
@@ -133,6 +135,7 @@ async def test_journal_follow_from_an_offset_replays_the_rest() -> None:
 
 # -- bridge ------------------------------------------------------------------------------------------
 
+
 async def test_bridge_callbacks_from_many_threads_all_arrive_in_per_thread_order() -> None:
     loop = asyncio.get_running_loop()
     journal = Journal()
@@ -146,7 +149,9 @@ async def test_bridge_callbacks_from_many_threads_all_arrive_in_per_thread_order
     for thread in threads:
         thread.start()
     # The loop keeps flushing while the threads produce; close() converts whatever is still pending.
-    await wait_for_async(lambda: not any(t.is_alive() for t in threads), interval=0.001, what="the producer threads' end")
+    await wait_for_async(
+        lambda: not any(t.is_alive() for t in threads), interval=0.001, what="the producer threads' end"
+    )
     bridge.close()
     text = "".join(e.text for e in journal.events if isinstance(e, TextDelta))
     for tag in "abcd":
@@ -212,6 +217,7 @@ async def test_bridge_stop_open_tools_reports_running_tools_as_stopped() -> None
 
 # -- registry ----------------------------------------------------------------------------------------
 
+
 async def test_registry_runs_a_turn_to_one_terminal_record_and_stores_the_exchange() -> None:
     store = await open_store()
     reg = await registry(store=store)
@@ -262,10 +268,18 @@ async def test_turns_on_one_session_run_one_at_a_time_in_order() -> None:
     """§1.8: a second turn on the same session is queued until the first settles."""
     store = await open_store()
     reg = await registry(store=store)
-    first = started(reg.admit(request("use tool", session="q", run="run_1"), queue_key="q",
-                               history=lambda: store.load_session_messages("q")))
-    second = started(reg.admit(request("hello", session="q", run="run_2"), queue_key="q",
-                               history=lambda: store.load_session_messages("q")))
+    first = started(
+        reg.admit(
+            request("use tool", session="q", run="run_1"),
+            queue_key="q",
+            history=lambda: store.load_session_messages("q"),
+        )
+    )
+    second = started(
+        reg.admit(
+            request("hello", session="q", run="run_2"), queue_key="q", history=lambda: store.load_session_messages("q")
+        )
+    )
     await wait_for_async(lambda: first.status is TurnStatus.RUNNING, what="the first turn running")
     assert first.status is TurnStatus.RUNNING and second.status is TurnStatus.QUEUED
     await asyncio.wait_for(second.wait(), 5)
@@ -312,8 +326,9 @@ async def test_runtime_crash_settles_failed() -> None:
         async def run(self, turn: AgentTurn) -> TurnOutcome:
             raise RuntimeError("kaput")
 
-    reg = TurnRegistry(Broken(load_script(SCRIPT)), session_transcripts(await open_store()), PluginHooks(),
-                       max_concurrent=1)
+    reg = TurnRegistry(
+        Broken(load_script(SCRIPT)), session_transcripts(await open_store()), PluginHooks(), max_concurrent=1
+    )
     finished = await asyncio.wait_for(started(reg.admit(request("x"))).wait(), 2)
     assert finished.status is TurnStatus.FAILED and finished.error_code == "agent_error"
     assert "kaput" in (finished.error_message or "")

@@ -21,295 +21,47 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import inspect
 import json
 import logging
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-log = logging.getLogger("hermes_api_plugin")
-
-API_SERVER = "api_server"  # the platform name the plugin serves (gateway.config.Platform.API_SERVER)
-
-# hermes-agent 0.19.0's top-level modules (its wheel's top_level.txt): an absolute import of one of them is an
-# import of hermes-agent.
-HERMES_TOP_LEVEL_MODULES = frozenset(
-    [
-        "acp_adapter",
-        "agent",
-        "batch_runner",
-        "cli",
-        "cron",
-        "gateway",
-        "hermes_bootstrap",
-        "hermes_cli",
-        "hermes_constants",
-        "hermes_logging",
-        "hermes_state",
-        "hermes_time",
-        "mcp_serve",
-        "model_tools",
-        "plugins",
-        "providers",
-        "run_agent",
-        "tools",
-        "toolset_distributions",
-        "toolsets",
-        "trajectory_compressor",
-        "tui_gateway",
-        "utils",
-    ]
-)
-
-
-@dataclass(frozen=True)
-class HermesName:
-    """One hermes-agent name the plugin uses.
-
-    `args` names the positional arguments the plugin passes when it calls it (None: the plugin does not call it),
-    `kwargs` the keyword arguments it may pass, `attrs` the attributes it reads on its instances, `hooks` the
-    methods hermes-agent looks up by name on objects the plugin hands it, `fallback` what the plugin does when the
-    name is unusable (empty: required, no fallback).
-    """
-
-    module: str
-    path: str
-    args: tuple[str, ...] | None = None
-    kwargs: tuple[str, ...] = ()
-    attrs: tuple[str, ...] = ()
-    hooks: tuple[str, ...] = ()
-    fallback: str = ""
-
-    @property
-    def qualname(self) -> str:
-        return f"{self.module}.{self.path}"
-
-    def resolve(self) -> Any:
-        """Import the module and walk the attribute path (ImportError / AttributeError when either is gone)."""
-        found: Any = importlib.import_module(self.module)
-        for part in self.path.split("."):
-            found = getattr(found, part)
-        return found
-
-
-_MODEL_SECTION = "provider, base_url, api_key and model from the model: section of config.yaml"
-_DEFAULT_TOOLSETS = "AIAgent's default toolsets instead of platform_toolsets.api_server"
-
-# -- the declared list: every hermes-agent name the plugin uses ------------------------------------------------
-
-AIAGENT = HermesName(
-    "run_agent",
-    "AIAgent",
-    args=(),
-    attrs=("context_compressor",),
-    kwargs=(
-        # set by the runtime
-        "model",
-        "max_iterations",
-        "quiet_mode",
-        "verbose_logging",
-        "ephemeral_system_prompt",
-        "session_id",
-        "platform",
-        "session_db",
-        "reasoning_config",
-        "service_tier",
-        "enabled_toolsets",
-        "fallback_model",
-        "reasoning_callback",
-        "stream_delta_callback",
-        "tool_start_callback",
-        "tool_complete_callback",
-        "interim_assistant_callback",
-        "event_callback",
-        # passed through from runtime_agent_kwargs() (the keys of hermes-agent 0.19) or the model: section
-        "api_key",
-        "base_url",
-        "provider",
-        "api_mode",
-        "command",
-        "args",
-        "credential_pool",
-        "max_tokens",
-    ),
-)
-RUN_CONVERSATION = HermesName(
-    "run_agent", "AIAgent.run_conversation", args=(), kwargs=("user_message", "conversation_history", "task_id")
-)
-INTERRUPT = HermesName("run_agent", "AIAgent.interrupt", args=("message",))
-COMPACTION_SUMMARY = HermesName(
-    "agent.context_compressor",
-    "ContextCompressor",
-    attrs=("_previous_summary",),
-    fallback="compaction events carry an empty summary",
-)
-RUNTIME_KWARGS = HermesName("gateway.run", "_resolve_runtime_agent_kwargs", args=(), fallback=_MODEL_SECTION)
-RUNTIME_KWARGS_FOR_PROVIDER = HermesName(
-    "gateway.run", "_resolve_runtime_agent_kwargs_for_provider", args=("provider",), fallback=_MODEL_SECTION
-)
-GATEWAY_MODEL = HermesName("gateway.run", "_resolve_gateway_model", args=(), fallback="model.default of config.yaml")
-GATEWAY_CONFIG = HermesName("gateway.run", "_load_gateway_config", args=(), fallback=_DEFAULT_TOOLSETS)
-PLATFORM_TOOLS = HermesName(
-    "hermes_cli.tools_config", "_get_platform_tools", args=("config", "platform"), fallback=_DEFAULT_TOOLSETS
-)
-REASONING_CONFIG = HermesName(
-    "gateway.run",
-    "GatewayRunner._load_reasoning_config",
-    args=("model",),
-    fallback="AIAgent's default reasoning (a request's reasoning effort still applies)",
-)
-FALLBACK_MODEL = HermesName("gateway.run", "GatewayRunner._load_fallback_model", args=(), fallback="no fallback chain")
-DETECT_TOOL_FAILURE = HermesName(
-    "agent.display",
-    "_detect_tool_failure",
-    args=("tool_name", "result"),
-    fallback="a JSON result with a non-zero exit_code, an error or success false failed",
-)
-SET_SESSION_VARS = HermesName(
-    "gateway.session_context",
-    "set_session_vars",
-    kwargs=("platform", "chat_id", "session_key", "session_id", "async_delivery"),
-    fallback="turns run without Hermes' session context (as outside a gateway)",
-)
-CLEAR_SESSION_VARS = HermesName(
-    "gateway.session_context",
-    "clear_session_vars",
-    args=("tokens",),
-    fallback="the session context is left to end with the turn's worker thread",
-)
-SESSION_DB = HermesName(
-    "hermes_state",
-    "SessionDB",
-    args=(),
-    fallback="turns run without Hermes' session store (Hermes does not list API sessions)",
-)
-HERMES_HOME = HermesName(
-    "hermes_constants", "get_hermes_home", args=(), fallback="$HERMES_HOME, else ~/.hermes (profiles are not resolved)"
-)
-GATEWAY_RUNNER_REF = HermesName(
-    "gateway.run",
-    "_gateway_runner_ref",
-    args=(),
-    fallback="no running hermes gateway is found: the startup hook starts nothing",
-)
-GATEWAY_RUNNER = HermesName(
-    "gateway.run",
-    "GatewayRunner",
-    attrs=("adapters", "config"),
-    hooks=("active_agent_work_count",),  # looked up on the plugin's adapter
-    fallback="no adapter map: the startup hook can neither see nor hand over an adapter",
-)
-GATEWAY_PLATFORMS = HermesName(
-    "gateway.config",
-    "GatewayConfig",
-    attrs=("platforms",),
-    fallback="a default PlatformConfig(enabled=True) for api_server",
-)
-PLATFORM_API_SERVER = HermesName("gateway.config", "Platform.API_SERVER")
-PLATFORM_CONFIG = HermesName("gateway.config", "PlatformConfig", args=(), kwargs=("enabled",))
-ADAPTER_BASE = HermesName(
-    "gateway.platforms.base",
-    "BasePlatformAdapter",
-    args=("config", "platform"),
-    attrs=("platform", "has_fatal_error", "fatal_error_retryable"),
-    hooks=("connect", "disconnect", "send", "get_chat_info"),
-)
-MARK_CONNECTED = HermesName("gateway.platforms.base", "BasePlatformAdapter._mark_connected", args=())
-MARK_DISCONNECTED = HermesName("gateway.platforms.base", "BasePlatformAdapter._mark_disconnected", args=())
-SET_FATAL_ERROR = HermesName(
-    "gateway.platforms.base", "BasePlatformAdapter._set_fatal_error", args=("code", "message"), kwargs=("retryable",)
-)
-SEND_RESULT = HermesName("gateway.platforms.base", "SendResult", args=(), kwargs=("success", "error"))
-_PLATFORM_ENTRY_FIELDS = (
-    "name",
-    "label",
-    "adapter_factory",
-    "check_fn",
-    "validate_config",
-    "is_connected",
-    "required_env",
-    "install_hint",
-    "emoji",
-    "allow_update_command",
-)
-REGISTER_PLATFORM = HermesName(
-    "hermes_cli.plugins", "PluginContext.register_platform", args=(), kwargs=_PLATFORM_ENTRY_FIELDS
-)
-PLATFORM_ENTRY = HermesName("gateway.platform_registry", "PlatformEntry", args=(), kwargs=_PLATFORM_ENTRY_FIELDS)
-
-HERMES_NAMES: tuple[HermesName, ...] = (
+from .compat_names import (  # noqa: F401 - re-exported: compat is the one entry point
+    _MISSING,
+    ADAPTER_BASE,
     AIAGENT,
-    RUN_CONVERSATION,
-    INTERRUPT,
-    COMPACTION_SUMMARY,
-    RUNTIME_KWARGS,
-    RUNTIME_KWARGS_FOR_PROVIDER,
-    GATEWAY_MODEL,
-    GATEWAY_CONFIG,
-    PLATFORM_TOOLS,
-    REASONING_CONFIG,
-    FALLBACK_MODEL,
-    DETECT_TOOL_FAILURE,
-    SET_SESSION_VARS,
+    API_SERVER,
     CLEAR_SESSION_VARS,
-    SESSION_DB,
-    HERMES_HOME,
-    GATEWAY_RUNNER_REF,
-    GATEWAY_RUNNER,
+    COMPACTION_SUMMARY,
+    DETECT_TOOL_FAILURE,
+    FALLBACK_MODEL,
+    GATEWAY_CONFIG,
+    GATEWAY_MODEL,
     GATEWAY_PLATFORMS,
+    GATEWAY_RUNNER,
+    GATEWAY_RUNNER_REF,
+    HERMES_HOME,
+    HERMES_NAMES,
+    HERMES_TOP_LEVEL_MODULES,
     PLATFORM_API_SERVER,
     PLATFORM_CONFIG,
-    ADAPTER_BASE,
-    MARK_CONNECTED,
-    MARK_DISCONNECTED,
-    SET_FATAL_ERROR,
-    SEND_RESULT,
+    PLATFORM_TOOLS,
+    REASONING_CONFIG,
     REGISTER_PLATFORM,
-    PLATFORM_ENTRY,
+    RUNTIME_KWARGS,
+    RUNTIME_KWARGS_FOR_PROVIDER,
+    SEND_RESULT,
+    SESSION_DB,
+    SET_SESSION_VARS,
+    HermesName,
+    _call,
+    _target,
+    _warn_fallback,
 )
 
-# -- fallbacks ----------------------------------------------------------------------------------------------
-
-_MISSING: Any = object()  # "the name is unusable": the caller takes its fallback
-_warned: set[str] = set()  # qualnames whose fallback was logged in this process
-_warned_lock = threading.Lock()  # fallbacks are taken on worker threads and the event loop alike
-
-
-def _warn_fallback(name: HermesName, problem: str) -> None:
-    """Log the fallback of `name` at WARNING once per process: a version difference is one line, not one a turn."""
-    with _warned_lock:
-        if name.qualname in _warned:
-            return
-        _warned.add(name.qualname)
-    log.warning("[API Server] hermes-agent %s %s; falling back to: %s", name.qualname, problem, name.fallback)
-
-
-def _target(name: HermesName, *args: Any, **kwargs: Any) -> Any:
-    """The optional callable `name`, checked to accept these arguments, or _MISSING (logged once)."""
-    assert name.fallback and len(args) == len(name.args or ()) and set(kwargs) <= set(name.kwargs), name
-    try:
-        target = name.resolve()
-    except (ImportError, AttributeError) as exc:  # the module or the attribute is gone (another hermes-agent)
-        _warn_fallback(name, f"is missing ({type(exc).__name__}: {exc})")
-        return _MISSING
-    try:
-        inspect.signature(target).bind(*args, **kwargs)
-    except TypeError as exc:  # its signature changed (or it is no longer callable): calling it would be a guess
-        _warn_fallback(name, f"no longer accepts the arguments the plugin passes ({exc})")
-        return _MISSING
-    except ValueError:  # no introspectable signature (a builtin, e.g. a weakref): the call itself will tell
-        pass
-    return target
-
-
-def _call(name: HermesName, *args: Any, **kwargs: Any) -> Any:
-    """Call the optional callable `name`; _MISSING when it is unusable. Exceptions of the call propagate."""
-    target = _target(name, *args, **kwargs)
-    return _MISSING if target is _MISSING else target(*args, **kwargs)
-
+log = logging.getLogger("hermes_api_plugin")
 
 # -- the agent ------------------------------------------------------------------------------------------------
 

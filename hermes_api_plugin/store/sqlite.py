@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from ..content import Message
-from .base import AdmissionRecord, Eviction, StoredResponse
-from .sqlite_db import SqliteDatabase, transaction
+from .base import Eviction, StoredResponse
+from .sqlite_admissions import SqliteAdmissions
+from .sqlite_db import SqliteDatabase, insert_sql, json_text, transaction
 from .sqlite_sessions import SqliteSessionStore
 
 _RESPONSE_COLUMNS = (
@@ -36,32 +37,10 @@ _RESPONSE_COLUMNS = (
     "created_at",
     "accessed_at",
 )
-_ADMISSION_COLUMNS = (
-    "scope",
-    "surface",
-    "key",
-    "identity",
-    "target",
-    "state",
-    "turn_id",
-    "reply",
-    "owner",
-    "created_at",
-    "settled_at",
-)
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _messages(raw: str) -> list[Message]:
     return [Message.from_json(m) for m in json.loads(raw)]
-
-
-def _insert(table: str, columns: Sequence[str], verb: str = "INSERT") -> str:
-    """An insert with named parameters (`:column`), so rows are bound by name too."""
-    return f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({', '.join(':' + c for c in columns)})"
 
 
 def _response(row: sqlite3.Row) -> StoredResponse:
@@ -84,41 +63,7 @@ def _response(row: sqlite3.Row) -> StoredResponse:
     )
 
 
-def _admission(row: sqlite3.Row | None) -> AdmissionRecord | None:
-    if row is None:
-        return None
-    return AdmissionRecord(
-        scope=row["scope"],
-        surface=row["surface"],
-        key=row["key"],
-        identity=row["identity"],
-        target=row["target"],
-        state=row["state"],
-        turn_id=row["turn_id"],
-        reply=json.loads(row["reply"]),
-        owner=row["owner"],
-        created_at=row["created_at"],
-        settled_at=row["settled_at"],
-    )
-
-
-def _admission_row(r: AdmissionRecord) -> dict[str, Any]:
-    return {
-        "scope": r.scope,
-        "surface": r.surface,
-        "key": r.key,
-        "identity": r.identity,
-        "target": r.target,
-        "state": r.state,
-        "turn_id": r.turn_id,
-        "reply": _dumps(r.reply),
-        "owner": r.owner,
-        "created_at": r.created_at or time.time(),
-        "settled_at": r.settled_at,
-    }
-
-
-class SqliteStore:
+class SqliteStore(SqliteAdmissions):
     """The Store protocol on SQLite; `sessions` is the SessionStore over the same database."""
 
     def __init__(self, path: Path | None, *, max_responses: int = 10000, fallback_to_memory: bool = False) -> None:
@@ -170,11 +115,11 @@ class SqliteStore:
             "previous_response_id": response.previous_response_id,
             "conversation": response.conversation,
             "status": response.status,
-            "snapshot": _dumps(response.snapshot),
-            "input_items": _dumps(response.input_items),
+            "snapshot": json_text(response.snapshot),
+            "input_items": json_text(response.input_items),
             "instructions": response.instructions,
-            "messages": _dumps([m.to_json() for m in response.messages]),
-            "render": _dumps({"queued": response.queued, "commentary": response.commentary}),
+            "messages": json_text([m.to_json() for m in response.messages]),
+            "render": json_text({"queued": response.queued, "commentary": response.commentary}),
             "created_at": response.created_at or now,
             "accessed_at": now,
         }
@@ -186,7 +131,7 @@ class SqliteStore:
                 "item_id": item["id"],
                 "scope": response.scope,
                 "response_id": response.id,
-                "item": _dumps(item),
+                "item": json_text(item),
                 "call_id": item.get("call_id")
                 if item.get("type") == "function_call_output" and item["id"] not in input_ids
                 else None,
@@ -199,13 +144,13 @@ class SqliteStore:
             with transaction(conn):
                 # An update keeps what the chain was built from (input, instructions, links) as first stored.
                 conn.execute(
-                    _insert("responses", _RESPONSE_COLUMNS) + " ON CONFLICT(id) DO UPDATE SET "
+                    insert_sql("responses", _RESPONSE_COLUMNS) + " ON CONFLICT(id) DO UPDATE SET "
                     "status = excluded.status, snapshot = excluded.snapshot, messages = excluded.messages, "
                     "accessed_at = excluded.accessed_at",
                     row,
                 )
                 conn.executemany(
-                    _insert(
+                    insert_sql(
                         "response_items", ("item_id", "scope", "response_id", "call_id", "item"), "INSERT OR REPLACE"
                     ),
                     item_rows,
@@ -327,85 +272,6 @@ class SqliteStore:
         return [_response(row) for row in await self.db.call(find)]
 
     # -- admissions ----------------------------------------------------------------------------------
-    async def get_admission(self, scope: str, surface: str, key: str) -> AdmissionRecord | None:
-        return await self.db.call(
-            lambda c: _admission(
-                c.execute(
-                    "SELECT * FROM admissions WHERE scope = ? AND surface = ? AND key = ?", (scope, surface, key)
-                ).fetchone()
-            )
-        )
-
-    async def reserve_admission(self, record: AdmissionRecord) -> AdmissionRecord | None:
-        row = _admission_row(record)
-
-        def reserve(conn: sqlite3.Connection) -> AdmissionRecord | None:
-            with transaction(conn):  # read and insert under one write lock: one reservation wins
-                existing = conn.execute(
-                    "SELECT * FROM admissions WHERE scope = :scope AND surface = :surface AND key = :key", row
-                ).fetchone()
-                if existing is not None:
-                    return _admission(existing)
-                conn.execute(_insert("admissions", _ADMISSION_COLUMNS), row)
-                return None
-
-        return await self.db.call(reserve)
-
-    async def replace_admission(self, record: AdmissionRecord) -> None:
-        row = _admission_row(record)
-        await self.db.call(lambda c: c.execute(_insert("admissions", _ADMISSION_COLUMNS, "INSERT OR REPLACE"), row))
-
-    async def settle_admission(self, turn_id: str) -> None:
-        await self.db.call(
-            lambda c: c.execute(
-                "UPDATE admissions SET state = 'settled', settled_at = ? WHERE turn_id = ? AND state = 'running'",
-                (time.time(), turn_id),
-            )
-        )
-
-    async def mark_unknown_admissions(self, owner: str) -> list[str]:
-        def mark(conn: sqlite3.Connection) -> list[str]:
-            with transaction(conn):
-                turns = [
-                    r["turn_id"]
-                    for r in conn.execute(
-                        "SELECT turn_id FROM admissions WHERE state = 'running' AND owner IS NOT ?", (owner,)
-                    )
-                ]
-                conn.execute(
-                    "UPDATE admissions SET state = 'unknown', settled_at = ? "
-                    "WHERE state = 'running' AND owner IS NOT ?",
-                    (time.time(), owner),
-                )
-                return turns
-
-        return await self.db.call(mark)
-
-    async def admission_for_turn(self, scope: str, turn_id: str) -> AdmissionRecord | None:
-        return await self.db.call(
-            lambda c: _admission(
-                c.execute("SELECT * FROM admissions WHERE turn_id = ? AND scope = ?", (turn_id, scope)).fetchone()
-            )
-        )
-
-    # -- journals ------------------------------------------------------------------------------------
-    async def append_journals(self, batches: Sequence[tuple[str, int, Sequence[str]]]) -> None:
-        rows = [(turn_id, first + i, event) for turn_id, first, events in batches for i, event in enumerate(events)]
-
-        def append(conn: sqlite3.Connection) -> None:
-            with transaction(conn):
-                conn.executemany("INSERT OR REPLACE INTO journal_events (turn_id, seq, event) VALUES (?, ?, ?)", rows)
-
-        await self.db.call(append)
-
-    async def load_journal(self, turn_id: str) -> list[str]:
-        def load(conn: sqlite3.Connection) -> list[str]:
-            return [
-                r["event"]
-                for r in conn.execute("SELECT event FROM journal_events WHERE turn_id = ? ORDER BY seq", (turn_id,))
-            ]
-
-        return await self.db.call(load)
 
 
 class MemoryStore(SqliteStore):

@@ -9,15 +9,16 @@ memory and `durable` is False (WIRE.md §5.4).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from .base import StoreError
 from .sqlite_migrate import load_migrations, migrate
@@ -128,3 +129,13 @@ class SqliteDatabase:
         if conn is not None:
             await asyncio.get_running_loop().run_in_executor(executor, conn.close)
         executor.shutdown(wait=True)
+
+
+def json_text(value: Any) -> str:
+    """A value as the compact UTF-8 JSON text stored in a column."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def insert_sql(table: str, columns: Sequence[str], verb: str = "INSERT") -> str:
+    """`INSERT INTO table (cols) VALUES (:cols)` with named parameters."""
+    return f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({', '.join(':' + c for c in columns)})"

@@ -20,7 +20,10 @@ async def handle(event_type: str, context: dict[str, Any]) -> str | None:
     try:
         from hermes_api_plugin.hermes.bridge import on_gateway_startup
     except ImportError as exc:
-        print(f"[API Server] hermes-api-plugin hook: the package is not installed in this Python ({exc}); "
-              "pip install 'hermes-api-plugin[hermes]'", flush=True)
+        print(
+            f"[API Server] hermes-api-plugin hook: the package is not installed in this Python ({exc}); "
+            "pip install 'hermes-api-plugin[hermes]'",
+            flush=True,
+        )
         return None
     return await on_gateway_startup(context)

@@ -51,10 +51,12 @@ ROWS: dict[str, Row] = {
             packages=(("pypi", "openai"),),
             chat=Cell(True, "raw stream, `.stream()` final completion, JSON"),
             responses=Cell(True, "`.stream()` final response, `create()`"),
-            reasoning=Cell(True, "`reasoning_content` in `model_extra` (concatenated by `.stream()`); "
-                                 "Responses summaries"),
-            tool_progress=Cell(True, "chat: empty-delta chunks with the progress fields in `model_extra`; "
-                                     "Responses: tool items"),
+            reasoning=Cell(
+                True, "`reasoning_content` in `model_extra` (concatenated by `.stream()`); Responses summaries"
+            ),
+            tool_progress=Cell(
+                True, "chat: empty-delta chunks with the progress fields in `model_extra`; Responses: tool items"
+            ),
         ),
         Row(
             key="openai-node",
@@ -62,10 +64,13 @@ ROWS: dict[str, Row] = {
             packages=(("npm", "openai"),),
             chat=Cell(True, "raw stream, `.stream().finalChatCompletion()`"),
             responses=Cell(True, "`.stream().finalResponse()`"),
-            reasoning=Cell(True, "raw `delta.reasoning_content`; `finalChatCompletion()` keeps only the last delta; "
-                                 "Responses summaries"),
-            tool_progress=Cell(True, "chat: empty-delta chunks with the progress fields at the chunk root; "
-                                     "Responses: tool items"),
+            reasoning=Cell(
+                True,
+                "raw `delta.reasoning_content`; `finalChatCompletion()` keeps only the last delta; Responses summaries",
+            ),
+            tool_progress=Cell(
+                True, "chat: empty-delta chunks with the progress fields at the chunk root; Responses: tool items"
+            ),
         ),
         Row(
             key="vercel-openai-compatible",
@@ -136,8 +141,14 @@ def version_cell(row: Row) -> str:
 def render_table() -> str:
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     for row in ROWS.values():
-        cells = (row.client, version_cell(row), row.chat.render(), row.responses.render(), row.reasoning.render(),
-                 row.tool_progress.render())
+        cells = (
+            row.client,
+            version_cell(row),
+            row.chat.render(),
+            row.responses.render(),
+            row.reasoning.render(),
+            row.tool_progress.render(),
+        )
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -76,12 +76,20 @@ def finish(proc: subprocess.Popen[str], what: str, timeout: float) -> dict[str, 
     except subprocess.TimeoutExpired:
         proc.kill()
         stdout, stderr = proc.communicate()
-        return {"ok": False, "error": {"message": f"{what} did not finish within {timeout} s"}, "stderr": stderr,
-                "stdout": stdout}
+        return {
+            "ok": False,
+            "error": {"message": f"{what} did not finish within {timeout} s"},
+            "stderr": stderr,
+            "stdout": stdout,
+        }
     result = last_json_line(stdout)
     if result is None:
-        return {"ok": False, "error": {"message": f"{what} printed no JSON line (exit {proc.returncode})"},
-                "stderr": stderr, "stdout": stdout}
+        return {
+            "ok": False,
+            "error": {"message": f"{what} printed no JSON line (exit {proc.returncode})"},
+            "stderr": stderr,
+            "stdout": stdout,
+        }
     result["stderr"] = stderr
     result["exit_code"] = proc.returncode
     return result
@@ -107,8 +115,10 @@ def node_problem() -> str | None:
             return f"{name} is not installed: run `npm ci --prefix tests/clients/node` (./test does)"
         installed = json.loads(manifest.read_text(encoding="utf-8"))["version"]
         if installed != version:
-            return (f"{name} {installed} is installed, package.json pins {version}: "
-                    "run `npm ci --prefix tests/clients/node`")
+            return (
+                f"{name} {installed} is installed, package.json pins {version}: "
+                "run `npm ci --prefix tests/clients/node`"
+            )
     return None
 
 
@@ -119,28 +129,54 @@ class NodeClients:
     def version(self) -> str:
         return subprocess.run([self.node, "--version"], capture_output=True, text=True, check=True).stdout.strip()
 
-    def start(self, script: str, gateway: LiveGateway, prompt: str = "use tool", idle_timeout_ms: int = 0,
-              extra_env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    def start(
+        self,
+        script: str,
+        gateway: LiveGateway,
+        prompt: str = "use tool",
+        idle_timeout_ms: int = 0,
+        extra_env: dict[str, str] | None = None,
+    ) -> subprocess.Popen[str]:
         path = NODE_DIR / f"{script}.mjs"
         assert path.exists(), path
         env = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "OPENAI_"))}
-        env.update({
-            "HERMES_BASE_URL": gateway.url + "/v1",
-            "HERMES_API_KEY": gateway.key,
-            "HERMES_PROMPT": prompt,
-            "HERMES_IDLE_TIMEOUT_MS": str(idle_timeout_ms),
-            "NODE_NO_WARNINGS": "1",
-            **(extra_env or {}),
-        })
-        return subprocess.Popen([self.node, str(path)], cwd=NODE_DIR, env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8")
+        env.update(
+            {
+                "HERMES_BASE_URL": gateway.url + "/v1",
+                "HERMES_API_KEY": gateway.key,
+                "HERMES_PROMPT": prompt,
+                "HERMES_IDLE_TIMEOUT_MS": str(idle_timeout_ms),
+                "NODE_NO_WARNINGS": "1",
+                **(extra_env or {}),
+            }
+        )
+        return subprocess.Popen(
+            [self.node, str(path)],
+            cwd=NODE_DIR,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+        )
 
-    def run(self, script: str, gateway: LiveGateway, prompt: str = "use tool", *, idle_timeout_ms: int = 0,
-            extra_env: dict[str, str] | None = None, timeout: float = 60.0, expect_ok: bool = True) -> dict[str, Any]:
+    def run(
+        self,
+        script: str,
+        gateway: LiveGateway,
+        prompt: str = "use tool",
+        *,
+        idle_timeout_ms: int = 0,
+        extra_env: dict[str, str] | None = None,
+        timeout: float = 60.0,
+        expect_ok: bool = True,
+    ) -> dict[str, Any]:
         result = finish(self.start(script, gateway, prompt, idle_timeout_ms, extra_env), script, timeout)
         if expect_ok:
-            assert result.get("ok") is True, f"{script} failed: {result.get('error')}\n{result.get('stack', '')}\n" \
-                                             f"{result.get('stderr', '')}"
+            assert result.get("ok") is True, (
+                f"{script} failed: {result.get('error')}\n{result.get('stack', '')}\n{result.get('stderr', '')}"
+            )
         return result
 
 
@@ -159,8 +195,12 @@ def node_clients() -> NodeClients:
 
 def _is_py313(python: str) -> bool:
     try:
-        done = subprocess.run([python, "-c", "import sys; raise SystemExit(sys.version_info < (3, 13))"],
-                              capture_output=True, timeout=30, check=False)
+        done = subprocess.run(
+            [python, "-c", "import sys; raise SystemExit(sys.version_info < (3, 13))"],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
     return done.returncode == 0
@@ -180,10 +220,18 @@ class HermesClient:
 
     def start(self, gateway: LiveGateway, prompts: list[str]) -> subprocess.Popen[str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "PYTHON"))}
-        env.update({"HERMES_BASE_URL": gateway.url, "HERMES_API_KEY": gateway.key,
-                    "HERMES_PROMPTS": json.dumps(prompts)})
-        return subprocess.Popen([self.python, str(HERMES_SCENARIO)], env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8")
+        env.update(
+            {"HERMES_BASE_URL": gateway.url, "HERMES_API_KEY": gateway.key, "HERMES_PROMPTS": json.dumps(prompts)}
+        )
+        return subprocess.Popen(
+            [self.python, str(HERMES_SCENARIO)],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+        )
 
     def run(self, gateway: LiveGateway, prompts: list[str], timeout: float = 90.0) -> dict[str, Any]:
         result = finish(self.start(gateway, prompts), "hermes_client_scenario.py", timeout)
@@ -195,15 +243,25 @@ def hermes_client_problem() -> tuple[HermesClient | None, str | None, bool]:
     """(client, problem, python313_absent)."""
     python = PY313_VENV / "bin" / "python"
     if python.exists():
-        done = subprocess.run([str(python), "-c", "import hermes_agent_api_client"], capture_output=True,
-                              timeout=60, check=False)
+        done = subprocess.run(
+            [str(python), "-c", "import hermes_agent_api_client"], capture_output=True, timeout=60, check=False
+        )
         if done.returncode == 0:
             return HermesClient(str(python)), None, False
     if find_python313() is None:
-        return None, ("no Python >= 3.13 on this machine (python3.13 not found): hermes-agent-api-client "
-                      "requires it"), True
-    return None, ("tests/clients/.venv313 with hermes-agent-api-client is missing: run ./test, which creates it "
-                  "from tests/clients/requirements-py313.txt"), False
+        return (
+            None,
+            ("no Python >= 3.13 on this machine (python3.13 not found): hermes-agent-api-client requires it"),
+            True,
+        )
+    return (
+        None,
+        (
+            "tests/clients/.venv313 with hermes-agent-api-client is missing: run ./test, which creates it "
+            "from tests/clients/requirements-py313.txt"
+        ),
+        False,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -231,8 +289,11 @@ def clients_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGa
 
 @pytest.fixture(scope="session")
 def keepalive_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGateway]:
-    home = write_home(tmp_path_factory.mktemp("keepalive_home"), script="keepalive.yaml",
-                      config={"api_server": {"sse_keepalive_seconds": 1, "max_concurrent_runs": 0}})
+    home = write_home(
+        tmp_path_factory.mktemp("keepalive_home"),
+        script="keepalive.yaml",
+        config={"api_server": {"sse_keepalive_seconds": 1, "max_concurrent_runs": 0}},
+    )
     gateway = start_gateway(home)
     yield gateway
     gateway.stop()
@@ -256,8 +317,9 @@ def raw_read(gateway: LiveGateway, path: str, body: dict[str, Any]) -> dict[str,
     started = time.monotonic()
     conn = http.client.HTTPConnection(gateway.host, gateway.port, timeout=CLIENT_IDLE_TIMEOUT_S)
     try:
-        conn.request("POST", path, body=json.dumps(body),
-                     headers={**gateway.headers, "Content-Type": "application/json"})
+        conn.request(
+            "POST", path, body=json.dumps(body), headers={**gateway.headers, "Content-Type": "application/json"}
+        )
         response = conn.getresponse()
         raw, last, max_gap = b"", time.monotonic(), 0.0
         while True:
@@ -267,9 +329,14 @@ def raw_read(gateway: LiveGateway, path: str, body: dict[str, Any]) -> dict[str,
             if not data:
                 break
             raw += data
-        return {"ok": response.status == 200, "status": response.status, "raw": raw,
-                "max_gap_s": round(max_gap, 3), "elapsed_s": round(time.monotonic() - started, 3)}
-    except Exception as error:  # noqa: BLE001 - reported to the test
+        return {
+            "ok": response.status == 200,
+            "status": response.status,
+            "raw": raw,
+            "max_gap_s": round(max_gap, 3),
+            "elapsed_s": round(time.monotonic() - started, 3),
+        }
+    except Exception as error:
         return {"ok": False, "error": {"message": repr(error)}, "elapsed_s": round(time.monotonic() - started, 3)}
     finally:
         conn.close()
@@ -279,22 +346,27 @@ def _timed(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     started = time.monotonic()
     try:
         result = fn()
-    except Exception as error:  # noqa: BLE001 - reported to the test
+    except Exception as error:
         result = {"ok": False, "error": {"type": type(error).__name__, "message": str(error)}}
     result["elapsed_s"] = round(time.monotonic() - started, 3)
     return result
 
 
 def openai_python_sdk(gateway: LiveGateway) -> openai.OpenAI:
-    return openai.OpenAI(base_url=gateway.url + "/v1", api_key=gateway.key, max_retries=0,
-                         timeout=openai.Timeout(60.0, read=CLIENT_IDLE_TIMEOUT_S))
+    return openai.OpenAI(
+        base_url=gateway.url + "/v1",
+        api_key=gateway.key,
+        max_retries=0,
+        timeout=openai.Timeout(60.0, read=CLIENT_IDLE_TIMEOUT_S),
+    )
 
 
 def openai_python_chat(gateway: LiveGateway) -> dict[str, Any]:
     with openai_python_sdk(gateway) as client:
         content, reasoning, finish_reason = [], [], None
-        with client.chat.completions.create(model="hermes-agent", stream=True,
-                                            messages=[{"role": "user", "content": "keepalive"}]) as stream:
+        with client.chat.completions.create(
+            model="hermes-agent", stream=True, messages=[{"role": "user", "content": "keepalive"}]
+        ) as stream:
             for chunk in stream:
                 delta = chunk.choices[0].delta
                 content.append(delta.content or "")
@@ -304,15 +376,22 @@ def openai_python_chat(gateway: LiveGateway) -> dict[str, Any]:
 
 
 def openai_python_responses(gateway: LiveGateway) -> dict[str, Any]:
-    with (openai_python_sdk(gateway) as client,
-          client.responses.stream(model="hermes-agent", input="keepalive") as stream):
+    with (
+        openai_python_sdk(gateway) as client,
+        client.responses.stream(model="hermes-agent", input="keepalive") as stream,
+    ):
         for _ in stream:
             pass
         final = stream.get_final_response()
     answer = "".join(p.text for i in final.output if i.type == "message" for p in i.content)
     reasoning = "".join(s.text for i in final.output if i.type == "reasoning" for s in i.summary)
-    return {"ok": True, "status": final.status, "content": answer, "reasoning": reasoning,
-            "types": [i.type for i in final.output]}
+    return {
+        "ok": True,
+        "status": final.status,
+        "content": answer,
+        "reasoning": reasoning,
+        "types": [i.type for i in final.output],
+    }
 
 
 NODE_KEEPALIVE_SCRIPTS = {
@@ -344,10 +423,14 @@ def keepalive_run(keepalive_gateway: LiveGateway) -> KeepaliveRun:
     """Every client (and a raw reader per surface) through the 25 s tool turn at the same time."""
     gateway = keepalive_gateway
     tasks: dict[str, Callable[[], dict[str, Any]]] = {
-        "raw-chat": lambda: raw_read(gateway, "/v1/chat/completions", {
-            "model": "hermes-agent", "stream": True, "messages": [{"role": "user", "content": "keepalive"}]}),
-        "raw-responses": lambda: raw_read(gateway, "/v1/responses", {
-            "model": "hermes-agent", "stream": True, "input": "keepalive"}),
+        "raw-chat": lambda: raw_read(
+            gateway,
+            "/v1/chat/completions",
+            {"model": "hermes-agent", "stream": True, "messages": [{"role": "user", "content": "keepalive"}]},
+        ),
+        "raw-responses": lambda: raw_read(
+            gateway, "/v1/responses", {"model": "hermes-agent", "stream": True, "input": "keepalive"}
+        ),
         "openai-python-chat": lambda: _timed(lambda: openai_python_chat(gateway)),
         "openai-python-responses": lambda: _timed(lambda: openai_python_responses(gateway)),
     }
@@ -359,14 +442,16 @@ def keepalive_run(keepalive_gateway: LiveGateway) -> KeepaliveRun:
             missing[name] = (problem or "Node.js is not installed", False)
             continue
         clients = NodeClients(node)
-        tasks[name] = (lambda c=clients, s=script: finish(
-            c.start(s, gateway, "keepalive", idle_timeout_ms=int(CLIENT_IDLE_TIMEOUT_S * 1000)), s, 90.0))
+        tasks[name] = lambda c=clients, s=script: finish(
+            c.start(s, gateway, "keepalive", idle_timeout_ms=int(CLIENT_IDLE_TIMEOUT_S * 1000)), s, 90.0
+        )
     hermes, reason, absent = hermes_client_problem()
     if hermes is None:
         missing["hermes-agent-api-client"] = (reason or "", absent)
     else:
         tasks["hermes-agent-api-client"] = lambda h=hermes: finish(
-            h.start(gateway, ["keepalive"]), "hermes_client_scenario.py", 90.0)
+            h.start(gateway, ["keepalive"]), "hermes_client_scenario.py", 90.0
+        )
 
     started = time.monotonic()
     lock = threading.Lock()

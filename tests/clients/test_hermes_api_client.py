@@ -57,11 +57,19 @@ def test_probe_capabilities_accepts_the_server(scenario: dict[str, Any], clients
     }
 
 
-@pytest.mark.parametrize(("prompt", "answer", "usage", "tools"), [
-    pytest.param("hello", "Hello from the scripted runtime.", (12, 6, 18), [], id="default"),
-    pytest.param("use tool", "Your project has README.md and src/.", (42, 17, 59),
-                 [("terminal", "running"), ("terminal", "completed")], id="use-tool"),
-])
+@pytest.mark.parametrize(
+    ("prompt", "answer", "usage", "tools"),
+    [
+        pytest.param("hello", "Hello from the scripted runtime.", (12, 6, 18), [], id="default"),
+        pytest.param(
+            "use tool",
+            "Your project has README.md and src/.",
+            (42, 17, 59),
+            [("terminal", "running"), ("terminal", "completed")],
+            id="use-tool",
+        ),
+    ],
+)
 def test_stream_chat_events_ends_with_exactly_one_success(
     scenario: dict[str, Any], prompt: str, answer: str, usage: tuple[int, int, int], tools: list[tuple[str, str]]
 ) -> None:
@@ -83,8 +91,7 @@ def test_stream_chat_events_ends_with_exactly_one_success(
         assert ROW.tool_progress.works is bool(progress)
         assert ROW.chat.works is (terminals == [SUCCESS])
         # The decoder keeps only `content`: reasoning is not surfaced (its chunks are empty text deltas).
-        assert ROW.reasoning.works is any(
-            "files first" in e["text"] for e in events_of(stream, "AssistantDeltaEvent"))
+        assert ROW.reasoning.works is any("files first" in e["text"] for e in events_of(stream, "AssistantDeltaEvent"))
 
 
 def test_budget_exhausted_turn_is_a_protocol_error_in_0_3(scenario: dict[str, Any]) -> None:

@@ -108,11 +108,14 @@ def test_responses_stream_final_response(node_clients: NodeClients, clients_gate
     assert ROW.responses.works is (response["status"] == "completed")
 
 
-@pytest.mark.parametrize(("name", "surface"), [
-    pytest.param("openai-node-chat-raw", "raw-chat", id="openai-node-chat-raw"),
-    pytest.param("openai-node-chat-final", "raw-chat", id="openai-node-chat-final"),
-    pytest.param("openai-node-responses-final", "raw-responses", id="openai-node-responses-final"),
-])
+@pytest.mark.parametrize(
+    ("name", "surface"),
+    [
+        pytest.param("openai-node-chat-raw", "raw-chat", id="openai-node-chat-raw"),
+        pytest.param("openai-node-chat-final", "raw-chat", id="openai-node-chat-final"),
+        pytest.param("openai-node-responses-final", "raw-responses", id="openai-node-responses-final"),
+    ],
+)
 def test_keepalive_turn_completes_with_a_5s_idle_timeout(keepalive_run: KeepaliveRun, name: str, surface: str) -> None:
     """W-2.4: the 25 s tool turn completes in the client although its transport aborts after 5 s without a
     byte; the keepalive comments reach the client's fetch, and a raw reader of the same surface sees them too."""

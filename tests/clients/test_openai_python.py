@@ -92,7 +92,11 @@ def test_non_stream_create_returns_content_reasoning_and_usage(client: openai.Op
     assert reasoning_of(message) == USE_TOOL_REASONING
     assert completion.choices[0].finish_reason == "stop"
     assert completion.usage is not None
-    assert (completion.usage.prompt_tokens, completion.usage.completion_tokens, completion.usage.total_tokens) == (42, 17, 59)
+    assert (completion.usage.prompt_tokens, completion.usage.completion_tokens, completion.usage.total_tokens) == (
+        42,
+        17,
+        59,
+    )
 
 
 def test_run_and_session_headers_visible_through_raw_response(client: openai.OpenAI) -> None:
@@ -129,7 +133,10 @@ def test_failed_turn_raises_api_error_while_streaming(client: openai.OpenAI) -> 
                 seen.append(chunk)
     assert "Provider authentication failed" in str(caught.value)
     assert caught.value.body == {
-        "message": "Provider authentication failed", "type": "server_error", "param": None, "code": "agent_error",
+        "message": "Provider authentication failed",
+        "type": "server_error",
+        "param": None,
+        "code": "agent_error",
     }
     assert not isinstance(caught.value, openai.APIStatusError), "the head was 200; the failure is in-stream"
     assert seen and seen[0].choices[0].delta.role == "assistant"
@@ -178,7 +185,8 @@ def test_idempotency_key_reused_with_other_input_raises_conflict_error(client: o
     headers = {"Idempotency-Key": f"sdk-conflict-{uuid.uuid4().hex}"}
     first = client.chat.completions.create(model="hermes-agent", messages=user("hello"), extra_headers=headers)
     replay = client.chat.completions.with_raw_response.create(
-        model="hermes-agent", messages=user("hello"), extra_headers=headers)
+        model="hermes-agent", messages=user("hello"), extra_headers=headers
+    )
     assert replay.headers["idempotency-replayed"] == "true"
     assert replay.parse().id == first.id
     with pytest.raises(openai.ConflictError) as caught:
@@ -187,7 +195,10 @@ def test_idempotency_key_reused_with_other_input_raises_conflict_error(client: o
     assert caught.value.code == "admission_conflict"
     assert caught.value.type == "invalid_request_error"
     assert caught.value.body == {
-        "message": "admission_conflict", "type": "invalid_request_error", "param": None, "code": "admission_conflict",
+        "message": "admission_conflict",
+        "type": "invalid_request_error",
+        "param": None,
+        "code": "admission_conflict",
     }
 
 
@@ -207,8 +218,9 @@ def test_concurrency_cap_raises_rate_limit_error_with_retry_after(
     """§1.8, W-1.7: with api_server.max_concurrent_runs 1 and a turn running, a new turn → 429 rate_limit_exceeded
     with Retry-After: 1 → openai.RateLimitError carrying the header."""
     gateway = gateway_factory(config={"api_server": {"max_concurrent_runs": 1}})
-    held = hold_a_turn(gateway, "/v1/chat/completions",
-                       {"model": "hermes-agent", "stream": True, "messages": user("hang")})
+    held = hold_a_turn(
+        gateway, "/v1/chat/completions", {"model": "hermes-agent", "stream": True, "messages": user("hang")}
+    )
     sdk = openai.OpenAI(base_url=gateway.url + "/v1", api_key=gateway.key, max_retries=0, timeout=30.0)
     try:
         with pytest.raises(openai.RateLimitError) as caught:
@@ -220,8 +232,12 @@ def test_concurrency_cap_raises_rate_limit_error_with_retry_after(
     assert error.status_code == 429
     assert error.response.headers["retry-after"] == "1"
     assert (error.code, error.type) == ("rate_limit_exceeded", "rate_limit_error")
-    assert error.body == {"message": "Too many concurrent runs (max 1)", "type": "rate_limit_error", "param": None,
-                          "code": "rate_limit_exceeded"}
+    assert error.body == {
+        "message": "Too many concurrent runs (max 1)",
+        "type": "rate_limit_error",
+        "param": None,
+        "code": "rate_limit_exceeded",
+    }
 
 
 def test_readme_compat_row_matches_what_the_sdk_shows(client: openai.OpenAI) -> None:

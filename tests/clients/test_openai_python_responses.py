@@ -86,7 +86,9 @@ def history_view(history: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     view = []
     for message in history:
         text = "".join(p.get("text", "") for p in message.get("content") or [] if isinstance(p, dict))
-        calls = tuple((c["id"], c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls") or [])
+        calls = tuple(
+            (c["id"], c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls") or []
+        )
         view.append((message["role"], text, calls, message.get("tool_call_id")))
     return view
 
@@ -159,7 +161,7 @@ def test_stream_resume_through_the_sdk_yields_only_later_events(client: openai.O
     with client.responses.stream(response_id=response.id, starting_after=cut) as stream:
         rest = list(stream)
         final = stream.get_final_response()
-    assert [e.model_dump(warnings=False) for e in rest] == [e.model_dump(warnings=False) for e in everything[cut + 1:]]
+    assert [e.model_dump(warnings=False) for e in rest] == [e.model_dump(warnings=False) for e in everything[cut + 1 :]]
     assert (final.id, final.status) == (response.id, "completed")
     assert [item.id for item in final.output] == [item.id for item in response.output]
     assert_use_tool_output(final)
@@ -230,18 +232,36 @@ def test_unknown_previous_response_id_raises_not_found(client: openai.OpenAI, li
 BAD_REQUESTS = [
     pytest.param({"input": ""}, "missing_user_message", "input", id="empty-string-input"),
     pytest.param({"input": []}, "missing_user_message", "input", id="empty-array-input"),
-    pytest.param({"input": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]},
-                 "missing_user_message", "input", id="assistant-last"),
-    pytest.param({"input": "hi", "previous_response_id": "resp_" + "1" * 32, "conversation": "proj-x"},
-                 "conflicting_parameters", None, id="conversation-with-previous"),
-    pytest.param({"input": "hi", "background": True, "store": False}, "invalid_parameter", "background",
-                 id="background-without-store"),
-    pytest.param({"input": [{"type": "item_reference", "id": "msg_" + "0" * 24}]}, "item_reference_not_found",
-                 "input[0]", id="unknown-item-reference"),
-    pytest.param({"input": [{"type": "computer_call", "id": "x"}]}, "invalid_parameter", "input[0]",
-                 id="unsupported-item"),
-    pytest.param({"input": "hi", "reasoning": {"effort": "enormous"}}, "invalid_parameter", None,
-                 id="invalid-reasoning-effort"),
+    pytest.param(
+        {"input": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]},
+        "missing_user_message",
+        "input",
+        id="assistant-last",
+    ),
+    pytest.param(
+        {"input": "hi", "previous_response_id": "resp_" + "1" * 32, "conversation": "proj-x"},
+        "conflicting_parameters",
+        None,
+        id="conversation-with-previous",
+    ),
+    pytest.param(
+        {"input": "hi", "background": True, "store": False},
+        "invalid_parameter",
+        "background",
+        id="background-without-store",
+    ),
+    pytest.param(
+        {"input": [{"type": "item_reference", "id": "msg_" + "0" * 24}]},
+        "item_reference_not_found",
+        "input[0]",
+        id="unknown-item-reference",
+    ),
+    pytest.param(
+        {"input": [{"type": "computer_call", "id": "x"}]}, "invalid_parameter", "input[0]", id="unsupported-item"
+    ),
+    pytest.param(
+        {"input": "hi", "reasoning": {"effort": "enormous"}}, "invalid_parameter", None, id="invalid-reasoning-effort"
+    ),
 ]
 
 
@@ -350,8 +370,12 @@ def test_concurrency_cap_raises_rate_limit_error_with_retry_after(
     rate_limit_exceeded with Retry-After: 1 → openai.RateLimitError carrying the header."""
     gateway = gateway_factory(config={"api_server": {"max_concurrent_runs": 1}})
     held = http.client.HTTPConnection(gateway.host, gateway.port, timeout=30)
-    held.request("POST", "/v1/responses", body=json.dumps({"model": MODEL, "input": "hang", "stream": True}),
-                 headers={**gateway.headers, "Content-Type": "application/json"})
+    held.request(
+        "POST",
+        "/v1/responses",
+        body=json.dumps({"model": MODEL, "input": "hang", "stream": True}),
+        headers={**gateway.headers, "Content-Type": "application/json"},
+    )
     assert held.getresponse().status == 200  # the head follows the admission: the turn holds the only slot
     sdk = openai.OpenAI(base_url=gateway.url + "/v1", api_key=gateway.key, max_retries=0, timeout=30.0)
     try:

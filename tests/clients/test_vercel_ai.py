@@ -156,13 +156,17 @@ def test_openai_responses_next_user_turn_with_the_sdk_history_gets_the_stored_to
     result) and the next user message; the server answers it normally and the agent's history holds the stored
     tool output, not the SDK's error text."""
     follow_up = f"hello again {uuid.uuid4().hex[:8]}"
-    result = node_clients.run("vercel-openai-responses", clients_gateway, "use tool",
-                              extra_env={"HERMES_FOLLOW_UP": follow_up})
+    result = node_clients.run(
+        "vercel-openai-responses", clients_gateway, "use tool", extra_env={"HERMES_FOLLOW_UP": follow_up}
+    )
     second = result["followUp"]
     assert_well_formed(second["parts"])
     assert (second["text"], second["finishReason"]) == (TURNS["hello"][2], "stop")
-    [execution] = [e for e in clients_gateway.executions()
-                   if "".join(p.get("text", "") for p in e["input"]["content"]) == follow_up]
+    [execution] = [
+        e
+        for e in clients_gateway.executions()
+        if "".join(p.get("text", "") for p in e["input"]["content"]) == follow_up
+    ]
     tool_messages = [m for m in execution["history"] if m["role"] == "tool"]
     assert len(tool_messages) == 1
     assert "".join(p.get("text", "") for p in tool_messages[0]["content"]) == "README.md\nsrc/"
@@ -176,8 +180,9 @@ def test_openai_responses_agent_loop_follow_up_is_rejected(
     with its own tool error and sends a second request whose last input item is that `function_call_output`;
     §4.1 requires a user message last, so step 2 gets 400 `missing_user_message` and the stream ends with an
     `error` part after a complete first step. Apps should keep the default single step."""
-    result = node_clients.run("vercel-openai-responses", clients_gateway, "use tool",
-                              extra_env={"HERMES_MAX_STEPS": "3"})
+    result = node_clients.run(
+        "vercel-openai-responses", clients_gateway, "use tool", extra_env={"HERMES_MAX_STEPS": "3"}
+    )
     parts = result["parts"]
     errors = of_type(parts, "error")
     assert len(errors) == 1
@@ -192,8 +197,12 @@ def test_openai_responses_agent_loop_with_tool_items_off_finishes_stop(
 ) -> None:
     """With `X-Hermes-Tool-Items: off` the server leaves its (already executed) tools out of the stream, so
     the SDK's agent loop sees no tool call: one step, finish `stop`, the answer and reasoning, no error."""
-    result = node_clients.run("vercel-openai-responses", clients_gateway, "use tool",
-                              extra_env={"HERMES_MAX_STEPS": "3", "HERMES_TOOL_ITEMS": "off"})
+    result = node_clients.run(
+        "vercel-openai-responses",
+        clients_gateway,
+        "use tool",
+        extra_env={"HERMES_MAX_STEPS": "3", "HERMES_TOOL_ITEMS": "off"},
+    )
     parts = result["parts"]
     assert of_type(parts, "error") == []
     assert of_type(parts, "tool-call") == [] and of_type(parts, "tool-error") == []
@@ -205,10 +214,13 @@ def test_openai_responses_agent_loop_with_tool_items_off_finishes_stop(
 # -- keepalive ----------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("name", "surface"), [
-    pytest.param("vercel-openai-compatible", "raw-chat", id="vercel-openai-compatible"),
-    pytest.param("vercel-openai-responses", "raw-responses", id="vercel-openai-responses"),
-])
+@pytest.mark.parametrize(
+    ("name", "surface"),
+    [
+        pytest.param("vercel-openai-compatible", "raw-chat", id="vercel-openai-compatible"),
+        pytest.param("vercel-openai-responses", "raw-responses", id="vercel-openai-responses"),
+    ],
+)
 def test_keepalive_turn_completes_with_a_5s_idle_timeout(keepalive_run: KeepaliveRun, name: str, surface: str) -> None:
     """W-2.4: the 25 s tool turn completes in streamText although the transport aborts after 5 s without a byte;
     the comments reach the fetch (and a raw reader of the same surface), never a part."""

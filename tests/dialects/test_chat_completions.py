@@ -27,8 +27,9 @@ START = ToolStarted("call_1", "terminal", '{"command":"ls"}', "ls", "💻", 0.0)
 
 
 def renderer(progress: bool = True) -> ChatRenderer:
-    return ChatRenderer(completion_id="chatcmpl-" + "a" * 32, created=1700000000, model="hermes-agent",
-                        tool_progress=progress)
+    return ChatRenderer(
+        completion_id="chatcmpl-" + "a" * 32, created=1700000000, model="hermes-agent", tool_progress=progress
+    )
 
 
 def test_role_chunk_is_the_only_one_with_role() -> None:
@@ -49,7 +50,7 @@ def test_reasoning_and_text_chunk_shapes() -> None:
 
 def test_finish_chunk_carries_usage_and_empty_delta() -> None:
     """W-3.4"""
-    (_, chunk, _), = renderer().render([TurnFinished(TurnStatus.COMPLETED, Usage(2, 3))])
+    ((_, chunk, _),) = renderer().render([TurnFinished(TurnStatus.COMPLETED, Usage(2, 3))])
     assert chunk["choices"] == [{"index": 0, "delta": {}, "finish_reason": "stop"}]
     assert chunk["usage"] == {"prompt_tokens": 2, "completion_tokens": 3, "total_tokens": 5}
     assert "hermes" not in chunk and "error" not in chunk
@@ -58,14 +59,34 @@ def test_finish_chunk_carries_usage_and_empty_delta() -> None:
 @pytest.mark.parametrize(
     ("finished", "partial", "reason", "hermes", "error_code"),
     [
-        (TurnFinished(TurnStatus.INCOMPLETE, error_code="iteration_budget_exhausted"), False, "length",
-         {"completed": False, "partial": True, "failed": False, "error_code": "iteration_budget_exhausted"}, None),
-        (TurnFinished(TurnStatus.INCOMPLETE, error_code="output_truncated"), True, "length",
-         {"completed": False, "partial": True, "failed": False, "error_code": "output_truncated"}, None),
-        (TurnFinished(TurnStatus.CANCELLED, error_code="cancelled"), True, "cancelled",
-         {"completed": False, "partial": True, "failed": False, "error_code": "cancelled"}, None),
-        (TurnFinished(TurnStatus.FAILED, error_code="agent_error", error_message="boom"), False, "error",
-         {"completed": False, "partial": False, "failed": True, "error_code": "agent_error"}, "agent_error"),
+        (
+            TurnFinished(TurnStatus.INCOMPLETE, error_code="iteration_budget_exhausted"),
+            False,
+            "length",
+            {"completed": False, "partial": True, "failed": False, "error_code": "iteration_budget_exhausted"},
+            None,
+        ),
+        (
+            TurnFinished(TurnStatus.INCOMPLETE, error_code="output_truncated"),
+            True,
+            "length",
+            {"completed": False, "partial": True, "failed": False, "error_code": "output_truncated"},
+            None,
+        ),
+        (
+            TurnFinished(TurnStatus.CANCELLED, error_code="cancelled"),
+            True,
+            "cancelled",
+            {"completed": False, "partial": True, "failed": False, "error_code": "cancelled"},
+            None,
+        ),
+        (
+            TurnFinished(TurnStatus.FAILED, error_code="agent_error", error_message="boom"),
+            False,
+            "error",
+            {"completed": False, "partial": False, "failed": True, "error_code": "agent_error"},
+            "agent_error",
+        ),
     ],
 )
 def test_finish_fields_follow_the_terminal_table(finished, partial, reason, hermes, error_code) -> None:  # type: ignore[no-untyped-def]
@@ -126,8 +147,14 @@ def test_long_deltas_are_split_and_payloads_stay_under_64k() -> None:
 
 def test_completion_body_matches_the_stream() -> None:
     """W-3.8 / W-3.14: reasoning joined by bursts, content after the last tool, same finish."""
-    events = [ReasoningDelta("a"), START, ToolCompleted("call_1", "terminal", "ok", False, 1), ReasoningDelta("b"),
-              TextDelta("answer"), TurnFinished(TurnStatus.COMPLETED, Usage(1, 2))]
+    events = [
+        ReasoningDelta("a"),
+        START,
+        ToolCompleted("call_1", "terminal", "ok", False, 1),
+        ReasoningDelta("b"),
+        TextDelta("answer"),
+        TurnFinished(TurnStatus.COMPLETED, Usage(1, 2)),
+    ]
     stream = renderer()
     records = stream.render(events)
     streamed = "".join(p["choices"][0]["delta"].get("reasoning_content", "") for e, p, _ in records if e is None)
@@ -135,7 +162,11 @@ def test_completion_body_matches_the_stream() -> None:
     body.transcript.feed_all(events)
     completion = body.completion()
     assert completion["object"] == "chat.completion"
-    assert completion["choices"][0]["message"] == {"role": "assistant", "content": "answer", "reasoning_content": streamed}
+    assert completion["choices"][0]["message"] == {
+        "role": "assistant",
+        "content": "answer",
+        "reasoning_content": streamed,
+    }
     assert completion["choices"][0]["finish_reason"] == "stop"
     assert json.loads(dumps(completion)) == completion
 

@@ -23,8 +23,23 @@ from hermes_api_plugin.events import (
 
 RESPONSE_ID = "resp_" + "0123456789abcdef" * 2
 RESPONSE_KEYS = {
-    "id", "object", "created_at", "status", "background", "model", "output", "parallel_tool_calls", "tool_choice",
-    "tools", "instructions", "metadata", "error", "incomplete_details", "previous_response_id", "store", "usage",
+    "id",
+    "object",
+    "created_at",
+    "status",
+    "background",
+    "model",
+    "output",
+    "parallel_tool_calls",
+    "tool_choice",
+    "tools",
+    "instructions",
+    "metadata",
+    "error",
+    "incomplete_details",
+    "previous_response_id",
+    "store",
+    "usage",
 }
 USAGE_KEYS = {"input_tokens", "output_tokens", "total_tokens", "input_tokens_details", "output_tokens_details"}
 ITEM_ID = {
@@ -54,8 +69,12 @@ def complete(call_id: str = "call_1", result: str = "README.md", *, stopped: boo
     return ToolCompleted(call_id, "terminal", result, False, 5, stopped=stopped)
 
 
-def finished(status: TurnStatus = TurnStatus.COMPLETED, usage: Usage | None = None, code: str | None = None,
-             message: str | None = None) -> TurnFinished:
+def finished(
+    status: TurnStatus = TurnStatus.COMPLETED,
+    usage: Usage | None = None,
+    code: str | None = None,
+    message: str | None = None,
+) -> TurnFinished:
     return TurnFinished(status, usage or Usage(), code, message)
 
 
@@ -63,8 +82,9 @@ def head(response_id: str = RESPONSE_ID, **fields: Any) -> ResponseHead:
     return ResponseHead(id=response_id, created_at=1700000000, model="hermes-agent", **fields)
 
 
-def render(events: list[TurnEvent], *, queued: bool = False, response_id: str = RESPONSE_ID,
-           **options: Any) -> list[tuple[str, dict[str, Any]]]:
+def render(
+    events: list[TurnEvent], *, queued: bool = False, response_id: str = RESPONSE_ID, **options: Any
+) -> list[tuple[str, dict[str, Any]]]:
     """created + every event of the turn, as (event name, payload) records."""
     renderer = ResponsesRenderer(head(response_id), **options)
     return renderer.created(queued) + renderer.render(events)
@@ -146,9 +166,18 @@ def test_created_is_queued_while_waiting_then_in_progress_when_started() -> None
 def test_head_fields_are_echoed_in_every_lifecycle_object() -> None:
     """§4.5: request-derived fields (background, store, instructions, metadata, tools, chain) are echoed."""
     tools = [{"type": "function", "name": "get_weather"}]
-    renderer = ResponsesRenderer(head(background=True, store=True, instructions="Be terse.", metadata={"k": "v"},
-                                      tools=tools, tool_choice="required", parallel_tool_calls=False,
-                                      previous_response_id="resp_" + "1" * 32))
+    renderer = ResponsesRenderer(
+        head(
+            background=True,
+            store=True,
+            instructions="Be terse.",
+            metadata={"k": "v"},
+            tools=tools,
+            tool_choice="required",
+            parallel_tool_calls=False,
+            previous_response_id="resp_" + "1" * 32,
+        )
+    )
     records = renderer.created() + renderer.render([RUNNING, TextDelta("hi"), finished()])
     for name, payload, _ in records:
         if "response" in payload:
@@ -223,8 +252,12 @@ def test_reasoning_burst_is_six_steps_and_done_before_next_item(closer: TurnEven
     assert all(p["summary_index"] == 0 and p["item_id"] == added["item"]["id"] for _, p, _ in body[1:6])
     assert body[4][1]["text"] == "Think hard."
     assert body[5][1]["part"] == {"type": "summary_text", "text": "Think hard."}
-    assert body[6][1]["item"] == {"id": added["item"]["id"], "type": "reasoning", "status": "completed",
-                                  "summary": [{"type": "summary_text", "text": "Think hard."}]}
+    assert body[6][1]["item"] == {
+        "id": added["item"]["id"],
+        "type": "reasoning",
+        "status": "completed",
+        "summary": [{"type": "summary_text", "text": "Think hard."}],
+    }
     next_added = body[7]
     assert next_added[0] == "response.output_item.added"
     assert next_added[1]["output_index"] == 1
@@ -233,8 +266,9 @@ def test_reasoning_burst_is_six_steps_and_done_before_next_item(closer: TurnEven
 
 def test_each_reasoning_burst_is_its_own_item() -> None:
     """W-4.4, §4.2: reasoning interrupted by text opens a new reasoning item (one item per burst)."""
-    records = render([RUNNING, ReasoningDelta("one"), TextDelta("a"), ReasoningDelta("two"), TextDelta("b"),
-                      finished()])
+    records = render(
+        [RUNNING, ReasoningDelta("one"), TextDelta("a"), ReasoningDelta("two"), TextDelta("b"), finished()]
+    )
     output = terminal(records)["output"]
     assert [(i["type"], i.get("summary") or i.get("content")) for i in output] == [
         ("reasoning", [{"type": "summary_text", "text": "one"}]),
@@ -247,8 +281,11 @@ def test_each_reasoning_burst_is_its_own_item() -> None:
 def test_reasoning_burst_is_closed_before_the_terminal_event() -> None:
     """W-4.4: an open burst is done before the terminal event; in a completed turn it ends `completed`."""
     records = render([RUNNING, ReasoningDelta("only thinking"), finished()])
-    reasoning_done = next(i for i, (n, p, _) in enumerate(records)
-                          if n == "response.output_item.done" and p["item"]["type"] == "reasoning")
+    reasoning_done = next(
+        i
+        for i, (n, p, _) in enumerate(records)
+        if n == "response.output_item.done" and p["item"]["type"] == "reasoning"
+    )
     assert reasoning_done < len(records) - 1
     assert records[reasoning_done][1]["item"]["status"] == "completed"
 
@@ -272,8 +309,13 @@ def test_message_content_part_added_precedes_text_deltas() -> None:
     ]
     added = body[0][1]
     message_id = added["item"]["id"]
-    assert added["item"] == {"id": message_id, "type": "message", "status": "in_progress", "role": "assistant",
-                             "content": []}
+    assert added["item"] == {
+        "id": message_id,
+        "type": "message",
+        "status": "in_progress",
+        "role": "assistant",
+        "content": [],
+    }
     part_added = body[1][1]
     assert (part_added["item_id"], part_added["output_index"], part_added["content_index"]) == (message_id, 0, 0)
     assert part_added["part"] == {"type": "output_text", "text": "", "annotations": []}
@@ -285,9 +327,14 @@ def test_message_content_part_added_precedes_text_deltas() -> None:
     assert [p["delta"] for _, p, _ in body[2:4]] == ["Hel", "lo"]
     assert body[4][1]["text"] == "Hello" and body[4][1]["logprobs"] == [] and body[4][1]["content_index"] == 0
     assert body[5][1]["part"] == {"type": "output_text", "text": "Hello", "annotations": []}
-    assert body[6][1]["item"] == {"id": message_id, "type": "message", "status": "completed", "role": "assistant",
-                                  "phase": "final_answer",
-                                  "content": [{"type": "output_text", "text": "Hello", "annotations": []}]}
+    assert body[6][1]["item"] == {
+        "id": message_id,
+        "type": "message",
+        "status": "completed",
+        "role": "assistant",
+        "phase": "final_answer",
+        "content": [{"type": "output_text", "text": "Hello", "annotations": []}],
+    }
 
 
 def test_text_after_a_tool_opens_a_new_message_item() -> None:
@@ -304,8 +351,9 @@ def test_text_after_a_tool_opens_a_new_message_item() -> None:
 
 def test_tool_pair_shape_and_immediate_output_item() -> None:
     """W-4.6: function_call added (in_progress) → arguments.done; on completion fc done then fco added+done."""
-    records = render([RUNNING, start("call_abc", "terminal", '{"command":"ls -la"}'), complete("call_abc", "a\nb"),
-                      finished()])
+    records = render(
+        [RUNNING, start("call_abc", "terminal", '{"command":"ls -la"}'), complete("call_abc", "a\nb"), finished()]
+    )
     body = records[2:]
     assert names(body)[:6] == [
         "response.output_item.added",
@@ -316,17 +364,33 @@ def test_tool_pair_shape_and_immediate_output_item() -> None:
         "response.output_item.added",  # the (empty) final message
     ]
     fc = body[0][1]["item"]
-    assert fc == {"id": fc["id"], "type": "function_call", "status": "in_progress", "call_id": "call_abc",
-                  "name": "terminal", "arguments": '{"command":"ls -la"}'}
+    assert fc == {
+        "id": fc["id"],
+        "type": "function_call",
+        "status": "in_progress",
+        "call_id": "call_abc",
+        "name": "terminal",
+        "arguments": '{"command":"ls -la"}',
+    }
     assert ITEM_ID["function_call"].match(fc["id"])
-    assert body[1][1] == {"type": "response.function_call_arguments.done", "sequence_number": 3, "item_id": fc["id"],
-                          "output_index": 0, "arguments": '{"command":"ls -la"}'}
+    assert body[1][1] == {
+        "type": "response.function_call_arguments.done",
+        "sequence_number": 3,
+        "item_id": fc["id"],
+        "output_index": 0,
+        "arguments": '{"command":"ls -la"}',
+    }
     assert body[2][1]["output_index"] == 0
     assert body[2][1]["item"] == {**fc, "status": "completed"}
     fco = body[3][1]["item"]
     assert body[3][1]["output_index"] == 1
-    assert fco == {"id": fco["id"], "type": "function_call_output", "status": "completed", "call_id": "call_abc",
-                   "output": "a\nb"}
+    assert fco == {
+        "id": fco["id"],
+        "type": "function_call_output",
+        "status": "completed",
+        "call_id": "call_abc",
+        "output": "a\nb",
+    }
     assert ITEM_ID["function_call_output"].match(fco["id"])
     assert body[4][1] == {"type": "response.output_item.done", "sequence_number": 6, "output_index": 1, "item": fco}
 
@@ -334,8 +398,10 @@ def test_tool_pair_shape_and_immediate_output_item() -> None:
 def test_tool_output_is_truncated_to_the_configured_limit() -> None:
     """W-4.6, §4.2: outputs longer than tool_output_max_chars are cut and end with …[truncated N chars]."""
     long = "0123456789" * 3
-    records = render([RUNNING, start("a"), complete("a", long), start("b"), complete("b", long[:10]), finished()],
-                     tool_output_max_chars=10)
+    records = render(
+        [RUNNING, start("a"), complete("a", long), start("b"), complete("b", long[:10]), finished()],
+        tool_output_max_chars=10,
+    )
     outputs = [i["output"] for i in terminal(records)["output"] if i["type"] == "function_call_output"]
     assert outputs == ["0123456789…[truncated 20 chars]", "0123456789"]
 
@@ -352,18 +418,29 @@ def test_stopped_tool_reports_interrupted_output() -> None:
     records = render([RUNNING, start(), complete(result="partial", stopped=True), finished(TurnStatus.CANCELLED)])
     fc, fco = terminal(records)["output"]
     assert fc["type"] == "function_call" and fc["status"] == "completed"
-    assert fco == {"id": fco["id"], "type": "function_call_output", "status": "completed", "call_id": "call_1",
-                   "output": "[interrupted]"}
+    assert fco == {
+        "id": fco["id"],
+        "type": "function_call_output",
+        "status": "completed",
+        "call_id": "call_1",
+        "output": "[interrupted]",
+    }
 
 
 def test_tool_still_open_at_the_end_gets_interrupted_pair_before_terminal() -> None:
     """W-4.17: a running tool without a completion is closed by the terminal record: fc done + fco [interrupted]."""
     records = render([RUNNING, start(), finished(TurnStatus.CANCELLED, code="cancelled")])
-    assert names(records)[-4:] == ["response.output_item.done", "response.output_item.added",
-                                   "response.output_item.done", "response.cancelled"]
+    assert names(records)[-4:] == [
+        "response.output_item.done",
+        "response.output_item.added",
+        "response.output_item.done",
+        "response.cancelled",
+    ]
     output = terminal(records)["output"]
-    assert [(i["type"], i["status"]) for i in output] == [("function_call", "completed"),
-                                                          ("function_call_output", "completed")]
+    assert [(i["type"], i["status"]) for i in output] == [
+        ("function_call", "completed"),
+        ("function_call_output", "completed"),
+    ]
     assert output[1]["output"] == "[interrupted]"
     assert output[0]["call_id"] == output[1]["call_id"] == "call_1"
 
@@ -380,8 +457,12 @@ def test_parallel_tools_each_get_their_own_pair() -> None:
     records = render([RUNNING, start("a"), start("b"), complete("b", "B"), complete("a", "A"), finished()])
     output = terminal(records)["output"]
     pairs = [(i["type"], i["call_id"], i.get("output")) for i in output if i["type"] != "message"]
-    assert pairs == [("function_call", "a", None), ("function_call", "b", None),
-                     ("function_call_output", "b", "B"), ("function_call_output", "a", "A")]
+    assert pairs == [
+        ("function_call", "a", None),
+        ("function_call", "b", None),
+        ("function_call_output", "b", "B"),
+        ("function_call_output", "a", "A"),
+    ]
 
 
 # -- W-4.7: commentary ----------------------------------------------------------------------------------
@@ -393,9 +474,14 @@ def test_commentary_is_one_completed_item_added_and_done() -> None:
     body = records[2:]
     assert names(body)[:2] == ["response.output_item.added", "response.output_item.done"]
     item = body[0][1]["item"]
-    assert item == {"id": item["id"], "type": "message", "status": "completed", "role": "assistant",
-                    "phase": "commentary",
-                    "content": [{"type": "output_text", "text": "Checking the log.", "annotations": []}]}
+    assert item == {
+        "id": item["id"],
+        "type": "message",
+        "status": "completed",
+        "role": "assistant",
+        "phase": "commentary",
+        "content": [{"type": "output_text", "text": "Checking the log.", "annotations": []}],
+    }
     assert body[1][1]["item"] == item
     assert ITEM_ID["message"].match(item["id"])
 
@@ -405,7 +491,9 @@ def test_commentary_closes_open_text_and_is_never_merged() -> None:
     records = render([RUNNING, TextDelta("Before."), Commentary("Aside."), TextDelta("After."), finished()])
     output = terminal(records)["output"]
     assert [(i.get("phase"), i["content"][0]["text"]) for i in output] == [
-        (None, "Before."), ("commentary", "Aside."), ("final_answer", "After."),
+        (None, "Before."),
+        ("commentary", "Aside."),
+        ("final_answer", "After."),
     ]
     assert not any(name.startswith("response.output_text") and "Aside" in repr(p) for name, p, _ in records)
 
@@ -436,12 +524,21 @@ def test_terminal_output_equals_done_items_in_index_order_with_usage() -> None:
     done = done_items(records)
     assert response["output"] == [done[i] for i in sorted(done)]
     assert response["status"] == "completed"
-    assert response["usage"] == {"input_tokens": 42, "output_tokens": 17, "total_tokens": 59,
-                                 "input_tokens_details": {"cached_tokens": 0},
-                                 "output_tokens_details": {"reasoning_tokens": 0}}
+    assert response["usage"] == {
+        "input_tokens": 42,
+        "output_tokens": 17,
+        "total_tokens": 59,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": 0},
+    }
     assert set(response["usage"]) == USAGE_KEYS
     assert [i["type"] for i in response["output"]] == [
-        "reasoning", "function_call", "function_call_output", "message", "reasoning", "message",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+        "message",
+        "reasoning",
+        "message",
     ]
     assert [i.get("phase") for i in response["output"] if i["type"] == "message"] == ["commentary", "final_answer"]
 
@@ -456,8 +553,13 @@ def test_terminal_output_has_no_duplicate_final_message() -> None:
 
 def test_incomplete_terminal_fields() -> None:
     """W-4.8, W-4.16, §4.4: response.incomplete with incomplete_details.reason iteration_budget_exhausted."""
-    records = render([RUNNING, TextDelta("Summary so far."),
-                      finished(TurnStatus.INCOMPLETE, Usage(5, 6), "iteration_budget_exhausted")])
+    records = render(
+        [
+            RUNNING,
+            TextDelta("Summary so far."),
+            finished(TurnStatus.INCOMPLETE, Usage(5, 6), "iteration_budget_exhausted"),
+        ]
+    )
     assert names(records)[-1] == "response.incomplete"
     response = terminal(records)
     assert response["status"] == "incomplete"
@@ -477,8 +579,14 @@ def test_incomplete_for_truncated_output_reports_max_output_tokens() -> None:
 
 def test_failed_terminal_keeps_diagnostic_message_completed() -> None:
     """W-4.8, W-4.17, §4.4: failed carries error {code agent_error, message}; the diagnostic item is completed."""
-    records = render([RUNNING, ReasoningDelta("Trying."), TextDelta("Diagnostic: "),
-                      finished(TurnStatus.FAILED, code="agent_error", message="Provider authentication failed")])
+    records = render(
+        [
+            RUNNING,
+            ReasoningDelta("Trying."),
+            TextDelta("Diagnostic: "),
+            finished(TurnStatus.FAILED, code="agent_error", message="Provider authentication failed"),
+        ]
+    )
     assert names(records)[-1] == "response.failed"
     response = terminal(records)
     assert response["status"] == "failed"
@@ -493,12 +601,17 @@ def test_failed_terminal_keeps_diagnostic_message_completed() -> None:
 
 def test_failed_turn_closes_open_reasoning_incomplete() -> None:
     """§4.2, §4.4: a burst closed by a failure ends `incomplete`; no final message is invented."""
-    records = render([RUNNING, ReasoningDelta("Thinking."), finished(TurnStatus.FAILED, code="agent_error",
-                                                                    message="boom")])
+    records = render(
+        [RUNNING, ReasoningDelta("Thinking."), finished(TurnStatus.FAILED, code="agent_error", message="boom")]
+    )
     output = terminal(records)["output"]
     assert [(i["type"], i["status"]) for i in output] == [("reasoning", "incomplete")]
-    assert names(records)[-4:] == ["response.reasoning_summary_text.done", "response.reasoning_summary_part.done",
-                                   "response.output_item.done", "response.failed"]
+    assert names(records)[-4:] == [
+        "response.reasoning_summary_text.done",
+        "response.reasoning_summary_part.done",
+        "response.output_item.done",
+        "response.failed",
+    ]
 
 
 def test_failed_without_any_output_has_empty_output_and_zero_usage() -> None:
@@ -507,9 +620,13 @@ def test_failed_without_any_output_has_empty_output_and_zero_usage() -> None:
     assert names(records) == ["response.created", "response.in_progress", "response.failed"]
     response = terminal(records)
     assert response["output"] == []
-    assert response["usage"] == {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0,
-                                 "input_tokens_details": {"cached_tokens": 0},
-                                 "output_tokens_details": {"reasoning_tokens": 0}}
+    assert response["usage"] == {
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "total_tokens": 0,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": 0},
+    }
 
 
 def test_cancelled_closes_open_items_incomplete_in_index_order() -> None:
@@ -519,10 +636,17 @@ def test_cancelled_closes_open_items_incomplete_in_index_order() -> None:
     assert names(records)[-1] == "response.cancelled"
     assert response["status"] == "cancelled"
     assert response["error"] is None and response["incomplete_details"] is None
-    assert response["output"] == [{"id": response["output"][0]["id"], "type": "reasoning", "status": "incomplete",
-                                   "summary": [{"type": "summary_text", "text": "Scanning."}]}]
-    records = render([RUNNING, ReasoningDelta("Scanning."), TextDelta("Partial"),
-                      finished(TurnStatus.CANCELLED, code="cancelled")])
+    assert response["output"] == [
+        {
+            "id": response["output"][0]["id"],
+            "type": "reasoning",
+            "status": "incomplete",
+            "summary": [{"type": "summary_text", "text": "Scanning."}],
+        }
+    ]
+    records = render(
+        [RUNNING, ReasoningDelta("Scanning."), TextDelta("Partial"), finished(TurnStatus.CANCELLED, code="cancelled")]
+    )
     output = terminal(records)["output"]
     assert [(i["type"], i["status"]) for i in output] == [("reasoning", "completed"), ("message", "incomplete")]
     assert "phase" not in output[1], "no final_answer on a cancelled turn (W-4.18)"
@@ -553,8 +677,11 @@ def test_final_answer_only_on_last_message_closed_by_the_end() -> None:
     finals = [p for p in item_events(records, "response.output_item.done") if p["item"].get("phase") == "final_answer"]
     assert len(finals) == 1
     assert finals[0]["item"]["content"][0]["text"] == "Answer."
-    assert all("phase" not in p["item"] for p in item_events(records, "response.output_item.added")
-               if p["item"]["type"] == "message")
+    assert all(
+        "phase" not in p["item"]
+        for p in item_events(records, "response.output_item.added")
+        if p["item"]["type"] == "message"
+    )
     output = terminal(records)["output"]
     assert [i.get("phase") for i in output if i["type"] == "message"] == [None, "final_answer"]
     assert output[-1]["id"] == finals[0]["item"]["id"]
@@ -580,8 +707,14 @@ def test_empty_final_message_when_turn_ends_without_open_text(status: TurnStatus
     (text_done,) = [p for p in item_events(records, "response.output_text.done") if p["item_id"] == message_id]
     assert text_done["text"] == ""
     output = terminal(records)["output"]
-    assert output[-1] == {"id": message_id, "type": "message", "status": "completed", "role": "assistant",
-                          "phase": "final_answer", "content": [{"type": "output_text", "text": "", "annotations": []}]}
+    assert output[-1] == {
+        "id": message_id,
+        "type": "message",
+        "status": "completed",
+        "role": "assistant",
+        "phase": "final_answer",
+        "content": [{"type": "output_text", "text": "", "annotations": []}],
+    }
     assert output[-2]["type"] == "reasoning" and output[-2]["status"] == "completed"
 
 
@@ -590,7 +723,9 @@ def test_text_split_by_reasoning_marks_only_the_last_item() -> None:
     records = render([RUNNING, TextDelta("Part one."), ReasoningDelta("hmm"), TextDelta("Part two."), finished()])
     output = terminal(records)["output"]
     assert [(i["type"], i.get("phase")) for i in output] == [
-        ("message", None), ("reasoning", None), ("message", "final_answer"),
+        ("message", None),
+        ("reasoning", None),
+        ("message", "final_answer"),
     ]
 
 

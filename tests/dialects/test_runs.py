@@ -58,8 +58,15 @@ def test_records_are_numbered_from_one_and_carry_event_run_id_and_timestamp() ->
     records = rendered(TURN, at)
     assert [rid for _, _, rid in records] == list(range(1, len(records) + 1))
     assert [p["event"] for _, p, _ in records] == [
-        "reasoning.delta", "tool.started", "tool.completed", "message.interim", "reasoning.delta", "message.delta",
-        "message.delta", "run.completed"]
+        "reasoning.delta",
+        "tool.started",
+        "tool.completed",
+        "message.interim",
+        "reasoning.delta",
+        "message.delta",
+        "message.delta",
+        "run.completed",
+    ]
     assert all(p["run_id"] == RUN for _, p, _ in records)
     assert [p["timestamp"] for _, p, _ in records] == [round(t, 3) for t in at[1:]]
 
@@ -83,8 +90,10 @@ def test_event_fields() -> None:
     assert view["tool.started"] == {"tool": "terminal", "tool_call_id": "call_1", "preview": "ls -la"}
     assert view["tool.completed"] == {"tool": "terminal", "tool_call_id": "call_1", "duration": 1.234, "error": False}
     assert view["message.interim"] == {"text": "Listed the files.", "already_streamed": False}
-    assert view["run.completed"] == {"output": "Your project has README.md.",
-                                     "usage": {"input_tokens": 42, "output_tokens": 17, "total_tokens": 59}}
+    assert view["run.completed"] == {
+        "output": "Your project has README.md.",
+        "usage": {"input_tokens": 42, "output_tokens": 17, "total_tokens": 59},
+    }
 
 
 def test_reasoning_bursts_after_the_first_start_with_a_blank_line() -> None:
@@ -95,8 +104,13 @@ def test_reasoning_bursts_after_the_first_start_with_a_blank_line() -> None:
 
 def test_output_is_the_text_after_the_last_tool() -> None:
     """§6.2, §3.2: `output` is the final answer: text before a tool is not part of it."""
-    events: list[TurnEvent] = [TextDelta("Let me look. "), START, DONE, TextDelta("Found it."),
-                               TurnFinished(TurnStatus.COMPLETED)]
+    events: list[TurnEvent] = [
+        TextDelta("Let me look. "),
+        START,
+        DONE,
+        TextDelta("Found it."),
+        TurnFinished(TurnStatus.COMPLETED),
+    ]
     assert rendered(events)[-1][1]["output"] == "Found it."
 
 
@@ -120,20 +134,33 @@ def test_orphan_completion_is_dropped_and_a_stopped_tool_is_an_error() -> None:
     ("finished", "event", "extra"),
     [
         (TurnFinished(TurnStatus.COMPLETED, Usage(3, 4)), "run.completed", {}),
-        (TurnFinished(TurnStatus.INCOMPLETE, Usage(3, 4), "iteration_budget_exhausted"), "run.incomplete",
-         {"turn_exit_reason": "iteration_budget_exhausted"}),
-        (TurnFinished(TurnStatus.INCOMPLETE, Usage(3, 4), "output_truncated"), "run.incomplete",
-         {"turn_exit_reason": "output_truncated"}),
-        (TurnFinished(TurnStatus.FAILED, Usage(3, 4), "agent_error", "Provider down"), "run.failed",
-         {"error": {"code": "agent_error", "message": "Provider down"}}),
-        (TurnFinished(TurnStatus.FAILED, Usage(3, 4), "unknown_execution", "The gateway restarted"), "run.failed",
-         {"error": {"code": "unknown_execution", "message": "The gateway restarted"}}),
+        (
+            TurnFinished(TurnStatus.INCOMPLETE, Usage(3, 4), "iteration_budget_exhausted"),
+            "run.incomplete",
+            {"turn_exit_reason": "iteration_budget_exhausted"},
+        ),
+        (
+            TurnFinished(TurnStatus.INCOMPLETE, Usage(3, 4), "output_truncated"),
+            "run.incomplete",
+            {"turn_exit_reason": "output_truncated"},
+        ),
+        (
+            TurnFinished(TurnStatus.FAILED, Usage(3, 4), "agent_error", "Provider down"),
+            "run.failed",
+            {"error": {"code": "agent_error", "message": "Provider down"}},
+        ),
+        (
+            TurnFinished(TurnStatus.FAILED, Usage(3, 4), "unknown_execution", "The gateway restarted"),
+            "run.failed",
+            {"error": {"code": "unknown_execution", "message": "The gateway restarted"}},
+        ),
         (TurnFinished(TurnStatus.CANCELLED, Usage(3, 4), "cancelled"), "run.cancelled", {}),
     ],
     ids=["completed", "budget", "truncated", "failed", "unknown", "cancelled"],
 )
-def test_terminal_event_name_equals_the_status_and_the_run_object_agrees(finished: TurnFinished, event: str,
-                                                                         extra: dict[str, Any]) -> None:
+def test_terminal_event_name_equals_the_status_and_the_run_object_agrees(
+    finished: TurnFinished, event: str, extra: dict[str, Any]
+) -> None:
     """W-6.2, §6.2, §6.3: the terminal event is `run.<status>` with output, usage and only its own extra field; the
     run object built from the same renderer reports the same status pieces (error / turn_exit_reason)."""
     renderer = RunEventsRenderer(RUN, stamps(2))
@@ -141,14 +168,32 @@ def test_terminal_event_name_equals_the_status_and_the_run_object_agrees(finishe
     terminal = records[-1][1]
     assert terminal["event"] == event == f"run.{finished.status.value}"
     assert {k: v for k, v in terminal.items() if k not in ("event", "run_id", "timestamp")} == {
-        "output": "Answer.", "usage": {"input_tokens": 3, "output_tokens": 4, "total_tokens": 7}, **extra}
-    obj = run_object(RUN, status=finished.status.value, created_at=1.23456, updated_at=2.5, session_id="s",
-                     model="hermes-agent", renderer=renderer)
-    assert obj == {
-        "object": "hermes.run", "run_id": RUN, "status": finished.status.value, "created_at": 1.235,
-        "updated_at": 2.5, "session_id": "s", "model": "hermes-agent", "last_event": event, "output": "Answer.",
+        "output": "Answer.",
         "usage": {"input_tokens": 3, "output_tokens": 4, "total_tokens": 7},
-        "error": extra.get("error"), "turn_exit_reason": extra.get("turn_exit_reason"),
+        **extra,
+    }
+    obj = run_object(
+        RUN,
+        status=finished.status.value,
+        created_at=1.23456,
+        updated_at=2.5,
+        session_id="s",
+        model="hermes-agent",
+        renderer=renderer,
+    )
+    assert obj == {
+        "object": "hermes.run",
+        "run_id": RUN,
+        "status": finished.status.value,
+        "created_at": 1.235,
+        "updated_at": 2.5,
+        "session_id": "s",
+        "model": "hermes-agent",
+        "last_event": event,
+        "output": "Answer.",
+        "usage": {"input_tokens": 3, "output_tokens": 4, "total_tokens": 7},
+        "error": extra.get("error"),
+        "turn_exit_reason": extra.get("turn_exit_reason"),
     }
 
 
@@ -156,23 +201,36 @@ def test_run_object_of_an_unsettled_run() -> None:
     """§6.2: before the terminal event there is no usage, error or exit reason; output is the answer so far and
     last_event the last record (None before any)."""
     empty = RunEventsRenderer(RUN, [])
-    assert run_object(RUN, status="queued", created_at=1.0, updated_at=1.0, session_id="s", model="m",
-                      renderer=empty)["last_event"] is None
+    assert (
+        run_object(RUN, status="queued", created_at=1.0, updated_at=1.0, session_id="s", model="m", renderer=empty)[
+            "last_event"
+        ]
+        is None
+    )
     renderer = RunEventsRenderer(RUN, stamps(3))
     renderer.render([StatusChanged(TurnStatus.RUNNING), ReasoningDelta("hm"), TextDelta("So far")])
-    obj = run_object(RUN, status="running", created_at=1.0, updated_at=2.0, session_id="s", model="m",
-                     renderer=renderer)
+    obj = run_object(
+        RUN, status="running", created_at=1.0, updated_at=2.0, session_id="s", model="m", renderer=renderer
+    )
     assert (obj["status"], obj["last_event"], obj["output"], obj["usage"], obj["error"], obj["turn_exit_reason"]) == (
-        "running", "message.delta", "So far", None, None, None)
+        "running",
+        "message.delta",
+        "So far",
+        None,
+        None,
+        None,
+    )
 
 
 def test_compaction_produces_no_run_record() -> None:
     """§6.3: compaction is not a runs event; the ids stay dense around it."""
-    events: list[TurnEvent] = [TextDelta("a"), Compacted("summary"), TextDelta("b"),
-                               TurnFinished(TurnStatus.COMPLETED)]
+    events: list[TurnEvent] = [TextDelta("a"), Compacted("summary"), TextDelta("b"), TurnFinished(TurnStatus.COMPLETED)]
     records = rendered(events)
-    assert [(rid, p["event"]) for _, p, rid in records] == [(1, "message.delta"), (2, "message.delta"),
-                                                         (3, "run.completed")]
+    assert [(rid, p["event"]) for _, p, rid in records] == [
+        (1, "message.delta"),
+        (2, "message.delta"),
+        (3, "run.completed"),
+    ]
 
 
 def test_missing_stamps_give_timestamp_zero() -> None:
@@ -186,9 +244,15 @@ def test_terminal_fields_and_usage_helpers() -> None:
     iteration_budget_exhausted); usage in input/output/total tokens."""
     assert terminal_fields(TurnFinished(TurnStatus.COMPLETED)) == {"error": None, "turn_exit_reason": None}
     assert terminal_fields(TurnFinished(TurnStatus.CANCELLED, error_code="cancelled")) == {
-        "error": None, "turn_exit_reason": None}
+        "error": None,
+        "turn_exit_reason": None,
+    }
     assert terminal_fields(TurnFinished(TurnStatus.FAILED)) == {
-        "error": {"code": "agent_error", "message": "failed"}, "turn_exit_reason": None}
+        "error": {"code": "agent_error", "message": "failed"},
+        "turn_exit_reason": None,
+    }
     assert terminal_fields(TurnFinished(TurnStatus.INCOMPLETE)) == {
-        "error": None, "turn_exit_reason": "iteration_budget_exhausted"}
+        "error": None,
+        "turn_exit_reason": "iteration_budget_exhausted",
+    }
     assert run_usage(Usage(5, 7)) == {"input_tokens": 5, "output_tokens": 7, "total_tokens": 12}

@@ -54,7 +54,13 @@ def test_head_is_run_started_then_message_started() -> None:
     r = renderer()
     head = r.head(1795971489.12345)
     assert [(seq, name) for name, _, seq in head] == [(1, "run.started"), (2, "message.started")]
-    assert head[0].data == {"event": "run.started", "session_id": SESSION, "run_id": RUN, "seq": 1, "ts": 1795971489.123}
+    assert head[0].data == {
+        "event": "run.started",
+        "session_id": SESSION,
+        "run_id": RUN,
+        "seq": 1,
+        "ts": 1795971489.123,
+    }
     started = head[1].data
     assert started["role"] == "assistant"
     assert started["message_id"] == "msg_" + hashlib.sha256(RUN.encode()).hexdigest()[:24]
@@ -69,11 +75,20 @@ def test_records_are_numbered_and_named_in_order() -> None:
     assert [seq for _, _, seq in records] == list(range(1, len(records) + 1))
     assert all(p["seq"] == seq and p["event"] == name for name, p, seq in records)
     assert [name for name, _, _ in records] == [
-        "run.started", "message.started", "reasoning.delta", "tool.started", "tool.completed", "assistant.commentary",
-        "assistant.delta", "assistant.delta", "assistant.completed", "run.completed", "done"]
+        "run.started",
+        "message.started",
+        "reasoning.delta",
+        "tool.started",
+        "tool.completed",
+        "assistant.commentary",
+        "assistant.delta",
+        "assistant.delta",
+        "assistant.completed",
+        "run.completed",
+        "done",
+    ]
     assert len({p["message_id"] for _, p, _ in records if "message_id" in p}) == 1
-    assert all(p["session_id"] == SESSION and p["run_id"] == RUN and isinstance(p["ts"], float)
-               for _, p, _ in records)
+    assert all(p["session_id"] == SESSION and p["run_id"] == RUN and isinstance(p["ts"], float) for _, p, _ in records)
 
 
 def test_event_fields() -> None:
@@ -85,24 +100,35 @@ def test_event_fields() -> None:
         by_name.setdefault(name, []).append({k: v for k, v in payload.items() if k not in strip})
     message_id = by_name["message.started"][0]["message_id"]
     assert by_name["tool.started"] == [{"tool_call_id": "call_7", "tool_name": "terminal", "preview": "tail build.log"}]
-    assert by_name["tool.completed"] == [{"tool_call_id": "call_7", "tool_name": "terminal", "duration_ms": 380,
-                                          "is_error": False}]
+    assert by_name["tool.completed"] == [
+        {"tool_call_id": "call_7", "tool_name": "terminal", "duration_ms": 380, "is_error": False}
+    ]
     assert by_name["assistant.commentary"] == [{"message_id": message_id, "text": "Found it."}]
     assert by_name["reasoning.delta"] == [{"message_id": message_id, "delta": "Need the last failing job."}]
-    assert by_name["assistant.completed"] == [{"message_id": message_id, "content": "The linker step failed.",
-                                               "reasoning_content": "Need the last failing job."}]
-    assert by_name["run.completed"] == [{"status": "completed",
-                                         "usage": {"input_tokens": 2102, "output_tokens": 31, "total_tokens": 2133}}]
+    assert by_name["assistant.completed"] == [
+        {
+            "message_id": message_id,
+            "content": "The linker step failed.",
+            "reasoning_content": "Need the last failing job.",
+        }
+    ]
+    assert by_name["run.completed"] == [
+        {"status": "completed", "usage": {"input_tokens": 2102, "output_tokens": 31, "total_tokens": 2133}}
+    ]
     assert by_name["done"] == [{}]
 
 
 @pytest.mark.parametrize(
     ("finished", "extra"),
     [
-        (TurnFinished(TurnStatus.INCOMPLETE, Usage(1, 2), "iteration_budget_exhausted"),
-         {"turn_exit_reason": "iteration_budget_exhausted"}),
-        (TurnFinished(TurnStatus.FAILED, Usage(1, 2), "agent_error", "Provider down"),
-         {"error": {"code": "agent_error", "message": "Provider down"}}),
+        (
+            TurnFinished(TurnStatus.INCOMPLETE, Usage(1, 2), "iteration_budget_exhausted"),
+            {"turn_exit_reason": "iteration_budget_exhausted"},
+        ),
+        (
+            TurnFinished(TurnStatus.FAILED, Usage(1, 2), "agent_error", "Provider down"),
+            {"error": {"code": "agent_error", "message": "Provider down"}},
+        ),
         (TurnFinished(TurnStatus.CANCELLED, Usage(1, 2), "cancelled"), {}),
     ],
     ids=["incomplete", "failed", "cancelled"],
@@ -117,18 +143,26 @@ def test_assistant_completed_is_followed_by_the_real_outcome(finished: TurnFinis
     assert names[-3:] == ["assistant.completed", f"run.{status}", "done"]
     terminal = records[-2].data
     assert {k: v for k, v in terminal.items() if k not in ("event", "session_id", "run_id", "seq", "ts")} == {
-        "status": status, "usage": {"input_tokens": 1, "output_tokens": 2, "total_tokens": 3}, **extra}
+        "status": status,
+        "usage": {"input_tokens": 1, "output_tokens": 2, "total_tokens": 3},
+        **extra,
+    }
     reply = r.reply()
     assert (reply["status"], reply["error"], reply["turn_exit_reason"]) == (
-        status, extra.get("error"), extra.get("turn_exit_reason"))
+        status,
+        extra.get("error"),
+        extra.get("turn_exit_reason"),
+    )
     assert reply["message"] == {"role": "assistant", "content": "Partial."}
 
 
 def test_no_assistant_completed_without_text_or_reasoning() -> None:
     """§7.4: a turn that produced no assistant message (a failure before any text or reasoning) has no
     assistant.completed: message.started is followed by run.failed and done."""
-    events: list[TurnEvent] = [StatusChanged(TurnStatus.RUNNING),
-                               TurnFinished(TurnStatus.FAILED, Usage(), "agent_error", "auth failed")]
+    events: list[TurnEvent] = [
+        StatusChanged(TurnStatus.RUNNING),
+        TurnFinished(TurnStatus.FAILED, Usage(), "agent_error", "auth failed"),
+    ]
     assert [name for name, _, _ in stream(events)] == ["run.started", "message.started", "run.failed", "done"]
 
 
@@ -145,9 +179,12 @@ def test_reasoning_bursts_and_stopped_tools() -> None:
     """§7.4, W-3.13, W-3.14: a second reasoning burst starts with `\\n\\n`; a tool the end of the turn stopped is
     reported with is_error:true; an orphan completion is not reported."""
     events: list[TurnEvent] = [
-        ReasoningDelta("One."), TextDelta("x"), ReasoningDelta("Two."),
+        ReasoningDelta("One."),
+        TextDelta("x"),
+        ReasoningDelta("Two."),
         ToolCompleted("call_orphan", "terminal", "", False, 1),
-        START, ToolCompleted("call_7", "terminal", "[interrupted]", True, 9, stopped=True),
+        START,
+        ToolCompleted("call_7", "terminal", "[interrupted]", True, 9, stopped=True),
         TurnFinished(TurnStatus.CANCELLED, Usage(), "cancelled"),
     ]
     records = stream(events)
@@ -162,10 +199,17 @@ def test_reply_of_a_completed_turn() -> None:
     r = renderer()
     r.render(TURN)
     assert r.reply() == {
-        "object": "hermes.session.chat.completion", "status": "completed", "session_id": SESSION, "run_id": RUN,
-        "message": {"role": "assistant", "content": "The linker step failed.",
-                    "reasoning_content": "Need the last failing job."},
-        "usage": {"input_tokens": 2102, "output_tokens": 31, "total_tokens": 2133}, "error": None,
+        "object": "hermes.session.chat.completion",
+        "status": "completed",
+        "session_id": SESSION,
+        "run_id": RUN,
+        "message": {
+            "role": "assistant",
+            "content": "The linker step failed.",
+            "reasoning_content": "Need the last failing job.",
+        },
+        "usage": {"input_tokens": 2102, "output_tokens": 31, "total_tokens": 2133},
+        "error": None,
         "turn_exit_reason": None,
     }
     plain = renderer(2)

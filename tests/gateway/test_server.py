@@ -27,7 +27,9 @@ def test_ipv6_hosts_are_bracketed_in_urls() -> None:
     assert display_host("::1") == "[::1]" and display_host("127.0.0.1") == "127.0.0.1"
 
 
-def test_refusal_without_key_is_one_line_naming_the_variable_and_file(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_refusal_without_key_is_one_line_naming_the_variable_and_file(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """W-1.1"""
     caplog.set_level(logging.INFO, "hermes_api_plugin")
     settings = load_settings(tmp_path, environ={"API_SERVER_ENABLED": "true", "API_SERVER_KEY": "short"})

@@ -11,8 +11,9 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -25,7 +26,9 @@ HERE = Path(__file__).parent
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "hermes: runs the real Hermes AIAgent (hermes-agent) against a scripted provider")
+    config.addinivalue_line(
+        "markers", "hermes: runs the real Hermes AIAgent (hermes-agent) against a scripted provider"
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -64,8 +67,13 @@ def hermes_config(provider: ScriptedProvider, workdir: Path, **sections: Any) ->
     """config.yaml for a Hermes home whose model is the scripted provider (no memory, no scanner download)."""
     workdir.mkdir(parents=True, exist_ok=True)
     config: dict[str, Any] = {
-        "model": {"provider": "custom", "default": MODEL, "base_url": provider.base_url, "api_key": "test-provider-key",
-                  "context_length": 131072},
+        "model": {
+            "provider": "custom",
+            "default": MODEL,
+            "base_url": provider.base_url,
+            "api_key": "test-provider-key",
+            "context_length": 131072,
+        },
         "memory": {"memory_enabled": False, "user_profile_enabled": False, "provider": ""},
         "terminal": {"backend": "local", "cwd": str(workdir)},
         "platform_toolsets": {"api_server": ["terminal"]},

@@ -99,29 +99,42 @@ def plan(record: Recorded, count: int) -> Reply:
     after_tool = record.last_role == "tool"
     if record.scenario == "always-tool":
         if record.tools:
-            return Reply(reasoning=("Another command.",),
-                         tool_calls=((f"call_loop{count:04d}", "terminal", {"command": f"echo loop-{count}"}),))
+            return Reply(
+                reasoning=("Another command.",),
+                tool_calls=((f"call_loop{count:04d}", "terminal", {"command": f"echo loop-{count}"}),),
+            )
         return Reply(text=(SUMMARY_TEXT,))
     if record.scenario == "slow-stream":
         return Reply(reasoning=("Thinking slowly. ",), repeat_reasoning_for=30.0, delay=0.1, text=("late answer",))
     if record.scenario == "bench":
-        return Reply(reasoning=tuple(f"step {i}. " for i in range(10)),
-                     text=tuple(f"w{i} " for i in range(BENCH_DELTAS)), delay=0.005)
+        return Reply(
+            reasoning=tuple(f"step {i}. " for i in range(10)),
+            text=tuple(f"w{i} " for i in range(BENCH_DELTAS)),
+            delay=0.005,
+        )
     if record.scenario == "slow-tool":
         if after_tool:
             return Reply(text=("slept",))
-        return Reply(reasoning=("A long command.",),
-                     tool_calls=((f"call_slow{count:04d}", "terminal", {"command": "sleep 30"}),))
+        return Reply(
+            reasoning=("A long command.",), tool_calls=((f"call_slow{count:04d}", "terminal", {"command": "sleep 30"}),)
+        )
     if after_tool:
         output = tool_output(messages).strip()
         answer = ANSWER_PREFIX + output
         return Reply(reasoning=REASONING_AFTER, text=(answer[:10], answer[10:]))
-    return Reply(reasoning=REASONING_FIRST, tool_calls=((f"call_tool{count:04d}", "terminal", {"command": TOOL_COMMAND}),))
+    return Reply(
+        reasoning=REASONING_FIRST, tool_calls=((f"call_tool{count:04d}", "terminal", {"command": TOOL_COMMAND}),)
+    )
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-    body = {"id": "chatcmpl-provider", "object": "chat.completion.chunk", "created": int(time.time()),
-            "model": MODEL, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    body = {
+        "id": "chatcmpl-provider",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": MODEL,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
     return b"data: " + json.dumps(body).encode() + b"\n\n"
 
 
@@ -189,8 +202,11 @@ class ScriptedProvider:
         if scenario is not None:
             found = [r for r in found if r.scenario == scenario]
         if marker is not None:
-            found = [r for r in found
-                     if marker in next((_text(m.get("content")) for m in r.messages if m.get("role") == "user"), "")]
+            found = [
+                r
+                for r in found
+                if marker in next((_text(m.get("content")) for m in r.messages if m.get("role") == "user"), "")
+            ]
         return found
 
     # -- handlers ---------------------------------------------------------------------------------
@@ -226,13 +242,22 @@ class ScriptedProvider:
         if reply.reasoning:
             message["reasoning_content"] = "".join(reply.reasoning)
         if reply.tool_calls:
-            message["tool_calls"] = [{"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
-                                     for i, n, a in reply.tool_calls]
-        return web.json_response({
-            "id": "chatcmpl-provider", "object": "chat.completion", "created": int(time.time()), "model": MODEL,
-            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
-            "usage": USAGE,
-        })
+            message["tool_calls"] = [
+                {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+                for i, n, a in reply.tool_calls
+            ]
+        return web.json_response(
+            {
+                "id": "chatcmpl-provider",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": MODEL,
+                "choices": [
+                    {"index": 0, "message": message, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}
+                ],
+                "usage": USAGE,
+            }
+        )
 
     async def _stream(self, request: web.Request, reply: Reply) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
@@ -250,12 +275,30 @@ class ScriptedProvider:
             await asyncio.sleep(reply.delay)
         for index, (call_id, name, args) in enumerate(reply.tool_calls):
             arguments = json.dumps(args)
-            await response.write(_chunk({"tool_calls": [{"index": index, "id": call_id, "type": "function",
-                                                         "function": {"name": name, "arguments": arguments[:6]}}]}))
+            await response.write(
+                _chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": index,
+                                "id": call_id,
+                                "type": "function",
+                                "function": {"name": name, "arguments": arguments[:6]},
+                            }
+                        ]
+                    }
+                )
+            )
             await response.write(_chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[6:]}}]}))
         await response.write(_chunk({}, "tool_calls" if reply.tool_calls else "stop"))
-        usage = {"id": "chatcmpl-provider", "object": "chat.completion.chunk", "created": int(time.time()),
-                 "model": MODEL, "choices": [], "usage": USAGE}
+        usage = {
+            "id": "chatcmpl-provider",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": MODEL,
+            "choices": [],
+            "usage": USAGE,
+        }
         await response.write(b"data: " + json.dumps(usage).encode() + b"\n\n")
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()

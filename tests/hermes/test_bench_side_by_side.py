@@ -12,8 +12,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_side_by_side_benchmark_runs_both_servers_and_reports_each_figure(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
-    done = subprocess.run([sys.executable, "-m", "bench.side_by_side", "--streams", "2", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.side_by_side", "--streams", "2", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "side_by_side.plugin" in done.stdout and "side_by_side.upstream" in done.stdout, done.stdout
     result = json.loads(out.read_text())["results"]["side_by_side"]

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-from hermes_api_plugin.hermes import bridge, compat
 from hermes_api_plugin.config import load_settings
 from hermes_api_plugin.events import TurnStatus
+from hermes_api_plugin.hermes import bridge, compat
 from hermes_api_plugin.runtimes import (
     HermesRuntime,
     RuntimeUnavailable,
@@ -117,12 +117,12 @@ async def test_hook_reports_the_builtin_holding_the_port(home: Path, caplog: pyt
     with caplog.at_level(logging.INFO, "hermes_api_plugin"):
         result = await bridge.on_gateway_startup({}, runner=_runner({Platform.API_SERVER: builtin}))
     assert result == "held"
-    assert ("[API Server] Port 8642 is held by Hermes' built-in api_server — disable platforms.api_server"
-            in caplog.text)
+    assert "[API Server] Port 8642 is held by Hermes' built-in api_server — disable platforms.api_server" in caplog.text
 
 
-async def test_hook_does_not_retry_a_refused_entry_point_adapter(home: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                caplog: pytest.LogCaptureFixture) -> None:
+async def test_hook_does_not_retry_a_refused_entry_point_adapter(
+    home: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     """The entry point is loaded but its adapter refused (it logged the one refusal line): the hook starts
     nothing and logs no second refusal (§1.2: exactly one line, final)."""
     (home / ".env").write_text("API_SERVER_ENABLED=true\nAPI_SERVER_KEY=short\n", encoding="utf-8")
@@ -139,8 +139,9 @@ async def test_hook_does_nothing_when_not_enabled_or_outside_a_gateway(home: Pat
     assert await load_handler().handle("agent:start", {}) is None
 
 
-async def test_hook_boots_the_adapter_and_hands_it_to_the_gateway(home: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                   caplog: pytest.LogCaptureFixture) -> None:
+async def test_hook_boots_the_adapter_and_hands_it_to_the_gateway(
+    home: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     """The `started` path in-process, on the scripted runtime: bound, listening line, registered with the
     runner (whose stop() disconnects it), drained by disconnect()."""
     from gateway.config import Platform
@@ -160,8 +161,9 @@ async def test_hook_boots_the_adapter_and_hands_it_to_the_gateway(home: Path, mo
     assert "[API Server] Stopped" in caplog.text
 
 
-async def test_port_in_use_is_a_final_refusal(home: Path, monkeypatch: pytest.MonkeyPatch,
-                                              caplog: pytest.LogCaptureFixture) -> None:
+async def test_port_in_use_is_a_final_refusal(
+    home: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -176,8 +178,14 @@ async def test_port_in_use_is_a_final_refusal(home: Path, monkeypatch: pytest.Mo
 
 def test_install_hook_copies_the_bundle(tmp_path: Path) -> None:
     env = {"HERMES_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, "-m", "hermes_api_plugin", "install-hook"], env=env,
-                          capture_output=True, text=True, check=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "hermes_api_plugin", "install-hook"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
     target = tmp_path / "hooks" / "hermes-api-plugin"
     assert f"Installed the gateway:startup hook in {target}" in done.stdout
     assert "enabled: [hermes-api-plugin]" in done.stdout
@@ -213,21 +221,42 @@ def test_runtime_hermes_without_hermes_agent_is_refused(tmp_path: Path, monkeypa
         select_runtime(load_settings(path, environ={}))
 
 
-@pytest.mark.parametrize(("result", "status", "code"), [
-    ({"final_response": "done", "completed": True, "turn_exit_reason": "text_response(finish_reason=stop)"},
-     TurnStatus.COMPLETED, None),
-    ({"final_response": "summary", "completed": False, "turn_exit_reason": "max_iterations_reached(2/2)"},
-     TurnStatus.INCOMPLETE, "iteration_budget_exhausted"),
-    ({"final_response": None, "completed": False, "turn_exit_reason": "budget_exhausted"},
-     TurnStatus.INCOMPLETE, "iteration_budget_exhausted"),
-    ({"final_response": "cut", "completed": True, "turn_exit_reason": "text_response(finish_reason=length)"},
-     TurnStatus.INCOMPLETE, "output_truncated"),
-    ({"final_response": None, "interrupted": True, "turn_exit_reason": "interrupted_by_user"},
-     TurnStatus.CANCELLED, "cancelled"),
-    ({"final_response": "boom", "failed": True, "error": "provider said 500"}, TurnStatus.FAILED, "agent_error"),
-    ({"final_response": None, "completed": False, "turn_exit_reason": "all_retries_exhausted_no_response"},
-     TurnStatus.FAILED, "agent_error"),
-])
+@pytest.mark.parametrize(
+    ("result", "status", "code"),
+    [
+        (
+            {"final_response": "done", "completed": True, "turn_exit_reason": "text_response(finish_reason=stop)"},
+            TurnStatus.COMPLETED,
+            None,
+        ),
+        (
+            {"final_response": "summary", "completed": False, "turn_exit_reason": "max_iterations_reached(2/2)"},
+            TurnStatus.INCOMPLETE,
+            "iteration_budget_exhausted",
+        ),
+        (
+            {"final_response": None, "completed": False, "turn_exit_reason": "budget_exhausted"},
+            TurnStatus.INCOMPLETE,
+            "iteration_budget_exhausted",
+        ),
+        (
+            {"final_response": "cut", "completed": True, "turn_exit_reason": "text_response(finish_reason=length)"},
+            TurnStatus.INCOMPLETE,
+            "output_truncated",
+        ),
+        (
+            {"final_response": None, "interrupted": True, "turn_exit_reason": "interrupted_by_user"},
+            TurnStatus.CANCELLED,
+            "cancelled",
+        ),
+        ({"final_response": "boom", "failed": True, "error": "provider said 500"}, TurnStatus.FAILED, "agent_error"),
+        (
+            {"final_response": None, "completed": False, "turn_exit_reason": "all_retries_exhausted_no_response"},
+            TurnStatus.FAILED,
+            "agent_error",
+        ),
+    ],
+)
 def test_result_mapping(result: dict[str, Any], status: TurnStatus, code: str | None) -> None:
     outcome = outcome_from_result({**result, "prompt_tokens": 5, "completion_tokens": 3}, interrupted=False)
     assert (outcome.status, outcome.error_code) == (status, code)

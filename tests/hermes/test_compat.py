@@ -19,14 +19,15 @@ import logging
 import subprocess
 import sys
 import types
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 from hermes_api_plugin.config import load_settings
 from hermes_api_plugin.content import text_message
-from hermes_api_plugin.hermes import compat
+from hermes_api_plugin.hermes import compat, compat_names
 from hermes_api_plugin.hermes.compat import HERMES_NAMES, HermesName
 from hermes_api_plugin.runtimes.base import TurnRequest
 from hermes_api_plugin.runtimes.hermes import _hermes_gateway_settings
@@ -36,7 +37,7 @@ from tests.live import write_home
 @pytest.fixture(autouse=True)
 def _fresh_fallback_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts as a fresh process would: no fallback warned about yet."""
-    monkeypatch.setattr(compat, "_warned", set())
+    monkeypatch.setattr(compat_names, "_warned", set())
 
 
 def _self_placeholder(name: HermesName) -> list[object]:
@@ -82,23 +83,30 @@ def test_declared_name_exists_and_accepts_what_the_plugin_passes(name: HermesNam
 def test_declared_names_are_unique_and_cover_the_known_private_helpers() -> None:
     assert len({name.qualname for name in HERMES_NAMES}) == len(HERMES_NAMES)
     private = [n for n in HERMES_NAMES if any(part.startswith("_") for part in n.path.split("."))]
-    assert {n.path for n in private} >= {"_resolve_runtime_agent_kwargs", "GatewayRunner._load_reasoning_config",
-                                         "GatewayRunner._load_fallback_model", "_get_platform_tools",
-                                         "_detect_tool_failure", "_gateway_runner_ref"}
+    assert {n.path for n in private} >= {
+        "_resolve_runtime_agent_kwargs",
+        "GatewayRunner._load_reasoning_config",
+        "GatewayRunner._load_fallback_model",
+        "_get_platform_tools",
+        "_detect_tool_failure",
+        "_gateway_runner_ref",
+    }
 
 
 def test_top_level_modules_are_hermes_agents() -> None:
     """The boundary test (main suite, no hermes-agent there) recognises hermes-agent imports by this list."""
     top_level = importlib.metadata.distribution("hermes-agent").read_text("top_level.txt") or ""
-    assert compat.HERMES_TOP_LEVEL_MODULES == set(top_level.split())
+    assert set(top_level.split()) == compat.HERMES_TOP_LEVEL_MODULES
 
 
 def test_importing_the_plugin_imports_no_hermes_agent_module() -> None:
     """Hermes imports the entry point in every `hermes` command, and run_agent takes seconds and writes under
     $HERMES_HOME: compat, the bridge and the runtime import hermes-agent only when used."""
-    code = ("import sys, hermes_api_plugin.hermes.bridge, hermes_api_plugin.runtimes.hermes\n"
-            "from hermes_api_plugin.hermes.compat import HERMES_TOP_LEVEL_MODULES as top\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in top))\n")
+    code = (
+        "import sys, hermes_api_plugin.hermes.bridge, hermes_api_plugin.runtimes.hermes\n"
+        "from hermes_api_plugin.hermes.compat import HERMES_TOP_LEVEL_MODULES as top\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in top))\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert done.stdout.strip() == "[]"
 
@@ -130,12 +138,30 @@ def _raising(monkeypatch: pytest.MonkeyPatch, module: str, attr: str) -> None:
 
 CASES: list[tuple[str, Callable[..., None], str, str, Callable[[], Any], Any]] = [
     # (id, breakage, module, attr, call, expected fallback result)
-    ("missing", _missing, "agent.display", "_detect_tool_failure",
-     lambda: compat.detect_tool_failure("terminal", FAILED_TERMINAL), True),
-    ("re-signed", _resigned, "agent.display", "_detect_tool_failure",
-     lambda: compat.detect_tool_failure("terminal", FAILED_TERMINAL), True),
-    ("raising", _raising, "agent.display", "_detect_tool_failure",
-     lambda: compat.detect_tool_failure("terminal", FAILED_TERMINAL), True),
+    (
+        "missing",
+        _missing,
+        "agent.display",
+        "_detect_tool_failure",
+        lambda: compat.detect_tool_failure("terminal", FAILED_TERMINAL),
+        True,
+    ),
+    (
+        "re-signed",
+        _resigned,
+        "agent.display",
+        "_detect_tool_failure",
+        lambda: compat.detect_tool_failure("terminal", FAILED_TERMINAL),
+        True,
+    ),
+    (
+        "raising",
+        _raising,
+        "agent.display",
+        "_detect_tool_failure",
+        lambda: compat.detect_tool_failure("terminal", FAILED_TERMINAL),
+        True,
+    ),
     ("missing", _missing, "gateway.run", "_resolve_runtime_agent_kwargs", lambda: compat.runtime_agent_kwargs(), None),
     ("missing", _missing, "gateway.run", "_gateway_runner_ref", compat.gateway_runner, None),
     ("missing", _missing, "hermes_cli.tools_config", "_get_platform_tools", compat.platform_toolsets, None),
@@ -145,11 +171,20 @@ CASES: list[tuple[str, Callable[..., None], str, str, Callable[[], Any], Any]] =
 ]
 
 
-@pytest.mark.parametrize(("breakage", "module", "attr", "call", "expected"), [case[1:] for case in CASES],
-                         ids=[f"{case[3]}-{case[0]}" for case in CASES])
+@pytest.mark.parametrize(
+    ("breakage", "module", "attr", "call", "expected"),
+    [case[1:] for case in CASES],
+    ids=[f"{case[3]}-{case[0]}" for case in CASES],
+)
 def test_an_unusable_name_takes_its_fallback_with_one_warning(
-        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, breakage: Callable[..., None],
-        module: str, attr: str, call: Callable[[], Any], expected: Any) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    breakage: Callable[..., None],
+    module: str,
+    attr: str,
+    call: Callable[[], Any],
+    expected: Any,
+) -> None:
     breakage(monkeypatch, module, attr)
     with caplog.at_level(logging.WARNING, "hermes_api_plugin"):
         assert call() == expected
@@ -169,8 +204,9 @@ def test_a_working_name_logs_nothing(caplog: pytest.LogCaptureFixture) -> None:
     assert _warnings(caplog) == []
 
 
-def test_without_hermes_gateway_helpers_the_model_section_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                  caplog: pytest.LogCaptureFixture) -> None:
+def test_without_hermes_gateway_helpers_the_model_section_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     """The runtime's fallback for a missing `_resolve_runtime_agent_kwargs`: provider, base_url, key and model
     from config.yaml's model: section, as before compat existed."""
     _missing(monkeypatch, "gateway.run", "_resolve_runtime_agent_kwargs")
@@ -181,7 +217,13 @@ def test_without_hermes_gateway_helpers_the_model_section_is_used(tmp_path: Path
     with caplog.at_level(logging.WARNING, "hermes_api_plugin"):
         resolved = _hermes_gateway_settings(settings, request)
     assert {k: resolved[k] for k in ("model", "provider", "base_url", "api_key", "api_mode")} == {
-        "model": "m-1", "provider": "custom", "base_url": "http://127.0.0.1:9/v1", "api_key": "k-123",
-        "api_mode": "chat_completions"}
+        "model": "m-1",
+        "provider": "custom",
+        "base_url": "http://127.0.0.1:9/v1",
+        "api_key": "k-123",
+        "api_mode": "chat_completions",
+    }
     assert sorted(w.split(" ")[3] for w in _warnings(caplog)) == [
-        "gateway.run._resolve_gateway_model", "gateway.run._resolve_runtime_agent_kwargs"]
+        "gateway.run._resolve_gateway_model",
+        "gateway.run._resolve_runtime_agent_kwargs",
+    ]

@@ -21,10 +21,10 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import openai
 import pytest
@@ -36,7 +36,7 @@ from .conftest import HomeFactory
 BIN = Path(sys.executable).parent
 OURS = re.compile(r"hermes_api_plugin: \[API Server\] API server listening on http://(\S+):(\d+)$")
 PLUGINS = {"enabled": ["hermes-api-plugin"]}
-REFUSAL = ("[API Server] Refusing to start: API_SERVER_KEY is missing or shorter than 16 characters — set it in ")
+REFUSAL = "[API Server] Refusing to start: API_SERVER_KEY is missing or shorter than 16 characters — set it in "
 
 
 @dataclass
@@ -70,8 +70,9 @@ class HermesGateway:
         return stop_process(self.proc, self.reader)
 
     def get(self, path: str, key: str = TEST_KEY) -> tuple[int, dict[str, Any]]:
-        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}",
-                                         headers={"Authorization": f"Bearer {key}"})
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}{path}", headers={"Authorization": f"Bearer {key}"}
+        )
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, json.loads(response.read())
 
@@ -83,8 +84,14 @@ def clean_env(home: Path) -> dict[str, str]:
 
 
 def install_hook(home: Path) -> str:
-    done = subprocess.run([str(BIN / "hermes-api"), "install-hook"], env=clean_env(home), capture_output=True,
-                          text=True, timeout=60, check=True)
+    done = subprocess.run(
+        [str(BIN / "hermes-api"), "install-hook"],
+        env=clean_env(home),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return done.stdout
 
 
@@ -93,9 +100,15 @@ def run_hermes() -> Iterator[Callable[[Path], HermesGateway]]:
     started: list[HermesGateway] = []
 
     def start(home: Path) -> HermesGateway:
-        proc = subprocess.Popen([str(BIN / "hermes"), "gateway", "run", "-v"], env=clean_env(home),
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, encoding="utf-8")
+        proc = subprocess.Popen(
+            [str(BIN / "hermes"), "gateway", "run", "-v"],
+            env=clean_env(home),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            encoding="utf-8",
+        )
         live = HermesGateway(proc, home)
 
         def pump() -> None:
@@ -126,8 +139,9 @@ def listening(gateway: HermesGateway) -> int:
     return gateway.port
 
 
-def test_entry_point_replaces_the_builtin_api_server(hermes_home: HomeFactory,
-                                                     run_hermes: Callable[[Path], HermesGateway]) -> None:
+def test_entry_point_replaces_the_builtin_api_server(
+    hermes_home: HomeFactory, run_hermes: Callable[[Path], HermesGateway]
+) -> None:
     """`hermes gateway run` with the plugin enabled serves /v1/capabilities and a streamed chat with
     reasoning_content and a real tool run, from this plugin; the startup hook confirms it; SIGTERM drains."""
     home = hermes_home(env={"API_SERVER_PORT": "0"}, plugins=PLUGINS)
@@ -145,8 +159,9 @@ def test_entry_point_replaces_the_builtin_api_server(hermes_home: HomeFactory,
 
     sdk = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=TEST_KEY, max_retries=0, timeout=90.0)
     reasoning, content, progress, finish = [], [], [], None
-    with sdk.chat.completions.create(model="hermes-agent", stream=True,
-                                     messages=[{"role": "user", "content": "Inside hermes gateway: run it"}]) as stream:
+    with sdk.chat.completions.create(
+        model="hermes-agent", stream=True, messages=[{"role": "user", "content": "Inside hermes gateway: run it"}]
+    ) as stream:
         for chunk in stream:
             delta = chunk.choices[0].delta
             extra = chunk.model_extra or {}
@@ -168,11 +183,14 @@ def test_entry_point_replaces_the_builtin_api_server(hermes_home: HomeFactory,
 
 
 def test_startup_hook_boots_the_plugin_when_the_entry_point_is_off(
-        hermes_home: HomeFactory, run_hermes: Callable[[Path], HermesGateway]) -> None:
+    hermes_home: HomeFactory, run_hermes: Callable[[Path], HermesGateway]
+) -> None:
     """No plugins.enabled, no API_SERVER_* in .env (so the built-in stays off), api_server.enabled/key in
     config.yaml: the gateway:startup hook starts the plugin, and the gateway's shutdown drains it."""
-    home = hermes_home(env={"API_SERVER_ENABLED": None, "API_SERVER_KEY": None},
-                       api_server={"enabled": True, "key": TEST_KEY, "port": 0})
+    home = hermes_home(
+        env={"API_SERVER_ENABLED": None, "API_SERVER_KEY": None},
+        api_server={"enabled": True, "key": TEST_KEY, "port": 0},
+    )
     install_hook(home)
     gateway = run_hermes(home)
     listening(gateway)
@@ -184,7 +202,8 @@ def test_startup_hook_boots_the_plugin_when_the_entry_point_is_off(
 
 
 def test_startup_hook_reports_the_builtin_api_server_holding_the_port(
-        hermes_home: HomeFactory, run_hermes: Callable[[Path], HermesGateway]) -> None:
+    hermes_home: HomeFactory, run_hermes: Callable[[Path], HermesGateway]
+) -> None:
     """§1.2: entry point off, API_SERVER_ENABLED in .env → Hermes' built-in api_server binds; the hook says so
     with the documented line and starts nothing."""
     port = free_port()
@@ -200,8 +219,9 @@ def test_startup_hook_reports_the_builtin_api_server_holding_the_port(
     assert status == 200 and health.get("platform") == "hermes-agent"  # the built-in answers
 
 
-def test_short_key_is_refused_once_inside_hermes_gateway(hermes_home: HomeFactory,
-                                                         run_hermes: Callable[[Path], HermesGateway]) -> None:
+def test_short_key_is_refused_once_inside_hermes_gateway(
+    hermes_home: HomeFactory, run_hermes: Callable[[Path], HermesGateway]
+) -> None:
     """§1.2: the refusal line exactly once and no retry loop (a non-retryable platform error in Hermes)."""
     home = hermes_home(env={"API_SERVER_KEY": "short", "API_SERVER_PORT": "0"}, plugins=PLUGINS)
     install_hook(home)  # the startup hook must not start a second attempt either
@@ -214,13 +234,15 @@ def test_short_key_is_refused_once_inside_hermes_gateway(hermes_home: HomeFactor
     assert "queued for retry" not in gateway.output()
 
 
-def test_a_key_alone_does_not_enable_it_inside_hermes_gateway(hermes_home: HomeFactory,
-                                                             run_hermes: Callable[[Path], HermesGateway]) -> None:
+def test_a_key_alone_does_not_enable_it_inside_hermes_gateway(
+    hermes_home: HomeFactory, run_hermes: Callable[[Path], HermesGateway]
+) -> None:
     """§1.2: Hermes enables its api_server platform for API_SERVER_KEY alone; the plugin does not start."""
     home = hermes_home(env={"API_SERVER_ENABLED": None, "API_SERVER_PORT": "0"}, plugins=PLUGINS)
     gateway = run_hermes(home)
-    assert gateway.wait_for(re.escape("[API Server] Not starting: API_SERVER_ENABLED is not true"), 60), \
+    assert gateway.wait_for(re.escape("[API Server] Not starting: API_SERVER_ENABLED is not true"), 60), (
         gateway.output()[-4000:]
+    )
     gateway.wait_for("Gateway will continue|Press Ctrl", 20)
     assert not OURS.search(gateway.output())
     assert gateway.output().count("Not starting: API_SERVER_ENABLED is not true") == 1

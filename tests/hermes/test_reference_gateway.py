@@ -13,8 +13,8 @@ import json
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
-from typing import Any, Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import openai
 import pytest
@@ -72,16 +72,18 @@ def test_runtime_is_hermes_when_a_provider_is_configured(client: openai.OpenAI, 
     assert "Scripted runtime" not in gateway.output()
 
 
-def test_chat_stream_reasoning_tool_progress_and_real_tool_output(client: openai.OpenAI, provider: ScriptedProvider,
-                                                                  gateway: LiveGateway) -> None:
+def test_chat_stream_reasoning_tool_progress_and_real_tool_output(
+    client: openai.OpenAI, provider: ScriptedProvider, gateway: LiveGateway
+) -> None:
     """Reasoning deltas before the answer, a running/completed progress pair for `terminal`, the answer quotes
     the real tool output, finish `stop` (§3.3, §3.4, §3.6, §10.1)."""
     prompt = unique("What does the command print?")
     order: list[str] = []
     reasoning, content, progress = [], [], []
     finish = None
-    with client.chat.completions.create(model="hermes-agent", messages=[{"role": "user", "content": prompt}],
-                                        stream=True) as stream:
+    with client.chat.completions.create(
+        model="hermes-agent", messages=[{"role": "user", "content": prompt}], stream=True
+    ) as stream:
         for chunk in stream:
             assert len(chunk.choices) == 1
             delta = chunk.choices[0].delta
@@ -113,7 +115,8 @@ def test_chat_stream_reasoning_tool_progress_and_real_tool_output(client: openai
 def test_chat_non_streaming_answer_and_reasoning(client: openai.OpenAI) -> None:
     """§3.2: the final answer with the tool output and `reasoning_content` on the message."""
     completion = client.chat.completions.create(
-        model="hermes-agent", messages=[{"role": "user", "content": unique("Run it, no stream")}])
+        model="hermes-agent", messages=[{"role": "user", "content": unique("Run it, no stream")}]
+    )
     choice = completion.choices[0]
     assert choice.finish_reason == "stop"
     assert "tool-ok" in (choice.message.content or "")
@@ -124,8 +127,9 @@ def test_chat_non_streaming_answer_and_reasoning(client: openai.OpenAI) -> None:
 def test_responses_stream_function_call_output_holds_real_tool_output(client: openai.OpenAI) -> None:
     """§4.2: reasoning item before the message, a terminal function_call + function_call_output with `tool-ok`,
     `response.completed`."""
-    events = list(client.responses.create(model="hermes-agent", input=unique("Responses: run the command"),
-                                          stream=True))
+    events = list(
+        client.responses.create(model="hermes-agent", input=unique("Responses: run the command"), stream=True)
+    )
     types = [e.type for e in events]
     assert types[0] == "response.created" and types[-1] == "response.completed"
     assert [e.sequence_number for e in events] == list(range(len(events)))
@@ -142,31 +146,46 @@ def test_responses_stream_function_call_output_holds_real_tool_output(client: op
     assert "tool-ok" in final.output_text
 
 
-def test_reasoning_effort_reaches_the_provider_and_opt_out_hides_reasoning(client: openai.OpenAI,
-                                                                           provider: ScriptedProvider) -> None:
+def test_reasoning_effort_reaches_the_provider_and_opt_out_hides_reasoning(
+    client: openai.OpenAI, provider: ScriptedProvider
+) -> None:
     """§10.2: the request's effort is passed to the agent turn (and on to the model); §10.1: with
     model_options.reasoning.enabled false nothing reasoning-related is emitted."""
     prompt = unique("Low effort, hidden reasoning")
-    chunks = list(client.chat.completions.create(
-        model="hermes-agent", messages=[{"role": "user", "content": prompt}], stream=True,
-        reasoning_effort="low", extra_body={"model_options": {"reasoning": {"enabled": False}}}))
+    chunks = list(
+        client.chat.completions.create(
+            model="hermes-agent",
+            messages=[{"role": "user", "content": prompt}],
+            stream=True,
+            reasoning_effort="low",
+            extra_body={"model_options": {"reasoning": {"enabled": False}}},
+        )
+    )
     assert chunks[-1].choices[0].finish_reason == "stop"
     assert not any(extra(c.choices[0].delta, "reasoning_content") for c in chunks)
     assert "tool-ok" in "".join(c.choices[0].delta.content or "" for c in chunks)
     assert provider.calls(marker=prompt)[0].body.get("reasoning_effort") == "low"
 
 
-def test_iteration_budget_exhausted_is_length_with_error_code(client: openai.OpenAI,
-                                                             provider: ScriptedProvider) -> None:
+def test_iteration_budget_exhausted_is_length_with_error_code(
+    client: openai.OpenAI, provider: ScriptedProvider
+) -> None:
     """A provider that always asks for a tool + agent.max_turns 2 → finish `length`, `iteration_budget_exhausted`,
     the closing summary as the answer (§3.6)."""
     prompt = unique("[always-tool] keep going")
-    chunks = list(client.chat.completions.create(model="hermes-agent", stream=True,
-                                                 messages=[{"role": "user", "content": prompt}]))
+    chunks = list(
+        client.chat.completions.create(
+            model="hermes-agent", stream=True, messages=[{"role": "user", "content": prompt}]
+        )
+    )
     finish = chunks[-1]
     assert finish.choices[0].finish_reason == "length"
-    assert extra(finish, "hermes") == {"completed": False, "partial": True, "failed": False,
-                                       "error_code": "iteration_budget_exhausted"}
+    assert extra(finish, "hermes") == {
+        "completed": False,
+        "partial": True,
+        "failed": False,
+        "error_code": "iteration_budget_exhausted",
+    }
     assert extra(finish, "error") is None
     assert SUMMARY_TEXT in "".join(c.choices[0].delta.content or "" for c in chunks)
     calls = provider.calls(marker=prompt)
@@ -183,18 +202,21 @@ def test_iteration_budget_on_responses_is_incomplete(client: openai.OpenAI) -> N
     assert SUMMARY_TEXT in response.output_text
 
 
-def test_disconnect_during_reasoning_interrupts_the_agent(client: openai.OpenAI, provider: ScriptedProvider,
-                                                          gateway: LiveGateway) -> None:
+def test_disconnect_during_reasoning_interrupts_the_agent(
+    client: openai.OpenAI, provider: ScriptedProvider, gateway: LiveGateway
+) -> None:
     """§5.5: a client that goes away mid-turn interrupts the real agent: Hermes drops the provider stream at once
     and makes no further request."""
     prompt = unique("[slow-stream] think for a long time")
-    with client.chat.completions.create(model="hermes-agent", stream=True,
-                                        messages=[{"role": "user", "content": prompt}]) as stream:
+    with client.chat.completions.create(
+        model="hermes-agent", stream=True, messages=[{"role": "user", "content": prompt}]
+    ) as stream:
         for chunk in stream:
             if extra(chunk.choices[0].delta, "reasoning_content"):
                 break  # leaving the block closes the connection mid-turn
-    assert wait_for(lambda: any(c.ended is not None for c in provider.calls(marker=prompt)), 10), \
+    assert wait_for(lambda: any(c.ended is not None for c in provider.calls(marker=prompt)), 10), (
         "the provider's 30 s reasoning stream was not cut by the interrupt"
+    )
     calls = provider.calls(marker=prompt)
     assert len(calls) == 1 and calls[0].aborted
     assert calls[0].ended is not None and calls[0].ended - calls[0].started < 15
@@ -203,14 +225,16 @@ def test_disconnect_during_reasoning_interrupts_the_agent(client: openai.OpenAI,
     assert wait_for(lambda: "reason=interrupted" in gateway.output(), 5), gateway.output()[-3000:]
 
 
-def test_disconnect_during_a_tool_stops_the_tool_and_the_turn(client: openai.OpenAI, provider: ScriptedProvider,
-                                                              gateway: LiveGateway) -> None:
+def test_disconnect_during_a_tool_stops_the_tool_and_the_turn(
+    client: openai.OpenAI, provider: ScriptedProvider, gateway: LiveGateway
+) -> None:
     """§5.5: disconnecting while `terminal` runs `sleep 30` stops the command and the agent: no follow-up
     request reaches the provider."""
     prompt = unique("[slow-tool] run a long command")
     before = gateway.output().count("reason=interrupted")
-    with client.chat.completions.create(model="hermes-agent", stream=True,
-                                        messages=[{"role": "user", "content": prompt}]) as stream:
+    with client.chat.completions.create(
+        model="hermes-agent", stream=True, messages=[{"role": "user", "content": prompt}]
+    ) as stream:
         for chunk in stream:
             if extra(chunk, "status") == "running":
                 break
@@ -221,8 +245,9 @@ def test_disconnect_during_a_tool_stops_the_tool_and_the_turn(client: openai.Ope
 
 def http(gateway: LiveGateway, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(gateway.url + path, data=data, method=method,
-                                     headers={**gateway.headers, "Content-Type": "application/json"})
+    request = urllib.request.Request(
+        gateway.url + path, data=data, method=method, headers={**gateway.headers, "Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(request, timeout=30) as response:
         raw = response.read().decode()
     return json.loads(raw) if response.headers.get_content_type() == "application/json" else raw
@@ -249,10 +274,12 @@ def test_session_history_with_tool_calls_reaches_the_agent(client: openai.OpenAI
     terminal tool call and the tool result (history converted to OpenAI messages for run_conversation)."""
     session = {"X-Hermes-Session-Id": f"hermes-e2e-{uuid.uuid4().hex[:8]}"}
     first = unique("First turn, run it")
-    client.chat.completions.create(model="hermes-agent", messages=[{"role": "user", "content": first}],
-                                   extra_headers=session)
-    second = client.chat.completions.create(model="hermes-agent", extra_headers=session,
-                                            messages=[{"role": "user", "content": "And again"}])
+    client.chat.completions.create(
+        model="hermes-agent", messages=[{"role": "user", "content": first}], extra_headers=session
+    )
+    second = client.chat.completions.create(
+        model="hermes-agent", extra_headers=session, messages=[{"role": "user", "content": "And again"}]
+    )
     assert "tool-ok" in (second.choices[0].message.content or "")
     request = provider.calls(marker=first)[-1]  # the conversation's first user message is still `first`
     assert request.messages[-1]["role"] == "tool"

@@ -54,8 +54,9 @@ DEFAULT_ANSWER = "Hello from the scripted runtime."
 # -- helpers ------------------------------------------------------------------------------------------
 
 
-def chat_body(text: str | None = None, *, stream: bool = True, messages: list[dict[str, Any]] | None = None,
-              **extra: Any) -> dict[str, Any]:
+def chat_body(
+    text: str | None = None, *, stream: bool = True, messages: list[dict[str, Any]] | None = None, **extra: Any
+) -> dict[str, Any]:
     if messages is None:
         messages = [{"role": "user", "content": text}]
     return {"model": "hermes-agent", "stream": stream, "messages": messages, **extra}
@@ -101,8 +102,14 @@ def check_stream_framing(result: ChatStream) -> None:
     assert RUN_ID.match(result.headers["X-Hermes-Run-Id"])
 
 
-async def stream_chat(api: TestClient, auth: dict[str, str], text: str | None = None, *,
-                      headers: dict[str, str] | None = None, **body: Any) -> ChatStream:
+async def stream_chat(
+    api: TestClient,
+    auth: dict[str, str],
+    text: str | None = None,
+    *,
+    headers: dict[str, str] | None = None,
+    **body: Any,
+) -> ChatStream:
     async with api.post(CHAT, json=chat_body(text, stream=True, **body), headers={**auth, **(headers or {})}) as resp:
         assert resp.status == 200, await resp.text()
         assert resp.headers["Content-Type"].startswith("text/event-stream")
@@ -111,8 +118,14 @@ async def stream_chat(api: TestClient, auth: dict[str, str], text: str | None = 
     return result
 
 
-async def json_chat(api: TestClient, auth: dict[str, str], text: str | None = None, *,
-                    headers: dict[str, str] | None = None, **body: Any) -> tuple[CIMultiDictProxy[str], dict[str, Any]]:
+async def json_chat(
+    api: TestClient,
+    auth: dict[str, str],
+    text: str | None = None,
+    *,
+    headers: dict[str, str] | None = None,
+    **body: Any,
+) -> tuple[CIMultiDictProxy[str], dict[str, Any]]:
     async with api.post(CHAT, json=chat_body(text, stream=False, **body), headers={**auth, **(headers or {})}) as resp:
         assert resp.status == 200, await resp.text()
         assert resp.headers["Content-Type"] == "application/json; charset=utf-8"
@@ -164,7 +177,9 @@ async def test_chat_stream_model_defaults_to_advertised_name_and_echoes_request_
     api: TestClient, auth: dict[str, str]
 ) -> None:
     """W-3.2 / §3.2: `model` is the request's model, or the advertised name when absent."""
-    async with api.post(CHAT, json={"stream": True, "messages": [{"role": "user", "content": "hello"}]}, headers=auth) as resp:
+    async with api.post(
+        CHAT, json={"stream": True, "messages": [{"role": "user", "content": "hello"}]}, headers=auth
+    ) as resp:
         chunks = (await read_reply(resp)).chunks
     assert {c["model"] for c in chunks} == {"hermes-agent"}
     result = await stream_chat(api, auth, "hello", model="my-frontend-model")
@@ -224,7 +239,8 @@ async def test_chat_stream_reasoning_equals_json_reasoning_content(api: TestClie
     # The first reasoning chunk after the tool opens the second burst with the separator.
     tool_index = next(i for i, r in enumerate(result.records) if r.event == PROGRESS)
     second_burst = next(
-        r.json() for r in result.records[tool_index:]
+        r.json()
+        for r in result.records[tool_index:]
         if r.event is None and r.data != "[DONE]" and "reasoning_content" in r.json()["choices"][0]["delta"]
     )
     assert second_burst["choices"][0]["delta"]["reasoning_content"].startswith("\n\n")
@@ -254,11 +270,13 @@ async def test_chat_json_reply_shape(api: TestClient, auth: dict[str, str]) -> N
     assert reply["object"] == "chat.completion"
     assert isinstance(reply["created"], int)
     assert reply["model"] == "hermes-agent"
-    assert reply["choices"] == [{
-        "index": 0,
-        "message": {"role": "assistant", "content": USE_TOOL_ANSWER, "reasoning_content": USE_TOOL_REASONING},
-        "finish_reason": "stop",
-    }]
+    assert reply["choices"] == [
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": USE_TOOL_ANSWER, "reasoning_content": USE_TOOL_REASONING},
+            "finish_reason": "stop",
+        }
+    ]
     assert reply["usage"] == {"prompt_tokens": 42, "completion_tokens": 17, "total_tokens": 59}
     assert "hermes" not in reply and "error" not in reply
     assert DERIVED_SESSION.match(headers["X-Hermes-Session-Id"])
@@ -305,7 +323,10 @@ async def test_chat_stream_hidden_tool_and_failed_tool(api: TestClient, auth: di
     assert running["label"] == "notes.txt"
     assert running["event"]["data"] == {"description": "Running read_file: notes.txt", "done": False}
     assert completed["is_error"] is True
-    assert completed["event"] == {"type": "status", "data": {"description": "Failed read_file: notes.txt", "done": True}}
+    assert completed["event"] == {
+        "type": "status",
+        "data": {"description": "Failed read_file: notes.txt", "done": True},
+    }
     assert result.content == "Read it."
     assert result.finish["choices"][0]["finish_reason"] == "stop"
 
@@ -354,7 +375,10 @@ async def test_chat_stream_fail_early_finishes_error(api: TestClient, auth: dict
     finish = result.finish
     assert finish["choices"][0] == {"index": 0, "delta": {}, "finish_reason": "error"}
     assert finish["error"] == {
-        "message": "Provider authentication failed", "type": "server_error", "param": None, "code": "agent_error",
+        "message": "Provider authentication failed",
+        "type": "server_error",
+        "param": None,
+        "code": "agent_error",
     }
     assert finish["hermes"] == {"completed": False, "partial": False, "failed": True, "error_code": "agent_error"}
     assert set(finish["usage"]) == {"prompt_tokens", "completion_tokens", "total_tokens"}
@@ -383,7 +407,10 @@ async def test_chat_stream_budget_exhausted_finishes_length(api: TestClient, aut
     assert finish["choices"][0] == {"index": 0, "delta": {}, "finish_reason": "length"}
     assert "error" not in finish
     assert finish["hermes"] == {
-        "completed": False, "partial": True, "failed": False, "error_code": "iteration_budget_exhausted",
+        "completed": False,
+        "partial": True,
+        "failed": False,
+        "error_code": "iteration_budget_exhausted",
     }
     assert finish["usage"] == {"prompt_tokens": 90210, "completion_tokens": 4012, "total_tokens": 94222}
     # The summary text precedes the finish chunk; the tool ran to completion normally.
@@ -424,7 +451,10 @@ async def test_chat_json_finish_matches_stream_for_every_outcome(api: TestClient
         assert choice["message"].get("reasoning_content") == (stream.reasoning or None), text
     _, failed = await json_chat(api, auth, "fail early")
     assert failed["error"] == {
-        "message": "Provider authentication failed", "type": "server_error", "param": None, "code": "agent_error",
+        "message": "Provider authentication failed",
+        "type": "server_error",
+        "param": None,
+        "code": "agent_error",
     }
     assert failed["hermes"] == {"completed": False, "partial": False, "failed": True, "error_code": "agent_error"}
     _, exhausted = await json_chat(api, auth, "exhaust")
@@ -437,7 +467,9 @@ async def test_chat_json_finish_matches_stream_for_every_outcome(api: TestClient
 # -- W-3.13: a running tool stopped by a cancel ---------------------------------------------------------
 
 
-async def test_chat_stream_cancel_stops_running_tool_before_cancelled_finish(api: TestClient, auth: dict[str, str]) -> None:
+async def test_chat_stream_cancel_stops_running_tool_before_cancelled_finish(
+    api: TestClient, auth: dict[str, str]
+) -> None:
     """W-3.13, W-3.7: cancel while a tool runs → completed is_error "Stopped …" (done:true), then finish cancelled."""
     async with api.post(CHAT, json=chat_body("hang"), headers=auth) as resp:
         assert resp.status == 200
@@ -610,8 +642,9 @@ async def test_chat_derived_session_id_follows_the_opening(api: TestClient, auth
     headers_a, _ = await json_chat(api, auth, messages=first)
     stream_b = await stream_chat(api, auth, messages=continued)
     headers_c, _ = await json_chat(api, auth, messages=[system, {"role": "user", "content": "opening two"}])
-    headers_d, _ = await json_chat(api, auth, messages=[{"role": "system", "content": "Other."},
-                                                      {"role": "user", "content": "opening one"}])
+    headers_d, _ = await json_chat(
+        api, auth, messages=[{"role": "system", "content": "Other."}, {"role": "user", "content": "opening one"}]
+    )
     sid_a = headers_a["X-Hermes-Session-Id"]
     assert DERIVED_SESSION.match(sid_a)
     assert stream_b.headers["X-Hermes-Session-Id"] == sid_a
@@ -625,8 +658,11 @@ async def test_chat_body_history_reaches_agent_without_tool_messages(api: TestCl
     """W-3.9, §3.1: earlier user/assistant messages are the history; tool messages and tool_calls are dropped."""
     messages = [
         {"role": "user", "content": "list files"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": "README.md"},
         {"role": "assistant", "content": "There is a README."},
         {"role": "user", "content": [{"type": "text", "text": "history check"}]},
@@ -677,13 +713,16 @@ async def test_chat_explicit_session_uses_server_history(api: TestClient, auth: 
             "SELECT role, content FROM messages WHERE session_id = ? ORDER BY id", ("my-session",)
         ).fetchall()
     assert [(role, "".join(p["text"] for p in json.loads(content))) for role, content in rows] == [
-        ("user", "session turn one"), ("assistant", DEFAULT_ANSWER),
-        ("user", "session turn two"), ("assistant", DEFAULT_ANSWER),
+        ("user", "session turn one"),
+        ("assistant", DEFAULT_ANSWER),
+        ("user", "session turn two"),
+        ("assistant", DEFAULT_ANSWER),
     ]
 
 
-async def test_chat_explicit_session_survives_an_app_restart(make_api: Any, aiohttp_client: Any,
-                                                             auth: dict[str, str]) -> None:
+async def test_chat_explicit_session_survives_an_app_restart(
+    make_api: Any, aiohttp_client: Any, auth: dict[str, str]
+) -> None:
     """W-3.10: the server-side session is durable — a new app on the same home sees the history."""
     api = await make_api()
     session = {"X-Hermes-Session-Id": "durable-session"}
@@ -707,15 +746,24 @@ async def test_chat_explicit_session_survives_an_app_restart(make_api: Any, aioh
 
 async def test_chat_request_tools_never_produce_tool_calls(api: TestClient, auth: dict[str, str]) -> None:
     """W-3.11: tools/tool_choice are accepted but never yield tool_calls deltas or finish_reason tool_calls."""
-    tools = [{"type": "function", "function": {
-        "name": "get_weather", "description": "Weather", "parameters": {"type": "object", "properties": {}}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "Weather",
+                "parameters": {"type": "object", "properties": {}},
+            },
+        }
+    ]
     result = await stream_chat(api, auth, "use tool", tools=tools, tool_choice="required")
     assert b"tool_calls" not in result.raw
     assert all("tool_calls" not in c["choices"][0]["delta"] for c in result.chunks)
     assert result.finish["choices"][0]["finish_reason"] == "stop"
     assert result.content == USE_TOOL_ANSWER
-    _, reply = await json_chat(api, auth, "use tool", tools=tools,
-                               tool_choice={"type": "function", "function": {"name": "get_weather"}})
+    _, reply = await json_chat(
+        api, auth, "use tool", tools=tools, tool_choice={"type": "function", "function": {"name": "get_weather"}}
+    )
     assert "tool_calls" not in reply["choices"][0]["message"]
     assert reply["choices"][0]["finish_reason"] == "stop"
 

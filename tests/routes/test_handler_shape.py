@@ -12,8 +12,7 @@ from pathlib import Path
 
 import hermes_api_plugin.routes as routes
 
-FORBIDDEN = {"release", "cancel", "start", "reserve", "reserve_turn", "decide", "admit", "check_capacity",
-             "serialised"}
+FORBIDDEN = {"release", "cancel", "start", "reserve", "reserve_turn", "decide", "admit", "check_capacity", "serialised"}
 
 
 def test_no_route_drives_admissions_or_held_turns() -> None:

@@ -39,8 +39,23 @@ ITEM_ID = {
     "function_call_output": re.compile(r"^fco_[0-9a-f]{24}$"),
 }
 RESPONSE_KEYS = {
-    "id", "object", "created_at", "status", "background", "model", "output", "parallel_tool_calls", "tool_choice",
-    "tools", "instructions", "metadata", "error", "incomplete_details", "previous_response_id", "store", "usage",
+    "id",
+    "object",
+    "created_at",
+    "status",
+    "background",
+    "model",
+    "output",
+    "parallel_tool_calls",
+    "tool_choice",
+    "tools",
+    "instructions",
+    "metadata",
+    "error",
+    "incomplete_details",
+    "previous_response_id",
+    "store",
+    "usage",
 }
 USAGE_KEYS = {"input_tokens", "output_tokens", "total_tokens", "input_tokens_details", "output_tokens_details"}
 TERMINALS = ("response.completed", "response.incomplete", "response.failed", "response.cancelled")
@@ -163,8 +178,9 @@ async def read_stream(resp: ClientResponse) -> ResponseStream:
     return ResponseStream(resp.status, resp.headers, await asyncio.wait_for(resp.read(), 30))
 
 
-async def stream_response(api: TestClient, auth: dict[str, str], text: Any = None, *,
-                          headers: dict[str, str] | None = None, **body: Any) -> ResponseStream:
+async def stream_response(
+    api: TestClient, auth: dict[str, str], text: Any = None, *, headers: dict[str, str] | None = None, **body: Any
+) -> ResponseStream:
     payload = {"model": "hermes-agent", "stream": True, **body}
     if text is not None:
         payload["input"] = text
@@ -176,8 +192,9 @@ async def stream_response(api: TestClient, auth: dict[str, str], text: Any = Non
     return result
 
 
-async def create(api: TestClient, auth: dict[str, str], text: Any = None, *, headers: dict[str, str] | None = None,
-                 **body: Any) -> tuple[CIMultiDictProxy[str], dict[str, Any]]:
+async def create(
+    api: TestClient, auth: dict[str, str], text: Any = None, *, headers: dict[str, str] | None = None, **body: Any
+) -> tuple[CIMultiDictProxy[str], dict[str, Any]]:
     """A non-streaming POST /v1/responses; 200 with a JSON Response object."""
     payload = {"model": "hermes-agent", **body}
     if text is not None:
@@ -192,10 +209,16 @@ async def create(api: TestClient, auth: dict[str, str], text: Any = None, *, hea
     return response_headers, reply
 
 
-async def rejected(api: TestClient, auth: dict[str, str], body: dict[str, Any], status: int = 400,
-                   headers: dict[str, str] | None = None) -> dict[str, Any]:
-    return assert_error_envelope(await fetch(api, "POST", RESPONSES, json=body, headers={**auth, **(headers or {})}),
-                                 status)
+async def rejected(
+    api: TestClient,
+    auth: dict[str, str],
+    body: dict[str, Any],
+    status: int = 400,
+    headers: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    return assert_error_envelope(
+        await fetch(api, "POST", RESPONSES, json=body, headers={**auth, **(headers or {})}), status
+    )
 
 
 async def get_json(api: TestClient, auth: dict[str, str], path: str) -> tuple[int, dict[str, Any]]:
@@ -219,11 +242,16 @@ async def snapshot(api: TestClient, auth: dict[str, str], response_id: str) -> d
     return body
 
 
-async def poll_status(api: TestClient, auth: dict[str, str], response_id: str, wanted: set[str],
-                      timeout: float = 10.0) -> dict[str, Any]:
+async def poll_status(
+    api: TestClient, auth: dict[str, str], response_id: str, wanted: set[str], timeout: float = 10.0
+) -> dict[str, Any]:
     """The stored response as soon as its status is one of `wanted`."""
-    return await wait_for_async(lambda: snapshot(api, auth, response_id), timeout,
-                                until=lambda body: body["status"] in wanted, what=f"a status in {sorted(wanted)}")
+    return await wait_for_async(
+        lambda: snapshot(api, auth, response_id),
+        timeout,
+        until=lambda body: body["status"] in wanted,
+        what=f"a status in {sorted(wanted)}",
+    )
 
 
 def first_id(raw: bytes) -> str:
@@ -276,7 +304,8 @@ async def test_use_tool_stream_exact_event_order(api: TestClient, auth: dict[str
         *HEAD,
         *REASONING_BURST,
         *TOOL_PAIR,
-        "response.output_item.added", "response.output_item.done",  # commentary
+        "response.output_item.added",
+        "response.output_item.done",  # commentary
         *REASONING_BURST,
         *MESSAGE,
         "response.completed",
@@ -284,17 +313,26 @@ async def test_use_tool_stream_exact_event_order(api: TestClient, auth: dict[str
     response = result.response
     assert response["status"] == "completed"
     assert response["error"] is None and response["incomplete_details"] is None
-    assert response["usage"] == {"input_tokens": 42, "output_tokens": 17, "total_tokens": 59,
-                                 "input_tokens_details": {"cached_tokens": 0},
-                                 "output_tokens_details": {"reasoning_tokens": 0}}
+    assert response["usage"] == {
+        "input_tokens": 42,
+        "output_tokens": 17,
+        "total_tokens": 59,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": 0},
+    }
     rs1, fc, fco, commentary, rs2, message = response["output"]
     assert rs1["summary"] == [{"type": "summary_text", "text": USE_TOOL_REASONING[0]}]
     assert rs2["summary"] == [{"type": "summary_text", "text": USE_TOOL_REASONING[1]}]
     assert (fc["type"], fc["status"], fc["name"]) == ("function_call", "completed", "terminal")
     assert json.loads(fc["arguments"]) == {"command": "ls -la"}
     assert re.match(r"^call_[0-9a-f]{24}$", fc["call_id"])
-    assert fco == {"id": fco["id"], "type": "function_call_output", "status": "completed", "call_id": fc["call_id"],
-                   "output": "README.md\nsrc/"}
+    assert fco == {
+        "id": fco["id"],
+        "type": "function_call_output",
+        "status": "completed",
+        "call_id": fc["call_id"],
+        "output": "README.md\nsrc/",
+    }
     assert commentary["phase"] == "commentary" and commentary["status"] == "completed"
     assert commentary["content"] == [{"type": "output_text", "text": "Listed the files.", "annotations": []}]
     assert message["phase"] == "final_answer"
@@ -326,8 +364,9 @@ async def test_first_events_are_created_then_in_progress(api: TestClient, auth: 
     assert message_texts(result.response) == [("final_answer", DEFAULT_ANSWER)]
 
 
-async def test_exhaust_stream_ends_incomplete_with_summary_as_final_answer(api: TestClient,
-                                                                          auth: dict[str, str]) -> None:
+async def test_exhaust_stream_ends_incomplete_with_summary_as_final_answer(
+    api: TestClient, auth: dict[str, str]
+) -> None:
     """W-4.16, W-4.18, §4.4: response.incomplete, reason iteration_budget_exhausted, summary last message item."""
     result = await stream_response(api, auth, "exhaust")
     assert collapsed(result.names) == [*HEAD, *REASONING_BURST, *TOOL_PAIR, *MESSAGE, "response.incomplete"]
@@ -344,8 +383,9 @@ async def test_exhaust_stream_ends_incomplete_with_summary_as_final_answer(api: 
     assert fco["output"] == "41"
 
 
-async def test_exhaust_while_tool_runs_keeps_summary_after_the_tool_output(api: TestClient,
-                                                                           auth: dict[str, str]) -> None:
+async def test_exhaust_while_tool_runs_keeps_summary_after_the_tool_output(
+    api: TestClient, auth: dict[str, str]
+) -> None:
     """W-4.16, W-4.17, W-4.18: the stopped tool gets fco [interrupted]; the summary is the final answer.
 
     The answer text streamed while the tool still ran, so its message item was added before the stopped
@@ -420,8 +460,13 @@ async def test_background_stream_cancel_of_running_tool(api: TestClient, auth: d
     rs, fc, fco = response["output"]
     assert rs["status"] == "completed"
     assert fc["status"] == "completed" and fc["name"] == "terminal"
-    assert fco == {"id": fco["id"], "type": "function_call_output", "status": "completed", "call_id": fc["call_id"],
-                   "output": "[interrupted]"}
+    assert fco == {
+        "id": fco["id"],
+        "type": "function_call_output",
+        "status": "completed",
+        "call_id": fc["call_id"],
+        "output": "[interrupted]",
+    }
     assert cancelled["status"] == "cancelled"
     assert cancelled == response
 
@@ -445,7 +490,12 @@ async def test_json_reply_lists_reasoning_before_its_message(api: TestClient, au
     """W-4.9, §10.1: reasoning items precede the message they precede in the stream."""
     _, reply = await create(api, auth, "use tool")
     assert [i["type"] for i in reply["output"]] == [
-        "reasoning", "function_call", "function_call_output", "message", "reasoning", "message",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+        "message",
+        "reasoning",
+        "message",
     ]
     assert reply["status"] == "completed"
     assert message_texts(reply) == [("commentary", "Listed the files."), ("final_answer", USE_TOOL_ANSWER)]
@@ -496,7 +546,10 @@ async def test_reasoning_disabled_removes_reasoning_items(api: TestClient, auth:
     assert b"reasoning_summary" not in result.raw and b'"type":"reasoning"' not in result.raw
     assert not any(r.event.startswith("response.reasoning") for r in result.records)  # type: ignore[union-attr]
     assert [i["type"] for i in result.response["output"]] == [
-        "function_call", "function_call_output", "message", "message",
+        "function_call",
+        "function_call_output",
+        "message",
+        "message",
     ]
     _, reply = await create(api, auth, "use tool", model_options=options)
     assert all(i["type"] != "reasoning" for i in reply["output"])
@@ -518,11 +571,14 @@ async def test_reasoning_effort_reaches_the_agent(api: TestClient, auth: dict[st
 
 @pytest.mark.parametrize(
     ("body", "param"),
-    [({"reasoning": {"effort": "enormous"}}, "reasoning.effort"),
-     ({"model_options": {"reasoning": {"effort": "enormous"}}}, "model_options.reasoning.effort")],
+    [
+        ({"reasoning": {"effort": "enormous"}}, "reasoning.effort"),
+        ({"model_options": {"reasoning": {"effort": "enormous"}}}, "model_options.reasoning.effort"),
+    ],
 )
-async def test_invalid_reasoning_effort_is_rejected(api: TestClient, auth: dict[str, str], body: dict[str, Any],
-                                                    param: str) -> None:
+async def test_invalid_reasoning_effort_is_rejected(
+    api: TestClient, auth: dict[str, str], body: dict[str, Any], param: str
+) -> None:
     """W-10.2: an unknown effort → 400 invalid_parameter; nothing runs."""
     error = await rejected(api, auth, {"input": "hello", **body})
     assert (error["type"], error["code"], error["param"]) == ("invalid_request_error", "invalid_parameter", param)
@@ -531,8 +587,9 @@ async def test_invalid_reasoning_effort_is_rejected(api: TestClient, auth: dict[
 
 async def test_show_reasoning_false_does_not_remove_reasoning(make_api: Any, auth: dict[str, str]) -> None:
     """W-10.3: display.show_reasoning false (global and api_server platform) keeps reasoning items."""
-    api = await make_api(config={"display": {"show_reasoning": False,
-                                             "platforms": {"api_server": {"show_reasoning": False}}}})
+    api = await make_api(
+        config={"display": {"show_reasoning": False, "platforms": {"api_server": {"show_reasoning": False}}}}
+    )
     result = await stream_response(api, auth, "use tool")
     assert [i["type"] for i in result.response["output"]].count("reasoning") == 2
 
@@ -540,8 +597,11 @@ async def test_show_reasoning_false_does_not_remove_reasoning(make_api: Any, aut
 async def test_commentary_items_by_default(api: TestClient, auth: dict[str, str]) -> None:
     """W-4.7: commentary is a completed message item with phase commentary, added and done back to back."""
     result = await stream_response(api, auth, "commentary")
-    commentary = [e for e in result.events if e["type"].startswith("response.output_item")
-                  and e["item"].get("phase") == "commentary"]
+    commentary = [
+        e
+        for e in result.events
+        if e["type"].startswith("response.output_item") and e["item"].get("phase") == "commentary"
+    ]
     assert [e["type"] for e in commentary] == ["response.output_item.added", "response.output_item.done"]
     assert commentary[0]["item"] == commentary[1]["item"]
     assert commentary[1]["sequence_number"] == commentary[0]["sequence_number"] + 1
@@ -551,12 +611,12 @@ async def test_commentary_items_by_default(api: TestClient, auth: dict[str, str]
 
 @pytest.mark.parametrize(
     "display",
-    [{"interim_assistant_messages": False},
-     {"platforms": {"api_server": {"interim_assistant_messages": False}}}],
+    [{"interim_assistant_messages": False}, {"platforms": {"api_server": {"interim_assistant_messages": False}}}],
     ids=["global", "api_server-platform"],
 )
-async def test_interim_messages_off_removes_commentary(make_api: Any, auth: dict[str, str],
-                                                       display: dict[str, Any]) -> None:
+async def test_interim_messages_off_removes_commentary(
+    make_api: Any, auth: dict[str, str], display: dict[str, Any]
+) -> None:
     """W-4.7, §10.3: display(.platforms.api_server).interim_assistant_messages false → no commentary items."""
     api = await make_api(config={"display": display})
     result = await stream_response(api, auth, "use tool")
@@ -569,8 +629,14 @@ async def test_interim_messages_off_removes_commentary(make_api: Any, auth: dict
 
 async def test_platform_interim_setting_overrides_global(make_api: Any, auth: dict[str, str]) -> None:
     """§10.3: the api_server platform setting wins over display.interim_assistant_messages."""
-    api = await make_api(config={"display": {"interim_assistant_messages": False,
-                                             "platforms": {"api_server": {"interim_assistant_messages": True}}}})
+    api = await make_api(
+        config={
+            "display": {
+                "interim_assistant_messages": False,
+                "platforms": {"api_server": {"interim_assistant_messages": True}},
+            }
+        }
+    )
     _, reply = await create(api, auth, "commentary")
     assert message_texts(reply) == [("commentary", "Let me check something."), ("final_answer", "Checked.")]
 
@@ -593,15 +659,21 @@ async def test_previous_response_id_continues_with_tool_history(api: TestClient,
     assert execution["session_id"] == headers_one["X-Hermes-Session-Id"]
     # A third link sees the whole chain.
     await create(api, auth, "and then", previous_response_id=second["id"])
-    assert history_of(execution_for(api, "and then")) == [*USE_TOOL_HISTORY, ("user", "what next"),
-                                                          ("assistant", DEFAULT_ANSWER)]
+    assert history_of(execution_for(api, "and then")) == [
+        *USE_TOOL_HISTORY,
+        ("user", "what next"),
+        ("assistant", DEFAULT_ANSWER),
+    ]
 
 
 async def test_unknown_previous_response_id_is_404(api: TestClient, auth: dict[str, str]) -> None:
     """W-4.10: unknown previous_response_id → 404 response_not_found, param previous_response_id."""
     error = await rejected(api, auth, {"input": "hi", "previous_response_id": "resp_" + "0" * 32}, 404)
-    assert (error["type"], error["code"], error["param"]) == ("not_found_error", "response_not_found",
-                                                              "previous_response_id")
+    assert (error["type"], error["code"], error["param"]) == (
+        "not_found_error",
+        "response_not_found",
+        "previous_response_id",
+    )
     error = await rejected(api, auth, {"input": "hi", "stream": True, "previous_response_id": "resp_nope"}, 404)
     assert error["code"] == "response_not_found"
     assert executions(api.home) == []  # type: ignore[attr-defined]
@@ -611,8 +683,9 @@ async def test_previous_response_id_with_conversation_conflicts(api: TestClient,
     """W-4.10: both previous_response_id and conversation → 400 conflicting_parameters."""
     _, first = await create(api, auth, "hello")
     for conversation in ("proj", {"id": "proj"}):
-        error = await rejected(api, auth, {"input": "hi", "previous_response_id": first["id"],
-                                           "conversation": conversation})
+        error = await rejected(
+            api, auth, {"input": "hi", "previous_response_id": first["id"], "conversation": conversation}
+        )
         assert (error["type"], error["code"]) == ("invalid_request_error", "conflicting_parameters")
 
 
@@ -629,12 +702,16 @@ async def test_conversation_name_continues_across_three_turns(api: TestClient, a
     assert history_of(execution_for(api, "conv hello")) == []
     assert history_of(execution_for(api, "conv src")) == [("user", "conv hello"), ("assistant", DEFAULT_ANSWER)]
     assert history_of(execution_for(api, "conv tests")) == [
-        ("user", "conv hello"), ("assistant", DEFAULT_ANSWER), ("user", "conv src"), ("assistant", DEFAULT_ANSWER),
+        ("user", "conv hello"),
+        ("assistant", DEFAULT_ANSWER),
+        ("user", "conv src"),
+        ("assistant", DEFAULT_ANSWER),
     ]
 
 
-async def test_store_false_is_not_retrievable_and_does_not_advance_conversation(api: TestClient,
-                                                                               auth: dict[str, str]) -> None:
+async def test_store_false_is_not_retrievable_and_does_not_advance_conversation(
+    api: TestClient, auth: dict[str, str]
+) -> None:
     """W-4.10, §4.1: store:false → GET 404, not chainable, and the conversation name stays where it was."""
     _, one = await create(api, auth, "unstored one", conversation="keep")
     _, two = await create(api, auth, "unstored two", conversation="keep", store=False)
@@ -646,8 +723,7 @@ async def test_store_false_is_not_retrievable_and_does_not_advance_conversation(
     assert error["param"] == "previous_response_id"
     _, three = await create(api, auth, "unstored three", conversation="keep")
     assert three["previous_response_id"] == one["id"]
-    assert history_of(execution_for(api, "unstored three")) == [("user", "unstored one"),
-                                                                ("assistant", DEFAULT_ANSWER)]
+    assert history_of(execution_for(api, "unstored three")) == [("user", "unstored one"), ("assistant", DEFAULT_ANSWER)]
 
 
 async def test_store_false_stream_is_not_retrievable(api: TestClient, auth: dict[str, str]) -> None:
@@ -658,8 +734,9 @@ async def test_store_false_stream_is_not_retrievable(api: TestClient, auth: dict
     assert status == 404
 
 
-async def test_instructions_are_inherited_along_a_chain_and_replaced_when_sent(api: TestClient,
-                                                                               auth: dict[str, str]) -> None:
+async def test_instructions_are_inherited_along_a_chain_and_replaced_when_sent(
+    api: TestClient, auth: dict[str, str]
+) -> None:
     """§4.1, §4.5: instructions apply to chained turns without their own; a sent value replaces them."""
     _, one = await create(api, auth, "instr one", instructions="Be terse.")
     _, two = await create(api, auth, "instr two", previous_response_id=one["id"])
@@ -669,19 +746,24 @@ async def test_instructions_are_inherited_along_a_chain_and_replaced_when_sent(a
     assert execution_for(api, "instr two")["system_prompt"] == "Be terse."
     assert execution_for(api, "instr three")["system_prompt"] == "Be verbose."
     assert execution_for(api, "instr four")["system_prompt"] == "Be verbose."
-    assert [r["instructions"] for r in (one, two, three, four)] == ["Be terse.", "Be terse.", "Be verbose.",
-                                                                     "Be verbose."]
+    assert [r["instructions"] for r in (one, two, three, four)] == [
+        "Be terse.",
+        "Be terse.",
+        "Be verbose.",
+        "Be verbose.",
+    ]
     _, plain = await create(api, auth, "instr none")
     assert plain["instructions"] is None
     assert execution_for(api, "instr none")["system_prompt"] is None
 
 
-async def test_system_and_developer_input_items_extend_the_system_prompt(api: TestClient,
-                                                                          auth: dict[str, str]) -> None:
+async def test_system_and_developer_input_items_extend_the_system_prompt(api: TestClient, auth: dict[str, str]) -> None:
     """§4.1: system/developer items are appended to the ephemeral system prompt after instructions."""
-    items = [{"role": "system", "content": "Use metric."},
-             {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "No emoji."}]},
-             {"role": "user", "content": "sys items"}]
+    items = [
+        {"role": "system", "content": "Use metric."},
+        {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "No emoji."}]},
+        {"role": "user", "content": "sys items"},
+    ]
     await create(api, auth, items, instructions="Be terse.")
     execution = execution_for(api, "sys items")
     assert execution["system_prompt"] == "Be terse.\nUse metric.\nNo emoji."
@@ -692,10 +774,10 @@ async def test_conversation_history_replaces_stored_history(api: TestClient, aut
     """§4.1, §4.7: conversation_history replaces the chain's history; the session stays the chain's."""
     headers_one, one = await create(api, auth, "use tool")
     history = [{"role": "user", "content": "alt question"}, {"role": "assistant", "content": "alt answer"}]
-    headers_two, two = await create(api, auth, "explicit history", previous_response_id=one["id"],
-                                    conversation_history=history)
-    assert history_of(execution_for(api, "explicit history")) == [("user", "alt question"),
-                                                                  ("assistant", "alt answer")]
+    headers_two, two = await create(
+        api, auth, "explicit history", previous_response_id=one["id"], conversation_history=history
+    )
+    assert history_of(execution_for(api, "explicit history")) == [("user", "alt question"), ("assistant", "alt answer")]
     assert headers_two["X-Hermes-Session-Id"] == headers_one["X-Hermes-Session-Id"]
     assert two["previous_response_id"] == one["id"]
     error = await rejected(api, auth, {"input": "x", "conversation_history": [{"role": "user"}]})
@@ -703,8 +785,9 @@ async def test_conversation_history_replaces_stored_history(api: TestClient, aut
 
 
 @pytest.mark.parametrize(("truncation", "kept"), [("auto", 100), ("disabled", 120), (None, 120)])
-async def test_truncation_auto_keeps_the_last_100_messages(api: TestClient, auth: dict[str, str],
-                                                           truncation: str | None, kept: int) -> None:
+async def test_truncation_auto_keeps_the_last_100_messages(
+    api: TestClient, auth: dict[str, str], truncation: str | None, kept: int
+) -> None:
     """§4.1: truncation auto is accepted and keeps the most recent 100 history messages; disabled keeps all."""
     history = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(120)]
     body: dict[str, Any] = {"conversation_history": history}
@@ -743,8 +826,7 @@ async def test_explicit_chain_wins_over_session_key_and_keeps_binding(api: TestC
     chained_headers, _ = await create(api, auth, "explicit wins", headers=key, previous_response_id=other["id"])
     assert chained_headers["X-Hermes-Session-Id"] == other_headers["X-Hermes-Session-Id"]
     assert chained_headers["X-Hermes-Session-Id"] != key_headers["X-Hermes-Session-Id"]
-    assert history_of(execution_for(api, "explicit wins")) == [("user", "other chain"),
-                                                               ("assistant", DEFAULT_ANSWER)]
+    assert history_of(execution_for(api, "explicit wins")) == [("user", "other chain"), ("assistant", DEFAULT_ANSWER)]
     third_headers, _ = await create(api, auth, "bound again", headers=key)
     assert third_headers["X-Hermes-Session-Id"] == key_headers["X-Hermes-Session-Id"]
     assert history_of(execution_for(api, "bound again")) == [("user", "bound one"), ("assistant", DEFAULT_ANSWER)]
@@ -798,9 +880,11 @@ async def test_chaining_from_a_running_response_is_queued(api: TestClient, auth:
 
 async def read_tool_start(api: TestClient, auth: dict[str, str], response_id: str) -> None:
     """Wait until a background response's tool has started (its journal shows the function_call)."""
-    started = await wait_for_async(lambda: snapshot(api, auth, response_id),  # the burst is done once the tool started
-                                   until=lambda body: any(i["type"] == "reasoning" for i in body["output"]),
-                                   what="the tool start")
+    started = await wait_for_async(
+        lambda: snapshot(api, auth, response_id),  # the burst is done once the tool started
+        until=lambda body: any(i["type"] == "reasoning" for i in body["output"]),
+        what="the tool start",
+    )
     assert started["status"] == "in_progress"
 
 
@@ -821,7 +905,9 @@ async def test_input_items_message_forms_build_history(api: TestClient, auth: di
     assert reply["status"] == "completed"
     execution = execution_for(api, "items last")
     assert history_of(execution) == [
-        ("user", "plain string first"), ("assistant", "assistant without type"), ("user", "typed user"),
+        ("user", "plain string first"),
+        ("assistant", "assistant without type"),
+        ("user", "typed user"),
         ("assistant", "typed assistant"),
     ]
     assert "skip me" not in json.dumps(execution)
@@ -831,7 +917,7 @@ async def test_input_function_call_items_become_tool_history(api: TestClient, au
     """W-4.15: function_call + function_call_output input items are history (never executed)."""
     items = [
         {"role": "user", "content": "earlier"},
-        {"type": "function_call", "call_id": "call_client_1", "name": "lookup", "arguments": "{\"q\":1}"},
+        {"type": "function_call", "call_id": "call_client_1", "name": "lookup", "arguments": '{"q":1}'},
         {"type": "function_call_output", "call_id": "call_client_1", "output": "client result"},
         {"role": "assistant", "content": "done earlier"},
         {"role": "user", "content": "fc history"},
@@ -840,7 +926,9 @@ async def test_input_function_call_items_become_tool_history(api: TestClient, au
     assert all(i.get("name") != "lookup" for i in reply["output"])
     execution = execution_for(api, "fc history")
     assert history_of(execution) == [
-        ("user", "earlier"), ("assistant", "", ("lookup",)), ("tool", "client result", "tool_call_id"),
+        ("user", "earlier"),
+        ("assistant", "", ("lookup",)),
+        ("tool", "client result", "tool_call_id"),
         ("assistant", "done earlier"),
     ]
     assert execution["history"][1]["tool_calls"][0]["id"] == "call_client_1"
@@ -854,8 +942,11 @@ async def test_function_call_output_of_server_tool_uses_stored_output(api: TestC
     items = [
         {"role": "user", "content": "use tool"},
         {"type": "function_call", "call_id": fc["call_id"], "name": fc["name"], "arguments": fc["arguments"]},
-        {"type": "function_call_output", "call_id": fc["call_id"],
-         "output": "Error: tool execution is not supported by this client"},
+        {
+            "type": "function_call_output",
+            "call_id": fc["call_id"],
+            "output": "Error: tool execution is not supported by this client",
+        },
         {"role": "user", "content": "vercel follow up"},
     ]
     await create(api, auth, items)
@@ -885,8 +976,11 @@ async def test_item_reference_resolves_stored_output_items(api: TestClient, auth
     assert reply["status"] == "completed"
     execution = execution_for(api, "ref check")
     assert history_of(execution) == [
-        ("user", "use tool"), ("assistant", "", ("terminal",)), ("tool", "README.md\nsrc/", "tool_call_id"),
-        ("assistant", "Listed the files."), ("assistant", USE_TOOL_ANSWER),
+        ("user", "use tool"),
+        ("assistant", "", ("terminal",)),
+        ("tool", "README.md\nsrc/", "tool_call_id"),
+        ("assistant", "Listed the files."),
+        ("assistant", USE_TOOL_ANSWER),
     ]
     assert execution["history"][1]["tool_calls"][0]["id"] == fc["call_id"] == execution["history"][2]["tool_call_id"]
     assert USE_TOOL_REASONING[0] not in json.dumps(execution["history"]), "reasoning references are skipped"
@@ -903,10 +997,12 @@ async def test_item_reference_to_stored_input_item_resolves(api: TestClient, aut
 
 async def test_unknown_item_reference_is_rejected(api: TestClient, auth: dict[str, str]) -> None:
     """W-4.15: unknown item_reference → 400 item_reference_not_found, param input[i]."""
-    error = await rejected(api, auth, {"input": ["first", {"type": "item_reference", "id": "msg_" + "0" * 24},
-                                                 "last"]})
-    assert (error["type"], error["code"], error["param"]) == ("invalid_request_error", "item_reference_not_found",
-                                                              "input[1]")
+    error = await rejected(api, auth, {"input": ["first", {"type": "item_reference", "id": "msg_" + "0" * 24}, "last"]})
+    assert (error["type"], error["code"], error["param"]) == (
+        "invalid_request_error",
+        "item_reference_not_found",
+        "input[1]",
+    )
     assert executions(api.home) == []  # type: ignore[attr-defined]
 
 
@@ -925,14 +1021,21 @@ async def test_unknown_input_item_type_is_rejected(api: TestClient, auth: dict[s
         [],
         "   ",
         [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}],
-        [{"role": "user", "content": "q"},
-         {"type": "function_call_output", "call_id": "call_x", "output": "o"}],
+        [{"role": "user", "content": "q"}, {"type": "function_call_output", "call_id": "call_x", "output": "o"}],
         [{"role": "system", "content": "only system"}],
         [{"type": "reasoning", "summary": []}],
         [{"role": "user", "content": [{"type": "input_text", "text": "  "}]}],
     ],
-    ids=["empty-string", "empty-list", "blank-string", "assistant-last", "tool-output-last", "system-only",
-         "reasoning-only", "blank-user-part"],
+    ids=[
+        "empty-string",
+        "empty-list",
+        "blank-string",
+        "assistant-last",
+        "tool-output-last",
+        "system-only",
+        "reasoning-only",
+        "blank-user-part",
+    ],
 )
 async def test_turn_input_must_be_a_user_message(api: TestClient, auth: dict[str, str], input_value: Any) -> None:
     """§4.1, §1.7: the last item must be a user message with text or an image → else 400 missing_user_message."""
@@ -942,8 +1045,9 @@ async def test_turn_input_must_be_a_user_message(api: TestClient, auth: dict[str
 
 
 @pytest.mark.parametrize("body", [{}, {"input": None}], ids=["absent", "null"])
-async def test_missing_input_is_missing_required_parameter(api: TestClient, auth: dict[str, str],
-                                                           body: dict[str, Any]) -> None:
+async def test_missing_input_is_missing_required_parameter(
+    api: TestClient, auth: dict[str, str], body: dict[str, Any]
+) -> None:
     """§4.1: input missing or null → 400 missing_required_parameter, param input."""
     error = await rejected(api, auth, {"model": "hermes-agent", **body})
     assert (error["code"], error["param"]) == ("missing_required_parameter", "input")
@@ -958,11 +1062,16 @@ async def test_background_without_store_is_rejected(api: TestClient, auth: dict[
 async def test_input_image_reaches_the_agent(api: TestClient, auth: dict[str, str]) -> None:
     """§4.1, W-9.1: an input_image part reaches the agent as an image with detail preserved."""
     png = "data:image/png;base64,iVBORw0KGgo="
-    items = [{"role": "user", "content": [
-        {"type": "input_text", "text": "describe"},
-        {"type": "input_image", "image_url": "https://example.com/cat.png", "detail": "low"},
-        {"type": "input_image", "image_url": png},
-    ]}]
+    items = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "describe"},
+                {"type": "input_image", "image_url": "https://example.com/cat.png", "detail": "low"},
+                {"type": "input_image", "image_url": png},
+            ],
+        }
+    ]
     await create(api, auth, items)
     execution = execution_for(api, "describe")
     assert execution["input"]["content"] == [
@@ -974,8 +1083,9 @@ async def test_input_image_reaches_the_agent(api: TestClient, auth: dict[str, st
 
 async def test_image_only_user_message_is_a_valid_turn_input(api: TestClient, auth: dict[str, str]) -> None:
     """§4.1: a user message with only an image is a valid turn input."""
-    _, reply = await create(api, auth, [{"role": "user", "content": [
-        {"type": "input_image", "image_url": "https://example.com/only.png"}]}])
+    _, reply = await create(
+        api, auth, [{"role": "user", "content": [{"type": "input_image", "image_url": "https://example.com/only.png"}]}]
+    )
     assert reply["status"] == "completed"
 
 
@@ -996,10 +1106,18 @@ async def test_get_returns_stored_object_with_reasoning_before_message(api: Test
 async def test_get_unknown_response_is_404(api: TestClient, auth: dict[str, str]) -> None:
     """§4.6: unknown id → 404 response_not_found (GET, DELETE, cancel, input_items)."""
     missing = "resp_" + "0" * 32
-    for method, path in (("GET", missing), ("DELETE", missing), ("POST", f"{missing}/cancel"),
-                         ("GET", f"{missing}/input_items")):
-        assert_error_envelope(await fetch(api, method, f"{RESPONSES}/{path}", headers=auth), 404, "response_not_found",
-                              type="not_found_error")
+    for method, path in (
+        ("GET", missing),
+        ("DELETE", missing),
+        ("POST", f"{missing}/cancel"),
+        ("GET", f"{missing}/input_items"),
+    ):
+        assert_error_envelope(
+            await fetch(api, method, f"{RESPONSES}/{path}", headers=auth),
+            404,
+            "response_not_found",
+            type="not_found_error",
+        )
 
 
 async def test_get_stream_replays_the_original_events(api: TestClient, auth: dict[str, str]) -> None:
@@ -1079,8 +1197,9 @@ async def test_delete_removes_response_and_conversation_name(api: TestClient, au
     async with api.delete(f"{RESPONSES}/{first['id']}", headers=auth) as resp:
         assert resp.status == 200
         assert await resp.json() == {"id": first["id"], "object": "response", "deleted": True}
-    assert_error_envelope(await fetch(api, "GET", f"{RESPONSES}/{first['id']}", headers=auth), 404,
-                          "response_not_found")
+    assert_error_envelope(
+        await fetch(api, "GET", f"{RESPONSES}/{first['id']}", headers=auth), 404, "response_not_found"
+    )
     assert (await get_stream(api, auth, first["id"])).status == 404
     async with api.delete(f"{RESPONSES}/{first['id']}", headers=auth) as again:
         assert again.status == 404
@@ -1104,8 +1223,12 @@ async def test_delete_removes_item_references(api: TestClient, auth: dict[str, s
 async def test_delete_of_running_response_is_409(api: TestClient, auth: dict[str, str]) -> None:
     """§4.8: DELETE of a running response → 409 response_in_progress (conflict_error)."""
     _, running = await create(api, auth, "hang", background=True)
-    assert_error_envelope(await fetch(api, "DELETE", f"{RESPONSES}/{running['id']}", headers=auth), 409,
-                          "response_in_progress", type="conflict_error")
+    assert_error_envelope(
+        await fetch(api, "DELETE", f"{RESPONSES}/{running['id']}", headers=auth),
+        409,
+        "response_in_progress",
+        type="conflict_error",
+    )
     async with api.post(f"{RESPONSES}/{running['id']}/cancel", headers=auth) as cancel:
         assert (await cancel.json())["status"] == "cancelled"
     async with api.delete(f"{RESPONSES}/{running['id']}", headers=auth) as resp:
@@ -1120,8 +1243,13 @@ async def test_input_items_lists_string_input_as_user_message(api: TestClient, a
     assert set(listing) == {"object", "data", "first_id", "last_id", "has_more"}
     assert listing["object"] == "list"
     (item,) = listing["data"]
-    assert item == {"id": item["id"], "type": "message", "role": "user", "status": "completed",
-                    "content": [{"type": "input_text", "text": "What broke?"}]}
+    assert item == {
+        "id": item["id"],
+        "type": "message",
+        "role": "user",
+        "status": "completed",
+        "content": [{"type": "input_text", "text": "What broke?"}],
+    }
     assert ITEM_ID["message"].match(item["id"])
     assert listing["first_id"] == listing["last_id"] == item["id"]
     assert listing["has_more"] is False
@@ -1129,8 +1257,7 @@ async def test_input_items_lists_string_input_as_user_message(api: TestClient, a
 
 async def test_input_items_limit_order_after(api: TestClient, auth: dict[str, str]) -> None:
     """W-4.14, §4.8: limit, order (default desc) and after page through the stored input items."""
-    items = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
-             {"role": "user", "content": "c"}]
+    items = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}]
     _, reply = await create(api, auth, items)
     path = f"{RESPONSES}/{reply['id']}/input_items"
 
@@ -1180,7 +1307,10 @@ async def test_cancel_background_hang_settles_cancelled(api: TestClient, auth: d
     assert set(cancelled) == RESPONSE_KEYS
     assert cancelled["status"] == "cancelled"
     assert [(i["type"], i["status"]) for i in cancelled["output"]] == [
-        ("reasoning", "completed"), ("function_call", "completed"), ("function_call_output", "completed")]
+        ("reasoning", "completed"),
+        ("function_call", "completed"),
+        ("function_call_output", "completed"),
+    ]
     assert cancelled["output"][-1]["output"] == "[interrupted]"
     status, stored = await get_json(api, auth, f"{RESPONSES}/{running['id']}")
     assert status == 200 and stored == cancelled
@@ -1190,23 +1320,26 @@ async def test_cancel_background_hang_settles_cancelled(api: TestClient, auth: d
         assert await again.json() == cancelled
 
 
-async def test_cancel_of_settled_foreground_response_is_not_cancellable(api: TestClient,
-                                                                        auth: dict[str, str]) -> None:
+async def test_cancel_of_settled_foreground_response_is_not_cancellable(api: TestClient, auth: dict[str, str]) -> None:
     """§4.8: cancel of a foreground response (not background, not detached) → 400 response_not_cancellable."""
     _, reply = await create(api, auth, "hello")
-    assert_error_envelope(await fetch(api, "POST", f"{RESPONSES}/{reply['id']}/cancel", headers=auth), 400,
-                          "response_not_cancellable", type="invalid_request_error")
+    assert_error_envelope(
+        await fetch(api, "POST", f"{RESPONSES}/{reply['id']}/cancel", headers=auth),
+        400,
+        "response_not_cancellable",
+        type="invalid_request_error",
+    )
 
 
-async def test_cancel_of_connected_foreground_stream_is_not_cancellable(api: TestClient,
-                                                                        auth: dict[str, str]) -> None:
+async def test_cancel_of_connected_foreground_stream_is_not_cancellable(api: TestClient, auth: dict[str, str]) -> None:
     """W-4.13: cancelling a running foreground response whose client is connected → 400 response_not_cancellable."""
     body = {"model": "hermes-agent", "input": "hang", "stream": True}
     async with api.post(RESPONSES, json=body, headers=auth) as resp:
         raw = await read_until(resp, b"response.function_call_arguments.done")
         response_id = first_id(raw)
-        assert_error_envelope(await fetch(api, "POST", f"{RESPONSES}/{response_id}/cancel", headers=auth), 400,
-                              "response_not_cancellable")
+        assert_error_envelope(
+            await fetch(api, "POST", f"{RESPONSES}/{response_id}/cancel", headers=auth), 400, "response_not_cancellable"
+        )
         status, snapshot = await get_json(api, auth, f"{RESPONSES}/{response_id}")
         assert status == 200 and snapshot["status"] == "in_progress"
         turn = api.server.app[TURNS].get(resp.headers["X-Hermes-Run-Id"])
@@ -1232,8 +1365,9 @@ async def test_post_replies_carry_session_and_run_headers(api: TestClient, auth:
         assert "X-Hermes-Session-Key" not in headers
     await poll_status(api, auth, background["id"], {"completed"})
     logged = {e["turn_id"]: e["session_id"] for e in executions(api.home)}  # type: ignore[attr-defined]
-    assert logged == {h["X-Hermes-Run-Id"]: h["X-Hermes-Session-Id"]
-                      for h in (stream.headers, json_headers, background_headers)}
+    assert logged == {
+        h["X-Hermes-Run-Id"]: h["X-Hermes-Session-Id"] for h in (stream.headers, json_headers, background_headers)
+    }
 
 
 # -- W-4.20: eviction ---------------------------------------------------------------------------------------------
@@ -1340,16 +1474,21 @@ async def test_cancel_of_queued_background_response_never_starts_it(api: TestCli
     replay = await get_stream(api, auth, queued["id"])
     assert replay.status == 200
     assert replay.names == ["response.created", "response.cancelled"], "a queued turn never gets response.in_progress"
-    assert not [e for e in executions(api.home)  # type: ignore[attr-defined]
-                if e["input"]["content"][0]["text"] == "queued never runs"]
+    assert not [
+        e
+        for e in executions(api.home)  # type: ignore[attr-defined]
+        if e["input"]["content"][0]["text"] == "queued never runs"
+    ]
 
 
 async def test_input_items_keep_tool_items_with_their_prefixes(api: TestClient, auth: dict[str, str]) -> None:
     """§4.5, §4.8: stored function_call / function_call_output input items get fc_ / fco_ ids."""
-    items = [{"role": "user", "content": "q"},
-             {"type": "function_call", "call_id": "call_c", "name": "lookup", "arguments": "{}"},
-             {"type": "function_call_output", "call_id": "call_c", "output": "r"},
-             {"role": "user", "content": "tool items listed"}]
+    items = [
+        {"role": "user", "content": "q"},
+        {"type": "function_call", "call_id": "call_c", "name": "lookup", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_c", "output": "r"},
+        {"role": "user", "content": "tool items listed"},
+    ]
     _, reply = await create(api, auth, items)
     _, listing = await get_json(api, auth, f"{RESPONSES}/{reply['id']}/input_items?order=asc")
     assert [i["type"] for i in listing["data"]] == ["message", "function_call", "function_call_output", "message"]
@@ -1370,8 +1509,11 @@ async def test_resent_client_tool_output_still_gets_the_stored_output(api: TestC
         {"type": "function_call_output", "call_id": fc["call_id"], "output": "CLIENT-ERROR: not executed"},
     ]
     await create(api, auth, [*prefix, {"role": "user", "content": "resend one"}])
-    await create(api, auth, [*prefix, {"role": "assistant", "content": DEFAULT_ANSWER},
-                             {"role": "user", "content": "resend two"}])
+    await create(
+        api,
+        auth,
+        [*prefix, {"role": "assistant", "content": DEFAULT_ANSWER}, {"role": "user", "content": "resend two"}],
+    )
     for text in ("resend one", "resend two"):
         tools = [m for m in execution_for(api, text)["history"] if m["role"] == "tool"]
         assert [m["content"] for m in tools] == [[{"type": "text", "text": "README.md\nsrc/"}]], text
@@ -1388,8 +1530,7 @@ async def test_get_stream_carries_the_run_and_session_headers(api: TestClient, a
         assert resp.headers["Cache-Control"] == "no-cache"
 
 
-async def test_conversation_name_moves_as_soon_as_a_response_is_created(api: TestClient,
-                                                                        auth: dict[str, str]) -> None:
+async def test_conversation_name_moves_as_soon_as_a_response_is_created(api: TestClient, auth: dict[str, str]) -> None:
     """§4.7: the name points at a running response at once; a second request on it is queued behind it."""
     _, running = await create(api, auth, "hang", background=True, conversation="busy")
     await read_tool_start(api, auth, running["id"])
@@ -1403,8 +1544,9 @@ async def test_conversation_name_moves_as_soon_as_a_response_is_created(api: Tes
     assert history_of(execution_for(api, "busy follow up"))[0] == ("user", "hang")
 
 
-@pytest.mark.parametrize(("value", "streamed"), [("true", True), ("1", True), ("yes", True), ("false", False),
-                                                 ("0", False), ("no", False)])
+@pytest.mark.parametrize(
+    ("value", "streamed"), [("true", True), ("1", True), ("yes", True), ("false", False), ("0", False), ("no", False)]
+)
 async def test_boolean_strings_are_accepted(api: TestClient, auth: dict[str, str], value: str, streamed: bool) -> None:
     """§1.10: stream/store/background accept "true"/"false"/"1"/"0"/"yes"/"no"."""
     async with api.post(RESPONSES, json={"input": "hello", "stream": value, "store": value}, headers=auth) as resp:

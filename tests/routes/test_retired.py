@@ -13,42 +13,81 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-RETIRED_BODY = {"error": {
-    "message": "Browser extension control was removed. Point browser.cdp_url in config.yaml at your browser's DevTools "
-               "endpoint (or use /browser connect); automation runs through browser_exec over CDP.",
-    "type": "not_found_error", "param": None, "code": "endpoint_removed"}}
-AUTH_FAILED = {"error": {"message": "Invalid API key (API_SERVER_KEY)", "type": "gateway_auth_error", "param": None,
-                         "code": "gateway_auth_failed"}}
+RETIRED_BODY = {
+    "error": {
+        "message": "Browser extension control was removed. Point browser.cdp_url in config.yaml at your browser's DevTools "
+        "endpoint (or use /browser connect); automation runs through browser_exec over CDP.",
+        "type": "not_found_error",
+        "param": None,
+        "code": "endpoint_removed",
+    }
+}
+AUTH_FAILED = {
+    "error": {
+        "message": "Invalid API key (API_SERVER_KEY)",
+        "type": "gateway_auth_error",
+        "param": None,
+        "code": "gateway_auth_failed",
+    }
+}
 SECURITY_HEADERS = {
-    "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
     "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
 }
-RETIRED_PATHS = ["/v1/browser-control/register", "/v1/browser-control/ws", "/v1/artifacts/anything",
-                 "/v1/artifacts/a/b/c.png", "/v1/artifacts"]
+RETIRED_PATHS = [
+    "/v1/browser-control/register",
+    "/v1/browser-control/ws",
+    "/v1/artifacts/anything",
+    "/v1/artifacts/a/b/c.png",
+    "/v1/artifacts",
+]
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 
 # WIRE.md §1.1: every route this server serves (retired 410 routes aside).
 WIRE_ROUTES = {
-    ("get", "/health"), ("get", "/v1/health"), ("get", "/v1/models"), ("get", "/api/model/options"),
-    ("get", "/v1/capabilities"), ("get", "/openapi.json"), ("post", "/v1/chat/completions"), ("post", "/v1/responses"),
-    ("get", "/v1/responses/{response_id}"), ("delete", "/v1/responses/{response_id}"),
-    ("post", "/v1/responses/{response_id}/cancel"), ("get", "/v1/responses/{response_id}/input_items"),
-    ("post", "/v1/runs"), ("get", "/v1/runs/{run_id}"), ("get", "/v1/runs/{run_id}/events"),
-    ("post", "/v1/runs/{run_id}/stop"), ("get", "/api/sessions"), ("post", "/api/sessions"),
-    ("get", "/api/sessions/{session_id}"), ("patch", "/api/sessions/{session_id}"),
-    ("delete", "/api/sessions/{session_id}"), ("get", "/api/sessions/{session_id}/messages"),
-    ("post", "/api/sessions/{session_id}/chat"), ("post", "/api/sessions/{session_id}/chat/stream"),
+    ("get", "/health"),
+    ("get", "/v1/health"),
+    ("get", "/v1/models"),
+    ("get", "/api/model/options"),
+    ("get", "/v1/capabilities"),
+    ("get", "/openapi.json"),
+    ("post", "/v1/chat/completions"),
+    ("post", "/v1/responses"),
+    ("get", "/v1/responses/{response_id}"),
+    ("delete", "/v1/responses/{response_id}"),
+    ("post", "/v1/responses/{response_id}/cancel"),
+    ("get", "/v1/responses/{response_id}/input_items"),
+    ("post", "/v1/runs"),
+    ("get", "/v1/runs/{run_id}"),
+    ("get", "/v1/runs/{run_id}/events"),
+    ("post", "/v1/runs/{run_id}/stop"),
+    ("get", "/api/sessions"),
+    ("post", "/api/sessions"),
+    ("get", "/api/sessions/{session_id}"),
+    ("patch", "/api/sessions/{session_id}"),
+    ("delete", "/api/sessions/{session_id}"),
+    ("get", "/api/sessions/{session_id}/messages"),
+    ("post", "/api/sessions/{session_id}/chat"),
+    ("post", "/api/sessions/{session_id}/chat/stream"),
 }
-SSE_ROUTES = {("post", "/v1/chat/completions"), ("post", "/v1/responses"), ("get", "/v1/responses/{response_id}"),
-              ("get", "/v1/runs/{run_id}/events"), ("post", "/api/sessions/{session_id}/chat/stream")}
+SSE_ROUTES = {
+    ("post", "/v1/chat/completions"),
+    ("post", "/v1/responses"),
+    ("get", "/v1/responses/{response_id}"),
+    ("get", "/v1/runs/{run_id}/events"),
+    ("post", "/api/sessions/{session_id}/chat/stream"),
+}
 
 
 # -- W-11.1: retired endpoints -------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("path", RETIRED_PATHS)
-async def test_retired_routes_answer_410_endpoint_removed_for_every_method(api: TestClient, auth: dict[str, str],
-                                                                           path: str) -> None:
+async def test_retired_routes_answer_410_endpoint_removed_for_every_method(
+    api: TestClient, auth: dict[str, str], path: str
+) -> None:
     """W-11.1, §11, §1.5: any method on a retired path → 410 endpoint_removed with the exact message naming
     browser.cdp_url and browser_exec, as JSON with the security headers."""
     for method in METHODS:
@@ -70,10 +109,17 @@ async def test_retired_routes_authenticate_first(api: TestClient, path: str) -> 
                 assert await resp.json() == AUTH_FAILED
 
 
-async def test_websocket_upgrade_to_the_retired_control_socket_is_refused(api: TestClient, auth: dict[str, str]) -> None:
+async def test_websocket_upgrade_to_the_retired_control_socket_is_refused(
+    api: TestClient, auth: dict[str, str]
+) -> None:
     """W-11.1, §11: an extension trying to open the old control WebSocket gets the 410 answer, no upgrade."""
-    headers = {**auth, "Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
-               "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+    headers = {
+        **auth,
+        "Connection": "Upgrade",
+        "Upgrade": "websocket",
+        "Sec-WebSocket-Version": "13",
+        "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+    }
     async with api.get("/v1/browser-control/ws", headers=headers) as resp:
         assert resp.status == 410
         assert await resp.json() == RETIRED_BODY
@@ -93,13 +139,24 @@ async def test_capabilities_report_no_browser_extension_control(api: TestClient,
 OPTIONS_CONFIG = {
     "model": {"provider": "openrouter", "default": "anthropic/claude-sonnet-4.5"},
     "agent": {"runtime": "scripted"},
-    "api_server": {"model_options": [
-        {"provider": "openrouter", "model": "anthropic/claude-sonnet-4.5", "label": "Claude Sonnet 4.5",
-         "capabilities": {"reasoning": True, "vision": True, "tools": True, "context_length": 200000},
-         "pricing": {"input_per_million": 3.0, "output_per_million": 15.0, "currency": "USD"}},
-        {"provider": "custom", "model": "qwen3-32b", "label": "qwen3-32b (local)",
-         "capabilities": {"reasoning": True, "tools": True}, "endpoint": "http://127.0.0.1:8000/v1"},
-    ]},
+    "api_server": {
+        "model_options": [
+            {
+                "provider": "openrouter",
+                "model": "anthropic/claude-sonnet-4.5",
+                "label": "Claude Sonnet 4.5",
+                "capabilities": {"reasoning": True, "vision": True, "tools": True, "context_length": 200000},
+                "pricing": {"input_per_million": 3.0, "output_per_million": 15.0, "currency": "USD"},
+            },
+            {
+                "provider": "custom",
+                "model": "qwen3-32b",
+                "label": "qwen3-32b (local)",
+                "capabilities": {"reasoning": True, "tools": True},
+                "endpoint": "http://127.0.0.1:8000/v1",
+            },
+        ]
+    },
 }
 
 
@@ -116,12 +173,21 @@ async def test_model_options_lists_configured_entries_in_the_8_2_shape(make_api:
     assert body["object"] == "hermes.model_options"
     assert body["current"] == {"provider": "openrouter", "model": "anthropic/claude-sonnet-4.5"}
     assert body["options"] == [
-        {"provider": "openrouter", "model": "anthropic/claude-sonnet-4.5", "label": "Claude Sonnet 4.5",
-         "capabilities": {"reasoning": True, "vision": True, "tools": True, "context_length": 200000},
-         "pricing": {"input_per_million": 3.0, "output_per_million": 15.0, "currency": "USD"}},
-        {"provider": "custom", "model": "qwen3-32b", "label": "qwen3-32b (local)",
-         "capabilities": {"reasoning": True, "vision": None, "tools": True, "context_length": None},
-         "pricing": None, "endpoint": "http://127.0.0.1:8000/v1"},
+        {
+            "provider": "openrouter",
+            "model": "anthropic/claude-sonnet-4.5",
+            "label": "Claude Sonnet 4.5",
+            "capabilities": {"reasoning": True, "vision": True, "tools": True, "context_length": 200000},
+            "pricing": {"input_per_million": 3.0, "output_per_million": 15.0, "currency": "USD"},
+        },
+        {
+            "provider": "custom",
+            "model": "qwen3-32b",
+            "label": "qwen3-32b (local)",
+            "capabilities": {"reasoning": True, "vision": None, "tools": True, "context_length": None},
+            "pricing": None,
+            "endpoint": "http://127.0.0.1:8000/v1",
+        },
     ]
     assert isinstance(body["fetched_at"], int) and before - 1 <= body["fetched_at"] <= time.time() + 1
 
@@ -191,8 +257,11 @@ async def test_openapi_routes_are_served_and_served_routes_documented(api: TestC
     the router is documented."""
     doc = await (await api.get("/openapi.json", headers=auth)).json()
     documented = {(method.upper(), path) for path, item in doc["paths"].items() for method in item}
-    routed = {(route.method, route.resource.canonical) for route in api.server.app.router.routes()
-              if route.name and route.method != "HEAD" and route.resource is not None}
+    routed = {
+        (route.method, route.resource.canonical)
+        for route in api.server.app.router.routes()
+        if route.name and route.method != "HEAD" and route.resource is not None
+    }
     assert routed <= documented
     for method, path in sorted(documented):
         probe = path.replace("{response_id}", "resp_x").replace("{run_id}", "run_x").replace("{session_id}", "nope")
@@ -212,7 +281,7 @@ async def test_openapi_describes_streams_and_the_error_envelope(api: TestClient,
     for path, item in doc["paths"].items():
         for method, op in item.items():
             success = {code: r for code, r in op["responses"].items() if code != "default"}
-            (code, response), = success.items()
+            ((code, response),) = success.items()
             expected_code = {("post", "/v1/runs"): "202", ("post", "/api/sessions"): "201"}.get((method, path), "200")
             assert code == expected_code, (method, path)
             assert ("text/event-stream" in response["content"]) == ((method, path) in SSE_ROUTES), (method, path)

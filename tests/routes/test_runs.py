@@ -42,16 +42,35 @@ RESPONSES = "/v1/responses"
 RUN_ID = re.compile(r"^run_[0-9a-f]{32}$")
 NEW_SESSION = re.compile(r"^api_(\d+)_[0-9a-f]{8}$")
 TERMINALS = ("run.completed", "run.incomplete", "run.failed", "run.cancelled")
-RUN_KEYS = {"object", "run_id", "status", "created_at", "updated_at", "session_id", "model", "last_event", "output",
-            "usage", "error", "turn_exit_reason"}
+RUN_KEYS = {
+    "object",
+    "run_id",
+    "status",
+    "created_at",
+    "updated_at",
+    "session_id",
+    "model",
+    "last_event",
+    "output",
+    "usage",
+    "error",
+    "turn_exit_reason",
+}
 
 USE_TOOL_REASONING = "I should look at the files first.\n\nTwo entries."
 USE_TOOL_ANSWER = "Your project has README.md and src/."
 DEFAULT_ANSWER = "Hello from the scripted runtime."
-RUN_NOT_FOUND = {"error": {"message": "No run with that id", "type": "not_found_error", "param": None,
-                           "code": "run_not_found"}}
-CONFLICT = {"error": {"message": "admission_conflict", "type": "invalid_request_error", "param": None,
-                      "code": "admission_conflict"}}
+RUN_NOT_FOUND = {
+    "error": {"message": "No run with that id", "type": "not_found_error", "param": None, "code": "run_not_found"}
+}
+CONFLICT = {
+    "error": {
+        "message": "admission_conflict",
+        "type": "invalid_request_error",
+        "param": None,
+        "code": "admission_conflict",
+    }
+}
 
 
 # -- helpers ------------------------------------------------------------------------------------------------------
@@ -98,8 +117,9 @@ def check_run_events(stream: RunEvents, run_id: str, *, first_id: int = 1) -> No
     assert stream.raw.endswith(b"\n\n")
 
 
-async def post_run(api: TestClient, auth: dict[str, str], text: Any, *, headers: dict[str, str] | None = None,
-                   **body: Any) -> tuple[int, CIMultiDictProxy[str], dict[str, Any]]:
+async def post_run(
+    api: TestClient, auth: dict[str, str], text: Any, *, headers: dict[str, str] | None = None, **body: Any
+) -> tuple[int, CIMultiDictProxy[str], dict[str, Any]]:
     payload = {"input": text, **body} if text is not None else body
     async with api.post(RUNS, json=payload, headers={**auth, **(headers or {})}) as resp:
         return resp.status, resp.headers, await resp.json()
@@ -112,8 +132,9 @@ async def start_run(api: TestClient, auth: dict[str, str], text: Any, **kwargs: 
     return body["run_id"]  # type: ignore[no-any-return]
 
 
-async def read_events(api: TestClient, auth: dict[str, str], run_id: str, last_event_id: str | None = None,
-                      timeout: float = 30.0) -> RunEvents:
+async def read_events(
+    api: TestClient, auth: dict[str, str], run_id: str, last_event_id: str | None = None, timeout: float = 30.0
+) -> RunEvents:
     headers = dict(auth)
     if last_event_id is not None:
         headers["Last-Event-ID"] = last_event_id
@@ -138,11 +159,16 @@ async def settled(api: TestClient, auth: dict[str, str], run_id: str) -> dict[st
     return await get_run(api, auth, run_id)
 
 
-async def wait_for_last_event(api: TestClient, auth: dict[str, str], run_id: str, name: str,
-                              timeout: float = 10.0) -> dict[str, Any]:
+async def wait_for_last_event(
+    api: TestClient, auth: dict[str, str], run_id: str, name: str, timeout: float = 10.0
+) -> dict[str, Any]:
     """The run as soon as its last event is `name`."""
-    return await wait_for_async(lambda: get_run(api, auth, run_id), timeout, until=lambda run: run["last_event"] == name,
-                                what=f"last_event {name}")
+    return await wait_for_async(
+        lambda: get_run(api, auth, run_id),
+        timeout,
+        until=lambda run: run["last_event"] == name,
+        what=f"last_event {name}",
+    )
 
 
 async def stop(api: TestClient, auth: dict[str, str], run_id: str) -> tuple[int, dict[str, Any]]:
@@ -185,18 +211,34 @@ async def test_post_run_without_session_key_header_does_not_echo_one(api: TestCl
         ({"input": ""}, "missing_user_message", "input"),
         ({"input": []}, "missing_user_message", "input"),
         ({"input": "   "}, "missing_user_message", "input"),
-        ({"input": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]},
-         "missing_user_message", "input"),
+        (
+            {"input": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]},
+            "missing_user_message",
+            "input",
+        ),
         ({"input": 42}, "invalid_parameter", "input"),
         ({"input": "hi", "session_id": "a/b"}, "invalid_session_id", "session_id"),
-        ({"input": "hi", "model_options": {"reasoning": {"effort": "enormous"}}}, "invalid_parameter",
-         "model_options.reasoning.effort"),
+        (
+            {"input": "hi", "model_options": {"reasoning": {"effort": "enormous"}}},
+            "invalid_parameter",
+            "model_options.reasoning.effort",
+        ),
     ],
-    ids=["absent", "null", "empty-string", "empty-list", "blank", "assistant-last", "number", "bad-session-id",
-         "bad-effort"],
+    ids=[
+        "absent",
+        "null",
+        "empty-string",
+        "empty-list",
+        "blank",
+        "assistant-last",
+        "number",
+        "bad-session-id",
+        "bad-effort",
+    ],
 )
-async def test_post_run_rejects_invalid_input_before_anything_runs(api: TestClient, auth: dict[str, str],
-                                                                   body: dict[str, Any], code: str, param: str) -> None:
+async def test_post_run_rejects_invalid_input_before_anything_runs(
+    api: TestClient, auth: dict[str, str], body: dict[str, Any], code: str, param: str
+) -> None:
     """§6.1, §1.7, W-1.7: invalid runs get 400 with the envelope and `param`; nothing is executed."""
     reply = await fetch(api, "POST", RUNS, json=body, headers=auth)
     assert_error_envelope(reply, 400, code, param=param, type="invalid_request_error")
@@ -205,7 +247,9 @@ async def test_post_run_rejects_invalid_input_before_anything_runs(api: TestClie
 
 async def test_post_run_with_unknown_previous_response_is_404(api: TestClient, auth: dict[str, str]) -> None:
     """§6.1: an unknown `previous_response_id` → 404 response_not_found; nothing runs."""
-    reply = await fetch(api, "POST", RUNS, json={"input": "hi", "previous_response_id": "resp_" + "0" * 32}, headers=auth)
+    reply = await fetch(
+        api, "POST", RUNS, json={"input": "hi", "previous_response_id": "resp_" + "0" * 32}, headers=auth
+    )
     assert_error_envelope(reply, 404, "response_not_found", param="previous_response_id")
     assert executions(api.home) == []  # type: ignore[attr-defined]
 
@@ -220,11 +264,18 @@ async def test_settled_run_object_carries_every_field(api: TestClient, auth: dic
     run_id = await start_run(api, auth, "use tool")
     run = await settled(api, auth, run_id)
     assert run == {
-        "object": "hermes.run", "run_id": run_id, "status": "completed",
-        "created_at": run["created_at"], "updated_at": run["updated_at"], "session_id": run["session_id"],
-        "model": "hermes-agent", "last_event": "run.completed", "output": USE_TOOL_ANSWER,
+        "object": "hermes.run",
+        "run_id": run_id,
+        "status": "completed",
+        "created_at": run["created_at"],
+        "updated_at": run["updated_at"],
+        "session_id": run["session_id"],
+        "model": "hermes-agent",
+        "last_event": "run.completed",
+        "output": USE_TOOL_ANSWER,
         "usage": {"input_tokens": 42, "output_tokens": 17, "total_tokens": 59},
-        "error": None, "turn_exit_reason": None,
+        "error": None,
+        "turn_exit_reason": None,
     }
     assert isinstance(run["created_at"], float) and isinstance(run["updated_at"], float)
     assert before - 1 <= run["created_at"] <= run["updated_at"] <= time.time() + 1
@@ -250,8 +301,9 @@ async def test_running_run_reports_running_with_the_answer_so_far(api: TestClien
     assert (await settled(api, auth, run_id))["status"] == "cancelled"
 
 
-async def test_second_run_on_a_busy_session_is_queued_until_the_first_settles(api: TestClient,
-                                                                             auth: dict[str, str]) -> None:
+async def test_second_run_on_a_busy_session_is_queued_until_the_first_settles(
+    api: TestClient, auth: dict[str, str]
+) -> None:
     """§6.2, §1.8, W-1.14: a run on a session whose earlier turn still runs is `queued`, then runs once the first
     settles (here: stopped) and sees the first turn in its history."""
     first = await start_run(api, auth, "hang", session_id="busy-session")
@@ -268,8 +320,12 @@ async def test_second_run_on_a_busy_session_is_queued_until_the_first_settles(ap
 async def test_unknown_run_is_404_on_every_run_route(api: TestClient, auth: dict[str, str]) -> None:
     """§6.2, §6.4, §1.7: unknown id → 404 run_not_found with the exact envelope on GET, /events and /stop."""
     unknown = "run_" + "0" * 32
-    for method, path in (("GET", f"{RUNS}/{unknown}"), ("GET", f"{RUNS}/{unknown}/events"),
-                         ("POST", f"{RUNS}/{unknown}/stop"), ("GET", f"{RUNS}/not-a-run-id")):
+    for method, path in (
+        ("GET", f"{RUNS}/{unknown}"),
+        ("GET", f"{RUNS}/{unknown}/events"),
+        ("POST", f"{RUNS}/{unknown}/stop"),
+        ("GET", f"{RUNS}/not-a-run-id"),
+    ):
         async with api.request(method, path, headers=auth) as resp:
             assert resp.status == 404, path
             assert resp.headers["Content-Type"] == "application/json; charset=utf-8"
@@ -278,8 +334,12 @@ async def test_unknown_run_is_404_on_every_run_route(api: TestClient, auth: dict
 
 async def test_run_routes_need_the_key(api: TestClient) -> None:
     """W-1.3: the run routes answer 401 without the Bearer key."""
-    for method, path in (("POST", RUNS), ("GET", f"{RUNS}/run_x"), ("GET", f"{RUNS}/run_x/events"),
-                         ("POST", f"{RUNS}/run_x/stop")):
+    for method, path in (
+        ("POST", RUNS),
+        ("GET", f"{RUNS}/run_x"),
+        ("GET", f"{RUNS}/run_x/events"),
+        ("POST", f"{RUNS}/run_x/stop"),
+    ):
         async with api.request(method, path, json={"input": "hi"}) as resp:
             assert resp.status == 401, path
             assert (await resp.json())["error"]["code"] == "gateway_auth_failed"
@@ -288,8 +348,9 @@ async def test_run_routes_need_the_key(api: TestClient) -> None:
 # -- W-6.3: events --------------------------------------------------------------------------------------------------
 
 
-async def test_run_events_number_records_and_end_after_the_terminal_event(api: TestClient,
-                                                                          auth: dict[str, str]) -> None:
+async def test_run_events_number_records_and_end_after_the_terminal_event(
+    api: TestClient, auth: dict[str, str]
+) -> None:
     """W-6.3, §6.3: `id:` 1…n, no `event:` lines, {event, run_id, timestamp, …} payloads in journal order; the
     stream closes right after run.completed, whose output and usage equal the run object's."""
     run_id = await start_run(api, auth, "use tool")
@@ -297,8 +358,15 @@ async def test_run_events_number_records_and_end_after_the_terminal_event(api: T
     check_run_events(events, run_id)
     names = events.names
     collapsed = [n for i, n in enumerate(names) if i == 0 or n != names[i - 1]]
-    assert collapsed == ["reasoning.delta", "tool.started", "tool.completed", "message.interim", "reasoning.delta",
-                         "message.delta", "run.completed"]
+    assert collapsed == [
+        "reasoning.delta",
+        "tool.started",
+        "tool.completed",
+        "message.interim",
+        "reasoning.delta",
+        "message.delta",
+        "run.completed",
+    ]
     payloads = events.payloads
     assert "".join(p["delta"] for p in payloads if p["event"] == "reasoning.delta") == USE_TOOL_REASONING
     assert "".join(p["delta"] for p in payloads if p["event"] == "message.delta") == USE_TOOL_ANSWER
@@ -456,7 +524,11 @@ async def test_stop_returns_stopping_at_once_and_settles_cancelled(api: TestClie
     assert terminal["output"] == ""
     run = await get_run(api, auth, run_id)
     assert (run["status"], run["last_event"], run["error"], run["turn_exit_reason"]) == (
-        "cancelled", "run.cancelled", None, None)
+        "cancelled",
+        "run.cancelled",
+        None,
+        None,
+    )
     assert "never reached" not in run["output"]
 
 
@@ -499,7 +571,9 @@ async def test_session_key_continues_the_keys_latest_session(api: TestClient, au
     assert NEW_SESSION.match(first["session_id"])
     assert second["session_id"] == first["session_id"]
     assert history_texts(execution_for(api, "second keyed turn")) == [
-        ("user", "first keyed turn"), ("assistant", DEFAULT_ANSWER)]
+        ("user", "first keyed turn"),
+        ("assistant", DEFAULT_ANSWER),
+    ]
     other = await settled(api, auth, await start_run(api, auth, "other key", headers={"X-Hermes-Session-Key": "x"}))
     assert other["session_id"] != first["session_id"]
 
@@ -508,13 +582,17 @@ async def test_explicit_session_id_wins_and_leaves_the_key_binding(api: TestClie
     """W-6.5, §6.1: body `session_id` beats the key's session, and the key stays bound to its own session."""
     key = {"X-Hermes-Session-Key": "desk-2"}
     bound = (await settled(api, auth, await start_run(api, auth, "bound turn", headers=key)))["session_id"]
-    explicit = await settled(api, auth, await start_run(api, auth, "explicit turn", headers=key,
-                                                        session_id="explicit-run-session"))
+    explicit = await settled(
+        api, auth, await start_run(api, auth, "explicit turn", headers=key, session_id="explicit-run-session")
+    )
     assert explicit["session_id"] == "explicit-run-session"
     assert history_texts(execution_for(api, "explicit turn")) == []
     after = await settled(api, auth, await start_run(api, auth, "back on the key", headers=key))
     assert after["session_id"] == bound
-    assert history_texts(execution_for(api, "back on the key")) == [("user", "bound turn"), ("assistant", DEFAULT_ANSWER)]
+    assert history_texts(execution_for(api, "back on the key")) == [
+        ("user", "bound turn"),
+        ("assistant", DEFAULT_ANSWER),
+    ]
 
 
 async def test_previous_response_id_wins_and_leaves_the_key_binding(api: TestClient, auth: dict[str, str]) -> None:
@@ -526,8 +604,9 @@ async def test_previous_response_id_wins_and_leaves_the_key_binding(api: TestCli
         assert resp.status == 200
         chain_session = resp.headers["X-Hermes-Session-Id"]
         root = json.loads(await resp.text())
-    chained = await settled(api, auth, await start_run(api, auth, "chained run", headers=key,
-                                                       previous_response_id=root["id"]))
+    chained = await settled(
+        api, auth, await start_run(api, auth, "chained run", headers=key, previous_response_id=root["id"])
+    )
     assert chained["session_id"] == chain_session != bound
     assert history_texts(execution_for(api, "chained run")) == [("user", "chain root"), ("assistant", DEFAULT_ANSWER)]
     after = await settled(api, auth, await start_run(api, auth, "keyed again", headers=key))
@@ -549,12 +628,17 @@ async def test_session_id_header_selects_the_session_and_the_body_wins(api: Test
 async def test_input_messages_are_the_history_of_the_run(api: TestClient, auth: dict[str, str]) -> None:
     """§6.1: with an input array, the earlier messages are the history and the last user message the turn input;
     system messages and `instructions` become the system prompt."""
-    run_id = await start_run(api, auth, [
-        {"role": "system", "content": "Be brief."},
-        {"role": "user", "content": "earlier question"},
-        {"role": "assistant", "content": "earlier answer"},
-        {"role": "user", "content": "array input"},
-    ], instructions="Answer in English.")
+    run_id = await start_run(
+        api,
+        auth,
+        [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "earlier question"},
+            {"role": "assistant", "content": "earlier answer"},
+            {"role": "user", "content": "array input"},
+        ],
+        instructions="Answer in English.",
+    )
     await settled(api, auth, run_id)
     execution = execution_for(api, "array input")
     assert history_texts(execution) == [("user", "earlier question"), ("assistant", "earlier answer")]
@@ -567,19 +651,24 @@ async def test_input_messages_are_the_history_of_the_run(api: TestClient, auth: 
 async def _reply_run_ids(api: TestClient, auth: dict[str, str]) -> dict[str, tuple[str, str]]:
     """surface → (X-Hermes-Run-Id, the answer text the surface delivered) for one completed turn each."""
     found: dict[str, tuple[str, str]] = {}
-    async with api.post(CHAT, json={"model": "hermes-agent", "messages": [{"role": "user", "content": "use tool"}]},
-                        headers=auth) as resp:
+    async with api.post(
+        CHAT, json={"model": "hermes-agent", "messages": [{"role": "user", "content": "use tool"}]}, headers=auth
+    ) as resp:
         body = json.loads(await resp.text())
         found["chat-json"] = (resp.headers["X-Hermes-Run-Id"], body["choices"][0]["message"]["content"])
-    async with api.post(CHAT, json={"model": "hermes-agent", "stream": True,
-                                    "messages": [{"role": "user", "content": "use tool"}]}, headers=auth) as resp:
+    async with api.post(
+        CHAT,
+        json={"model": "hermes-agent", "stream": True, "messages": [{"role": "user", "content": "use tool"}]},
+        headers=auth,
+    ) as resp:
         text = (await read_reply(resp)).chat_text()[0]
         found["chat-stream"] = (resp.headers["X-Hermes-Run-Id"], text)
     async with api.post(RESPONSES, json={"model": "hermes-agent", "input": "use tool"}, headers=auth) as resp:
         body = json.loads(await resp.text())
         found["responses-json"] = (resp.headers["X-Hermes-Run-Id"], body["output"][-1]["content"][0]["text"])
-    async with api.post(RESPONSES, json={"model": "hermes-agent", "input": "use tool", "stream": True},
-                        headers=auth) as resp:
+    async with api.post(
+        RESPONSES, json={"model": "hermes-agent", "input": "use tool", "stream": True}, headers=auth
+    ) as resp:
         records, _ = parse_sse(await resp.read())
         terminal = records[-1].json()["response"]
         found["responses-stream"] = (resp.headers["X-Hermes-Run-Id"], terminal["output"][-1]["content"][0]["text"])
@@ -594,8 +683,9 @@ async def _reply_run_ids(api: TestClient, auth: dict[str, str]) -> dict[str, tup
     return found
 
 
-async def test_every_surface_reply_carries_a_run_id_that_works_with_the_runs_api(api: TestClient,
-                                                                                 auth: dict[str, str]) -> None:
+async def test_every_surface_reply_carries_a_run_id_that_works_with_the_runs_api(
+    api: TestClient, auth: dict[str, str]
+) -> None:
     """W-6.6, §6.2: chat, Responses and session chat replies (JSON and stream) carry `X-Hermes-Run-Id`; GET, /events
     and /stop work with it: completed, the same answer, the journal replayed, stop returns the settled status."""
     found = await _reply_run_ids(api, auth)
@@ -604,8 +694,9 @@ async def test_every_surface_reply_carries_a_run_id_that_works_with_the_runs_api
         assert RUN_ID.match(run_id), surface
         assert answer == USE_TOOL_ANSWER, surface
         run = await get_run(api, auth, run_id)
-        assert (run["status"], run["output"], run["last_event"]) == ("completed", USE_TOOL_ANSWER, "run.completed"), \
+        assert (run["status"], run["output"], run["last_event"]) == ("completed", USE_TOOL_ANSWER, "run.completed"), (
             surface
+        )
         events = await read_events(api, auth, run_id)
         check_run_events(events, run_id)
         assert events.terminal["event"] == "run.completed" and events.terminal["output"] == USE_TOOL_ANSWER
@@ -644,8 +735,7 @@ async def test_stop_through_its_run_cancels_a_connected_chat_stream(api: TestCli
     assert (run["status"], run["last_event"]) == ("cancelled", "run.cancelled")
 
 
-async def test_stop_through_its_run_cancels_a_connected_responses_stream(api: TestClient,
-                                                                         auth: dict[str, str]) -> None:
+async def test_stop_through_its_run_cancels_a_connected_responses_stream(api: TestClient, auth: dict[str, str]) -> None:
     """W-6.6, §6.4: stopping a Responses stream's run while its client is connected ends the stream with
     response.cancelled, and the stored response reads cancelled."""
     body = {"model": "hermes-agent", "stream": True, "input": "hang"}
@@ -665,8 +755,9 @@ async def test_stop_through_its_run_cancels_a_connected_responses_stream(api: Te
 # -- keyed runs (§5 on /v1/runs) ------------------------------------------------------------------------------------
 
 
-async def test_keyed_run_retry_replays_the_run_id_with_its_current_status(api: TestClient,
-                                                                          auth: dict[str, str]) -> None:
+async def test_keyed_run_retry_replays_the_run_id_with_its_current_status(
+    api: TestClient, auth: dict[str, str]
+) -> None:
     """§6.1, §5.3, W-5.3: a keyed retry answers 202 {"run_id": <original>, "status": <current>, "replayed": true}
     with `Idempotency-Replayed: true` (running while it runs, the settled status after), executing nothing."""
     key = {"Idempotency-Key": "runs-replay-1"}
@@ -684,8 +775,7 @@ async def test_keyed_run_retry_replays_the_run_id_with_its_current_status(api: T
     assert [e["turn_id"] for e in executions(api.home)] == [run_id]  # type: ignore[attr-defined]
 
 
-async def test_keyed_run_retry_with_another_input_is_admission_conflict(api: TestClient,
-                                                                        auth: dict[str, str]) -> None:
+async def test_keyed_run_retry_with_another_input_is_admission_conflict(api: TestClient, auth: dict[str, str]) -> None:
     """§5.3, W-5.4: the same key with another input (or another target session) → 409 admission_conflict with the
     exact body; nothing executes."""
     key = {"Idempotency-Key": "runs-conflict-1"}
@@ -701,8 +791,7 @@ async def test_keyed_run_retry_with_another_input_is_admission_conflict(api: Tes
 
 
 @pytest.mark.slow
-async def test_runs_stream_over_a_25_second_tool_is_kept_alive_and_not_cut(make_api: Any,
-                                                                           auth: dict[str, str]) -> None:
+async def test_runs_stream_over_a_25_second_tool_is_kept_alive_and_not_cut(make_api: Any, auth: dict[str, str]) -> None:
     """Issue 5 acceptance, W-2.4, §6.3: a runs events stream that stays silent for 25 s behind a running tool
     (1 s keepalive) gets keepalive comments while idle and is not cut: it ends with run.completed."""
     api = await make_api(script="sessions.yaml")
@@ -710,7 +799,7 @@ async def test_runs_stream_over_a_25_second_tool_is_kept_alive_and_not_cut(make_
     events = await read_events(api, auth, run_id, timeout=60)
     check_run_events(events, run_id)
     assert events.keepalives >= 2
-    idle = events.raw[events.raw.index(b'"tool.started"'):events.raw.index(b'"tool.completed"')]
+    idle = events.raw[events.raw.index(b'"tool.started"') : events.raw.index(b'"tool.completed"')]
     assert idle.count(b": keepalive\n\n") >= 2, "the keepalives fall in the silent stretch"
     assert events.terminal["event"] == "run.completed"
     assert events.terminal["output"] == "Done waiting."
@@ -754,6 +843,7 @@ def restarted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Restarted]:
     home = write_home(tmp_path_factory.mktemp("runs_crash"))
     before = start_gateway(home)
     try:
+
         def submit(text: str, key: str | None) -> str:
             reply = live_request(before, "POST", RUNS, {"input": text}, {"Idempotency-Key": key} if key else None)
             assert reply.status == 202, reply.raw
@@ -764,8 +854,12 @@ def restarted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Restarted]:
         completed_events = live_events(before, completed)
         live_events(before, unkeyed)
         running = submit("hang", "crash-running")
-        wait_for(lambda: live_run(before, running), timeout=15, until=lambda run: run["last_event"] == "tool.started",
-                 what="the hang run's tool start")
+        wait_for(
+            lambda: live_run(before, running),
+            timeout=15,
+            until=lambda run: run["last_event"] == "tool.started",
+            what="the hang run's tool start",
+        )
         time.sleep(0.6)  # a few journal group commits: the running run's events are durable
     finally:
         before.stop(signal.SIGKILL)
@@ -800,8 +894,9 @@ def test_keyed_run_running_at_kill_reads_failed_unknown_execution(restarted: Res
 def test_keyed_retry_of_a_run_left_running_is_unknown_execution(restarted: Restarted) -> None:
     """§5.3, §5.4, W-5.7: the keyed retry of the run the killed gateway left running gets 409 unknown_execution."""
     retry = live_request(restarted.live, "POST", RUNS, {"input": "hang"}, {"Idempotency-Key": "crash-running"})
-    assert_error_envelope(retry, 409, "unknown_execution", message="unknown_execution", type="conflict_error",
-                          param=None)
+    assert_error_envelope(
+        retry, 409, "unknown_execution", message="unknown_execution", type="conflict_error", param=None
+    )
 
 
 @pytest.mark.slow  # kill -9 and restarts of a real gateway (the `restarted` fixture)
@@ -822,8 +917,9 @@ def test_keyed_run_settled_before_the_kill_survives_the_restart(restarted: Resta
 @pytest.mark.slow  # kill -9 and restarts of a real gateway (the `restarted` fixture)
 def test_unkeyed_run_is_kept_in_memory_only(restarted: Restarted) -> None:
     """§6.2: runs without an Idempotency-Key live in the process's memory: after a restart they are 404."""
-    assert_error_envelope(live_request(restarted.live, "GET", f"{RUNS}/{restarted.unkeyed}"), 404,
-                          **RUN_NOT_FOUND["error"])
+    assert_error_envelope(
+        live_request(restarted.live, "GET", f"{RUNS}/{restarted.unkeyed}"), 404, **RUN_NOT_FOUND["error"]
+    )
 
 
 @pytest.mark.slow  # kill -9 and restarts of a real gateway (the `restarted` fixture)
@@ -834,9 +930,14 @@ def test_another_credential_scope_gets_404_for_a_run(restarted: Restarted) -> No
     try:
         other.key = OTHER_KEY
         for run_id in (restarted.completed, restarted.running):
-            for method, path in (("GET", f"{RUNS}/{run_id}"), ("GET", f"{RUNS}/{run_id}/events"),
-                                 ("POST", f"{RUNS}/{run_id}/stop")):
+            for method, path in (
+                ("GET", f"{RUNS}/{run_id}"),
+                ("GET", f"{RUNS}/{run_id}/events"),
+                ("POST", f"{RUNS}/{run_id}/stop"),
+            ):
                 assert_error_envelope(live_request(other, method, path), 404, **RUN_NOT_FOUND["error"])
-        assert live_run(restarted.live, restarted.completed)["status"] == "completed", "the original scope still sees it"
+        assert live_run(restarted.live, restarted.completed)["status"] == "completed", (
+            "the original scope still sees it"
+        )
     finally:
         other.stop()

@@ -33,10 +33,34 @@ SESSIONS = "/api/sessions"
 RUNS = "/v1/runs"
 RUN_ID = re.compile(r"^run_[0-9a-f]{32}$")
 GENERATED_ID = re.compile(r"^api_(\d+)_[0-9a-f]{8}$")
-SESSION_KEYS = {"id", "source", "title", "model", "started_at", "ended_at", "last_active", "message_count",
-                "tool_call_count", "input_tokens", "output_tokens", "parent_session_id", "pinned", "archived", "preview"}
-MESSAGE_KEYS = {"id", "role", "content", "reasoning", "tool_calls", "tool_call_id", "tool_name", "timestamp",
-                "compacted"}
+SESSION_KEYS = {
+    "id",
+    "source",
+    "title",
+    "model",
+    "started_at",
+    "ended_at",
+    "last_active",
+    "message_count",
+    "tool_call_count",
+    "input_tokens",
+    "output_tokens",
+    "parent_session_id",
+    "pinned",
+    "archived",
+    "preview",
+}
+MESSAGE_KEYS = {
+    "id",
+    "role",
+    "content",
+    "reasoning",
+    "tool_calls",
+    "tool_call_id",
+    "tool_name",
+    "timestamp",
+    "compacted",
+}
 STREAM_TERMINALS = ("run.completed", "run.incomplete", "run.failed", "run.cancelled")
 
 USE_TOOL_REASONING = "I should look at the files first.\n\nTwo entries."
@@ -44,15 +68,27 @@ USE_TOOL_ANSWER = "Your project has README.md and src/."
 DEFAULT_REASONING = "Thinking it through."
 DEFAULT_ANSWER = "Hello from the scripted runtime."
 PNG = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
-SESSION_NOT_FOUND = {"error": {"message": "No session with that id", "type": "not_found_error", "param": None,
-                               "code": "session_not_found"}}
+SESSION_NOT_FOUND = {
+    "error": {
+        "message": "No session with that id",
+        "type": "not_found_error",
+        "param": None,
+        "code": "session_not_found",
+    }
+}
 
 
 # -- helpers ------------------------------------------------------------------------------------------------------
 
 
-async def call(api: TestClient, auth: dict[str, str], method: str, path: str, body: Any = None,
-               headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
+async def call(
+    api: TestClient,
+    auth: dict[str, str],
+    method: str,
+    path: str,
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, dict[str, Any]]:
     reply = await fetch(api, method, path, json=body, headers={**auth, **(headers or {})})
     assert reply.headers["Content-Type"] == JSON_TYPE, reply.headers
     return reply.status, reply.json()
@@ -90,10 +126,17 @@ async def messages(api: TestClient, auth: dict[str, str], session_id: str, query
     return body
 
 
-async def chat(api: TestClient, auth: dict[str, str], session_id: str, message: Any,
-               headers: dict[str, str] | None = None, **body: Any) -> tuple[CIMultiDictProxy[str], dict[str, Any]]:
-    async with api.post(f"{SESSIONS}/{session_id}/chat", json={"message": message, **body},
-                        headers={**auth, **(headers or {})}) as resp:
+async def chat(
+    api: TestClient,
+    auth: dict[str, str],
+    session_id: str,
+    message: Any,
+    headers: dict[str, str] | None = None,
+    **body: Any,
+) -> tuple[CIMultiDictProxy[str], dict[str, Any]]:
+    async with api.post(
+        f"{SESSIONS}/{session_id}/chat", json={"message": message, **body}, headers={**auth, **(headers or {})}
+    ) as resp:
         assert resp.status == 200, await resp.text()
         assert resp.headers["Content-Type"] == "application/json; charset=utf-8"
         reply = json.loads(await asyncio.wait_for(resp.text(), 30))
@@ -144,10 +187,17 @@ async def read_session_stream(resp: ClientResponse) -> SessionStream:
     return SessionStream(resp.status, resp.headers, await asyncio.wait_for(resp.read(), 30))
 
 
-async def stream_chat(api: TestClient, auth: dict[str, str], session_id: str, message: Any,
-                      headers: dict[str, str] | None = None, **body: Any) -> SessionStream:
-    async with api.post(f"{SESSIONS}/{session_id}/chat/stream", json={"message": message, **body},
-                        headers={**auth, **(headers or {})}) as resp:
+async def stream_chat(
+    api: TestClient,
+    auth: dict[str, str],
+    session_id: str,
+    message: Any,
+    headers: dict[str, str] | None = None,
+    **body: Any,
+) -> SessionStream:
+    async with api.post(
+        f"{SESSIONS}/{session_id}/chat/stream", json={"message": message, **body}, headers={**auth, **(headers or {})}
+    ) as resp:
         return await read_session_stream(resp)
 
 
@@ -180,10 +230,21 @@ async def test_create_session_generates_an_api_id(api: TestClient, auth: dict[st
     match = GENERATED_ID.match(session["id"])
     assert match and abs(int(match.group(1)) - before) <= 2
     assert session == {
-        "id": session["id"], "source": "api_server", "title": None, "model": None,
-        "started_at": session["started_at"], "ended_at": None, "last_active": session["last_active"],
-        "message_count": 0, "tool_call_count": 0, "input_tokens": 0, "output_tokens": 0, "parent_session_id": None,
-        "pinned": False, "archived": False, "preview": None,
+        "id": session["id"],
+        "source": "api_server",
+        "title": None,
+        "model": None,
+        "started_at": session["started_at"],
+        "ended_at": None,
+        "last_active": session["last_active"],
+        "message_count": 0,
+        "tool_call_count": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "parent_session_id": None,
+        "pinned": False,
+        "archived": False,
+        "preview": None,
     }
     assert isinstance(session["started_at"], float) and isinstance(session["last_active"], float)
     assert await get_session(api, auth, session["id"]) == session
@@ -263,7 +324,11 @@ async def test_get_session_reports_counters_after_a_turn(api: TestClient, auth: 
     assert session["model"] == "my-model"
     assert session["started_at"] <= session["last_active"]
     assert (session["pinned"], session["archived"], session["ended_at"], session["parent_session_id"]) == (
-        False, False, None, None)
+        False,
+        False,
+        None,
+        None,
+    )
 
 
 async def test_preview_is_the_first_user_message_cut_to_200(api: TestClient, auth: dict[str, str]) -> None:
@@ -276,17 +341,28 @@ async def test_preview_is_the_first_user_message_cut_to_200(api: TestClient, aut
 
 async def test_unknown_session_is_404_on_every_session_route(api: TestClient, auth: dict[str, str]) -> None:
     """§7.1, §7.2, §1.7: an unknown id → 404 session_not_found with the exact envelope."""
-    for method, path, body in (("GET", f"{SESSIONS}/nope", None), ("PATCH", f"{SESSIONS}/nope", {"title": "x"}),
-                               ("DELETE", f"{SESSIONS}/nope", None), ("GET", f"{SESSIONS}/nope/messages", None)):
+    for method, path, body in (
+        ("GET", f"{SESSIONS}/nope", None),
+        ("PATCH", f"{SESSIONS}/nope", {"title": "x"}),
+        ("DELETE", f"{SESSIONS}/nope", None),
+        ("GET", f"{SESSIONS}/nope/messages", None),
+    ):
         status, reply = await call(api, auth, method, path, body)
         assert (status, reply) == (404, SESSION_NOT_FOUND), (method, path)
 
 
 async def test_session_routes_need_the_key(api: TestClient) -> None:
     """W-1.3: every session route answers 401 without the Bearer key."""
-    for method, path in (("GET", SESSIONS), ("POST", SESSIONS), ("GET", f"{SESSIONS}/x"), ("PATCH", f"{SESSIONS}/x"),
-                         ("DELETE", f"{SESSIONS}/x"), ("GET", f"{SESSIONS}/x/messages"),
-                         ("POST", f"{SESSIONS}/x/chat"), ("POST", f"{SESSIONS}/x/chat/stream")):
+    for method, path in (
+        ("GET", SESSIONS),
+        ("POST", SESSIONS),
+        ("GET", f"{SESSIONS}/x"),
+        ("PATCH", f"{SESSIONS}/x"),
+        ("DELETE", f"{SESSIONS}/x"),
+        ("GET", f"{SESSIONS}/x/messages"),
+        ("POST", f"{SESSIONS}/x/chat"),
+        ("POST", f"{SESSIONS}/x/chat/stream"),
+    ):
         async with api.request(method, path, json={"message": "hi"}) as resp:
             assert resp.status == 401, (method, path)
             assert (await resp.json())["error"]["code"] == "gateway_auth_failed"
@@ -300,28 +376,43 @@ async def test_patch_sets_title_pinned_and_archived(api: TestClient, auth: dict[
     """W-7.6, §7.1: PATCH sets title, pinned and archived and returns the session object with them; fields not sent
     keep their values."""
     await create_session(api, auth, id="patch-me", title="Old")
-    status, body = await call(api, auth, "PATCH", f"{SESSIONS}/patch-me",
-                              {"title": "Renamed", "pinned": True, "archived": True})
+    status, body = await call(
+        api, auth, "PATCH", f"{SESSIONS}/patch-me", {"title": "Renamed", "pinned": True, "archived": True}
+    )
     assert status == 200 and body["object"] == "hermes.session"
     session = body["session"]
     assert (session["id"], session["title"], session["pinned"], session["archived"]) == (
-        "patch-me", "Renamed", True, True)
+        "patch-me",
+        "Renamed",
+        True,
+        True,
+    )
     assert await get_session(api, auth, "patch-me") == session
     status, body = await call(api, auth, "PATCH", f"{SESSIONS}/patch-me", {"pinned": False})
     assert status == 200
     assert (body["session"]["title"], body["session"]["pinned"], body["session"]["archived"]) == (
-        "Renamed", False, True)
+        "Renamed",
+        False,
+        True,
+    )
 
 
 @pytest.mark.parametrize(
     ("body", "param"),
-    [({"message_count": 3}, "message_count"), ({"id": "other"}, "id"), ({"title": "ok", "source": "cli"}, "source"),
-     ({"title": 5}, "title"), ({"title": "t" * 201}, "title"), ({"pinned": "maybe"}, "pinned"),
-     ({"archived": 2}, "archived")],
+    [
+        ({"message_count": 3}, "message_count"),
+        ({"id": "other"}, "id"),
+        ({"title": "ok", "source": "cli"}, "source"),
+        ({"title": 5}, "title"),
+        ({"title": "t" * 201}, "title"),
+        ({"pinned": "maybe"}, "pinned"),
+        ({"archived": 2}, "archived"),
+    ],
     ids=["counter", "id", "extra-key", "title-type", "title-length", "pinned-type", "archived-type"],
 )
-async def test_patch_rejects_other_keys_and_bad_values(api: TestClient, auth: dict[str, str], body: dict[str, Any],
-                                                       param: str) -> None:
+async def test_patch_rejects_other_keys_and_bad_values(
+    api: TestClient, auth: dict[str, str], body: dict[str, Any], param: str
+) -> None:
     """W-7.6, §7.1: any key other than title/pinned/archived, or a bad value → 400 invalid_parameter naming it; the
     session is unchanged."""
     before = await create_session(api, auth, id="patch-strict", title="Kept")
@@ -340,8 +431,11 @@ async def test_delete_session_then_it_is_gone(api: TestClient, auth: dict[str, s
     await chat(api, auth, "doomed", "hello")
     status, body = await call(api, auth, "DELETE", f"{SESSIONS}/doomed")
     assert (status, body) == (200, {"object": "hermes.session.deleted", "id": "doomed", "deleted": True})
-    for method, path in (("GET", f"{SESSIONS}/doomed"), ("GET", f"{SESSIONS}/doomed/messages"),
-                         ("DELETE", f"{SESSIONS}/doomed")):
+    for method, path in (
+        ("GET", f"{SESSIONS}/doomed"),
+        ("GET", f"{SESSIONS}/doomed/messages"),
+        ("DELETE", f"{SESSIONS}/doomed"),
+    ):
         assert await call(api, auth, method, path) == (404, SESSION_NOT_FOUND)
     assert [s["id"] for s in (await list_sessions(api, auth))["data"]] == []
 
@@ -395,11 +489,18 @@ async def test_messages_are_the_chronological_transcript_with_tools(api: TestCli
     assert body["session_id"] == "transcript"
     assert body["pagination"] == {"limit": 500, "offset": 0, "order": "latest", "returned": 6}
     data = body["data"]
-    assert rows(body) == [("user", "use tool"), ("assistant", ""), ("tool", "README.md\nsrc/"),
-                          ("assistant", USE_TOOL_ANSWER), ("user", "hello"), ("assistant", DEFAULT_ANSWER)]
+    assert rows(body) == [
+        ("user", "use tool"),
+        ("assistant", ""),
+        ("tool", "README.md\nsrc/"),
+        ("assistant", USE_TOOL_ANSWER),
+        ("user", "hello"),
+        ("assistant", DEFAULT_ANSWER),
+    ]
     call_id = data[1]["tool_calls"][0]["id"]
-    assert data[1]["tool_calls"] == [{"id": call_id, "type": "function",
-                                      "function": {"name": "terminal", "arguments": '{"command":"ls -la"}'}}]
+    assert data[1]["tool_calls"] == [
+        {"id": call_id, "type": "function", "function": {"name": "terminal", "arguments": '{"command":"ls -la"}'}}
+    ]
     assert (data[2]["tool_call_id"], data[2]["tool_name"], data[2]["tool_calls"]) == (call_id, "terminal", None)
     assert [m["reasoning"] for m in data] == [None, None, None, USE_TOOL_REASONING, None, DEFAULT_REASONING]
     for message in (data[0], data[3], data[4], data[5]):
@@ -458,16 +559,24 @@ async def test_messages_reject_bad_query_values(api: TestClient, auth: dict[str,
 async def test_messages_inline_images_false_replaces_images_by_text(api: TestClient, auth: dict[str, str]) -> None:
     """W-7.1, §7.2, §9: a message with an image reads back as a part list with the image_url part; with
     inline_images=false every image part becomes {"type":"text","text":"[image]"}; text-only messages stay strings."""
-    await chat(api, auth, "pictures", [{"type": "text", "text": "What is on this screenshot?"},
-                                       {"type": "image_url", "image_url": {"url": PNG}}])
+    await chat(
+        api,
+        auth,
+        "pictures",
+        [{"type": "text", "text": "What is on this screenshot?"}, {"type": "image_url", "image_url": {"url": PNG}}],
+    )
     inline = (await messages(api, auth, "pictures"))["data"]
     assert inline[0]["role"] == "user"
-    assert inline[0]["content"] == [{"type": "text", "text": "What is on this screenshot?"},
-                                    {"type": "image_url", "image_url": {"url": PNG}}]
+    assert inline[0]["content"] == [
+        {"type": "text", "text": "What is on this screenshot?"},
+        {"type": "image_url", "image_url": {"url": PNG}},
+    ]
     assert inline[1]["content"] == DEFAULT_ANSWER
     plain = await messages(api, auth, "pictures", "?inline_images=false")
-    assert plain["data"][0]["content"] == [{"type": "text", "text": "What is on this screenshot?"},
-                                           {"type": "text", "text": "[image]"}]
+    assert plain["data"][0]["content"] == [
+        {"type": "text", "text": "What is on this screenshot?"},
+        {"type": "text", "text": "[image]"},
+    ]
     assert plain["data"][1:] == inline[1:]
     assert PNG[20:60] not in json.dumps(plain)
 
@@ -487,8 +596,9 @@ async def test_messages_reasoning_is_null_when_reasoning_was_off(api: TestClient
     assert [m["reasoning"] for m in answers] == [None, None, DEFAULT_REASONING]
 
 
-async def test_include_compacted_returns_archived_turns_before_the_live_ones(make_api: Any,
-                                                                            auth: dict[str, str]) -> None:
+async def test_include_compacted_returns_archived_turns_before_the_live_ones(
+    make_api: Any, auth: dict[str, str]
+) -> None:
     """W-7.1, §7.2: after a turn with a compaction, messages show only the live transcript by default; with
     include_compacted=true the archived turns come first, chronologically, each with compacted:true; the session
     counts live messages only, and the next turn's history is the live transcript."""
@@ -504,9 +614,9 @@ async def test_include_compacted_returns_archived_turns_before_the_live_ones(mak
     assert rows({"data": live})[-2:] == [("user", "please compact"), ("assistant", "Compacted and continuing.")]
     everything = await messages(api, auth, "compacting", "?include_compacted=true")
     archived = [m for m in everything["data"] if m["compacted"]]
-    assert everything["data"][:len(archived)] == archived, "archived rows come first"
+    assert everything["data"][: len(archived)] == archived, "archived rows come first"
     assert [{**m, "compacted": False} for m in archived] == before
-    assert everything["data"][len(archived):] == live
+    assert everything["data"][len(archived) :] == live
     oldest = await messages(api, auth, "compacting", "?include_compacted=true&order=oldest&limit=1")
     assert oldest["data"] == archived[:1]
     assert (await get_session(api, auth, "compacting"))["message_count"] == len(live)
@@ -528,10 +638,13 @@ async def test_session_chat_reply_shape_and_run_agree(api: TestClient, auth: dic
     run_id = headers["X-Hermes-Run-Id"]
     assert headers["X-Hermes-Session-Id"] == "desk-json"
     assert reply == {
-        "object": "hermes.session.chat.completion", "status": "completed", "session_id": "desk-json",
-        "run_id": run_id, "message": {"role": "assistant", "content": USE_TOOL_ANSWER,
-                                      "reasoning_content": USE_TOOL_REASONING},
-        "usage": {"input_tokens": 42, "output_tokens": 17, "total_tokens": 59}, "error": None,
+        "object": "hermes.session.chat.completion",
+        "status": "completed",
+        "session_id": "desk-json",
+        "run_id": run_id,
+        "message": {"role": "assistant", "content": USE_TOOL_ANSWER, "reasoning_content": USE_TOOL_REASONING},
+        "usage": {"input_tokens": 42, "output_tokens": 17, "total_tokens": 59},
+        "error": None,
         "turn_exit_reason": None,
     }
     assert RUN_ID.match(run_id)
@@ -543,11 +656,14 @@ async def test_session_chat_reply_shape_and_run_agree(api: TestClient, auth: dic
 
 @pytest.mark.parametrize(
     ("text", "status", "error", "exit_reason"),
-    [("exhaust", "incomplete", None, "iteration_budget_exhausted"),
-     ("fail", "failed", {"code": "agent_error", "message": "Provider authentication failed"}, None)],
+    [
+        ("exhaust", "incomplete", None, "iteration_budget_exhausted"),
+        ("fail", "failed", {"code": "agent_error", "message": "Provider authentication failed"}, None),
+    ],
 )
-async def test_session_chat_reports_unsuccessful_outcomes_in_a_200(api: TestClient, auth: dict[str, str], text: str,
-                                                                   status: str, error: Any, exit_reason: Any) -> None:
+async def test_session_chat_reports_unsuccessful_outcomes_in_a_200(
+    api: TestClient, auth: dict[str, str], text: str, status: str, error: Any, exit_reason: Any
+) -> None:
     """W-7.2, §7.3, §1.7: the reply is 200 whatever the outcome; `status` (with `turn_exit_reason` or `error`) equals
     GET /v1/runs/{run_id} and its terminal event."""
     headers, reply = await chat(api, auth, f"outcome-{status}", text)
@@ -555,38 +671,51 @@ async def test_session_chat_reports_unsuccessful_outcomes_in_a_200(api: TestClie
     assert (reply["status"], reply["error"], reply["turn_exit_reason"]) == (status, error, exit_reason)
     run, terminal = await run_of(api, auth, reply["run_id"])
     assert (run["status"], terminal, run["error"], run["turn_exit_reason"]) == (
-        status, f"run.{status}", error, exit_reason)
+        status,
+        f"run.{status}",
+        error,
+        exit_reason,
+    )
 
 
 async def test_session_chat_history_comes_from_the_session(api: TestClient, auth: dict[str, str]) -> None:
     """§7.3: history always comes from the session transcript (tool call and result included); `input` and
     `system_message` are accepted aliases; the key header is echoed."""
     await chat(api, auth, "remembering", "use tool")
-    async with api.post(f"{SESSIONS}/remembering/chat", headers={**auth, "X-Hermes-Session-Key": "memo"},
-                        json={"input": "and now?", "system_message": "Be brief."}) as resp:
+    async with api.post(
+        f"{SESSIONS}/remembering/chat",
+        headers={**auth, "X-Hermes-Session-Key": "memo"},
+        json={"input": "and now?", "system_message": "Be brief."},
+    ) as resp:
         assert resp.status == 200
         assert resp.headers["X-Hermes-Session-Key"] == "memo"
         assert json.loads(await resp.text())["status"] == "completed"
     execution = execution_for(api, "and now?")
-    assert history_texts(execution) == [("user", "use tool"), ("assistant", ""), ("tool", "README.md\nsrc/"),
-                                     ("assistant", USE_TOOL_ANSWER)]
+    assert history_texts(execution) == [
+        ("user", "use tool"),
+        ("assistant", ""),
+        ("tool", "README.md\nsrc/"),
+        ("assistant", USE_TOOL_ANSWER),
+    ]
     assert execution["session_id"] == "remembering"
     assert execution["system_prompt"] == "Be brief."
 
 
 @pytest.mark.parametrize(
     ("path", "body", "code", "param"),
-    [("ok", {}, "missing_required_parameter", "message"),
-     ("ok", {"message": "   "}, "missing_user_message", "message"),
-     ("ok", {"message": [{"type": "input_file", "file_id": "f"}]}, "unsupported_content_type", "message[0]"),
-     ("ok", {"message": "hi", "instructions": 3}, "invalid_parameter", "instructions"),
-     ("%20lead", {"message": "hi"}, "invalid_session_id", "session_id")],
+    [
+        ("ok", {}, "missing_required_parameter", "message"),
+        ("ok", {"message": "   "}, "missing_user_message", "message"),
+        ("ok", {"message": [{"type": "input_file", "file_id": "f"}]}, "unsupported_content_type", "message[0]"),
+        ("ok", {"message": "hi", "instructions": 3}, "invalid_parameter", "instructions"),
+        ("%20lead", {"message": "hi"}, "invalid_session_id", "session_id"),
+    ],
     ids=["missing", "blank", "file-part", "instructions-type", "bad-path-id"],
 )
 @pytest.mark.parametrize("route", ["chat", "chat/stream"])
-async def test_session_chat_validation_errors_come_before_the_head(api: TestClient, auth: dict[str, str], route: str,
-                                                                   path: str, body: dict[str, Any], code: str,
-                                                                   param: str) -> None:
+async def test_session_chat_validation_errors_come_before_the_head(
+    api: TestClient, auth: dict[str, str], route: str, path: str, body: dict[str, Any], code: str, param: str
+) -> None:
     """§7.3, §7.4, §9: invalid session chat requests get a JSON 400 (on the stream route too); nothing runs."""
     refused = await fetch(api, "POST", f"{SESSIONS}/{path}/{route}", json=body, headers=auth)
     error = assert_error_envelope(refused, 400, code)
@@ -605,9 +734,19 @@ async def test_session_stream_named_events_in_order(api: TestClient, auth: dict[
     check_session_stream(stream, "desk-stream")
     names = stream.names
     collapsed = [n for i, n in enumerate(names) if i == 0 or n != names[i - 1]]
-    assert collapsed == ["run.started", "message.started", "reasoning.delta", "tool.started", "tool.completed",
-                         "assistant.commentary", "reasoning.delta", "assistant.delta", "assistant.completed",
-                         "run.completed", "done"]
+    assert collapsed == [
+        "run.started",
+        "message.started",
+        "reasoning.delta",
+        "tool.started",
+        "tool.completed",
+        "assistant.commentary",
+        "reasoning.delta",
+        "assistant.delta",
+        "assistant.completed",
+        "run.completed",
+        "done",
+    ]
     (started,) = stream.named("message.started")
     assert started["role"] == "assistant" and started["message_id"]
     assert {p["message_id"] for p in stream.payloads if "message_id" in p} == {started["message_id"]}
@@ -632,15 +771,28 @@ async def test_session_stream_named_events_in_order(api: TestClient, auth: dict[
 
 @pytest.mark.parametrize(
     ("text", "tail", "extra"),
-    [("fail", ["assistant.completed", "run.failed", "done"],
-      {"error": {"code": "agent_error", "message": "Provider authentication failed"}}),
-     ("fail early", ["message.started", "run.failed", "done"],
-      {"error": {"code": "agent_error", "message": "Provider authentication failed"}}),
-     ("exhaust", ["assistant.completed", "run.incomplete", "done"], {"turn_exit_reason": "iteration_budget_exhausted"})],
+    [
+        (
+            "fail",
+            ["assistant.completed", "run.failed", "done"],
+            {"error": {"code": "agent_error", "message": "Provider authentication failed"}},
+        ),
+        (
+            "fail early",
+            ["message.started", "run.failed", "done"],
+            {"error": {"code": "agent_error", "message": "Provider authentication failed"}},
+        ),
+        (
+            "exhaust",
+            ["assistant.completed", "run.incomplete", "done"],
+            {"turn_exit_reason": "iteration_budget_exhausted"},
+        ),
+    ],
     ids=["fail-after-text", "fail-early", "exhaust"],
 )
-async def test_session_stream_terminal_event_matches_the_outcome(api: TestClient, auth: dict[str, str], text: str,
-                                                                 tail: list[str], extra: dict[str, Any]) -> None:
+async def test_session_stream_terminal_event_matches_the_outcome(
+    api: TestClient, auth: dict[str, str], text: str, tail: list[str], extra: dict[str, Any]
+) -> None:
     """W-7.3, §7.4: assistant.completed (present when an assistant message was produced) is followed by the run.*
     event of the real outcome — run.failed after a failure — with its error / turn_exit_reason, then done; the
     reply status of the same turn through /v1/runs agrees."""
@@ -660,8 +812,9 @@ async def test_session_stream_keeps_alive_while_idle_and_carries_cors(make_api: 
     records); for an allowed Origin its head carries the CORS headers."""
     origin = "http://localhost:3000"
     api = await make_api(env={"API_SERVER_CORS_ORIGINS": origin})
-    async with api.post(f"{SESSIONS}/idle/chat/stream", json={"message": "hang"},
-                        headers={**auth, "Origin": origin}) as resp:
+    async with api.post(
+        f"{SESSIONS}/idle/chat/stream", json={"message": "hang"}, headers={**auth, "Origin": origin}
+    ) as resp:
         assert resp.headers["Access-Control-Allow-Origin"] == origin and "Origin" in resp.headers["Vary"]
         assert "x-hermes-run-id" in resp.headers["Access-Control-Expose-Headers"].lower()
         raw = await read_until(resp, b"event: tool.started")
@@ -681,8 +834,9 @@ def without_ts(view: list[tuple[str | None, str | None, dict[str, Any]]]) -> lis
     return [(rid, name, {k: v for k, v in payload.items() if k != "ts"}) for rid, name, payload in view]
 
 
-async def test_keyed_retry_with_last_event_id_receives_exactly_the_events_after_it(api: TestClient,
-                                                                                   auth: dict[str, str]) -> None:
+async def test_keyed_retry_with_last_event_id_receives_exactly_the_events_after_it(
+    api: TestClient, auth: dict[str, str]
+) -> None:
     """W-7.5, §7.4, §5.3: repeating the stream POST with the same Idempotency-Key and `Last-Event-ID: N` replays the
     settled turn from N+1 (same ids, events and payloads) ending with run.* and done, with the original run id and
     `Idempotency-Replayed: true`; the turn ran once."""
@@ -695,20 +849,22 @@ async def test_keyed_retry_with_last_event_id_receives_exactly_the_events_after_
         again = await stream_chat(api, auth, "resume-settled", "use tool", headers=headers)
         assert again.headers["Idempotency-Replayed"] == "true"
         assert again.headers["X-Hermes-Run-Id"] == run_id
-        assert without_ts(again.view()) == without_ts(first.view())[n or 0:], n
+        assert without_ts(again.view()) == without_ts(first.view())[n or 0 :], n
         if (n or 0) < len(first.records) - 1:  # more than `done` is left: a full tail ending run.* + done
             check_session_stream(again, "resume-settled", first_seq=(n or 0) + 1)
     assert len([e for e in executions(api.home) if e["turn_id"] == run_id]) == 1  # type: ignore[attr-defined]
 
 
-async def test_keyed_retry_attaches_to_a_running_turn_after_last_event_id(api: TestClient,
-                                                                         auth: dict[str, str]) -> None:
+async def test_keyed_retry_attaches_to_a_running_turn_after_last_event_id(
+    api: TestClient, auth: dict[str, str]
+) -> None:
     """W-7.5, §7.4, §5.5: a keyed stream client that loses the connection mid-turn (the turn keeps running) retries
     with `Last-Event-ID` of the last record it saw: it gets exactly the later events, then live ones, ending with
     run.* and done; together the two parts are one gap-free stream."""
     key = {"Idempotency-Key": "session-resume-2"}
-    async with api.post(f"{SESSIONS}/resume-live/chat/stream", json={"message": "hang"},
-                        headers={**auth, **key}) as resp:
+    async with api.post(
+        f"{SESSIONS}/resume-live/chat/stream", json={"message": "hang"}, headers={**auth, **key}
+    ) as resp:
         run_id = resp.headers["X-Hermes-Run-Id"]
         raw = await read_until(resp, b"event: tool.started")
     seen = complete_records(raw)
@@ -717,8 +873,9 @@ async def test_keyed_retry_attaches_to_a_running_turn_after_last_event_id(api: T
     await asyncio.sleep(0.1)
     status, run = await call(api, auth, "GET", f"{RUNS}/{run_id}")
     assert status == 200 and run["status"] == "running", "a keyed stream's disconnect leaves the turn running"
-    async with api.post(f"{SESSIONS}/resume-live/chat/stream", json={"message": "hang"},
-                        headers={**auth, **key, "Last-Event-ID": last}) as resp:
+    async with api.post(
+        f"{SESSIONS}/resume-live/chat/stream", json={"message": "hang"}, headers={**auth, **key, "Last-Event-ID": last}
+    ) as resp:
         assert resp.status == 200 and resp.headers["Idempotency-Replayed"] == "true"
         assert resp.headers["X-Hermes-Run-Id"] == run_id
         await stop_run(api, auth, run_id)

@@ -77,7 +77,9 @@ async def test_demo_script_shows_reasoning_tool_and_text_for_use_tool() -> None:
 
 
 async def test_text_is_cut_into_chunk_chars_deltas(tmp_path: Path) -> None:
-    script = load_script(write(tmp_path, "options: {chunk_chars: 4, delay_ms: 0}\nturns: [{steps: [{text: 'abcdefghij'}]}]\n"))
+    script = load_script(
+        write(tmp_path, "options: {chunk_chars: 4, delay_ms: 0}\nturns: [{steps: [{text: 'abcdefghij'}]}]\n")
+    )
     turn, sink = make_turn("x")
     outcome = await ScriptedRuntime(script).run(turn)
     assert [c[1] for c in sink.calls] == ["abcd", "efgh", "ij"]
@@ -85,7 +87,9 @@ async def test_text_is_cut_into_chunk_chars_deltas(tmp_path: Path) -> None:
 
 
 async def test_delay_between_deltas_is_real(tmp_path: Path) -> None:
-    script = load_script(write(tmp_path, "options: {chunk_chars: 1, delay_ms: 20}\nturns: [{steps: [{text: 'abcde'}]}]\n"))
+    script = load_script(
+        write(tmp_path, "options: {chunk_chars: 1, delay_ms: 20}\nturns: [{steps: [{text: 'abcde'}]}]\n")
+    )
     turn, _ = make_turn("x")
     started = time.monotonic()
     await ScriptedRuntime(script).run(turn)
@@ -93,24 +97,34 @@ async def test_delay_between_deltas_is_real(tmp_path: Path) -> None:
 
 
 async def test_first_matching_turn_wins_case_insensitively(tmp_path: Path) -> None:
-    script = load_script(write(tmp_path, """
+    script = load_script(
+        write(
+            tmp_path,
+            """
 turns:
   - {match: "alpha", steps: [{text: A}]}
   - {match: "ALPHA|beta", steps: [{text: B}]}
   - {steps: [{text: D}]}
-"""))
+""",
+        )
+    )
     assert script.pick("say Alpha").index == 0
     assert script.pick("BETA").index == 1
     assert script.pick("gamma").index == 2
 
 
 async def test_fail_and_exhaust_budget_outcomes(tmp_path: Path) -> None:
-    script = load_script(write(tmp_path, """
+    script = load_script(
+        write(
+            tmp_path,
+            """
 options: {delay_ms: 0}
 turns:
   - {match: fail, steps: [{text: "diag "}, {fail: "broke"}, {text: never}]}
   - {match: budget, steps: [{tool: {name: t, seconds: 0}}, {exhaust_budget: "summary"}, {usage: {prompt_tokens: 5, completion_tokens: 6}}]}
-"""))
+""",
+        )
+    )
     runtime = ScriptedRuntime(script)
     failed = await runtime.run(make_turn("fail")[0])
     assert failed.status is TurnStatus.FAILED and failed.error_message == "broke" and failed.error_code == "agent_error"
@@ -122,10 +136,15 @@ turns:
 
 
 async def test_tool_step_reports_args_result_and_error(tmp_path: Path) -> None:
-    script = load_script(write(tmp_path, """
+    script = load_script(
+        write(
+            tmp_path,
+            """
 options: {delay_ms: 0}
 turns: [{steps: [{tool: {name: terminal, args: {command: ls}, result: out, seconds: 0.01, is_error: true}}]}]
-"""))
+""",
+        )
+    )
     turn, sink = make_turn("x")
     await ScriptedRuntime(script).run(turn)
     assert sink.calls == [("tool_start", "terminal", {"command": "ls"}), ("tool_complete", "terminal", "out", True)]
@@ -155,7 +174,12 @@ async def test_interrupt_from_another_thread(tmp_path: Path) -> None:
 
 async def test_execution_log_gets_one_line_per_turn(tmp_path: Path) -> None:
     log = tmp_path / "exec.jsonl"
-    script = load_script(write(tmp_path, f"options: {{execution_log: '{log}', delay_ms: 0}}\nturns: [{{match: a, steps: [{{text: x}}]}}, {{steps: [{{text: y}}]}}]\n"))
+    script = load_script(
+        write(
+            tmp_path,
+            f"options: {{execution_log: '{log}', delay_ms: 0}}\nturns: [{{match: a, steps: [{{text: x}}]}}, {{steps: [{{text: y}}]}}]\n",
+        )
+    )
     runtime = ScriptedRuntime(script)
     await runtime.run(make_turn("a")[0])
     await runtime.run(make_turn("b")[0])

@@ -102,7 +102,11 @@ async def test_update_sets_title_and_flags_only(backend: Backend) -> None:
     assert await sessions.update_session("s", {"title": "new", "pinned": True, "model": "ignored"}) is True
     info = await sessions.get_session("s")
     assert info is not None and (info["title"], info["pinned"], info["archived"], info["model"]) == (
-        "new", True, False, None)
+        "new",
+        True,
+        False,
+        None,
+    )
     assert await sessions.update_session("s", {"archived": True, "pinned": False, "title": None}) is True
     info = await sessions.get_session("s")
     assert info is not None and (info["title"], info["pinned"], info["archived"]) == (None, False, True)
@@ -116,8 +120,9 @@ async def test_delete_removes_the_session_and_its_messages(backend: Backend) -> 
     assert await sessions.delete_session("s") is True
     assert await sessions.get_session("s") is None
     assert await sessions.load_session_messages("s") == []
-    assert await sessions.session_message_rows("s", limit=10, offset=0, newest_first=False,
-                                                include_compacted=True) == []
+    assert (
+        await sessions.session_message_rows("s", limit=10, offset=0, newest_first=False, include_compacted=True) == []
+    )
     assert await sessions.delete_session("s") is False
     assert [m.text for m in await sessions.load_session_messages("keep")] == ["stay"]
     await sessions.append_session_messages("s", [user("fresh")])  # the id can be used again
@@ -129,8 +134,7 @@ async def test_compaction_archives_the_live_transcript_behind_its_summary(backen
     await sessions.append_session_messages("s", [user("first question"), assistant("first answer")])
     await sessions.append_session_messages("s", [user("second"), assistant("after")], compaction="SUMMARY")
     live = await sessions.load_session_messages("s")
-    assert [(m.role, m.text) for m in live] == [
-        ("user", "SUMMARY"), ("user", "second"), ("assistant", "after")]
+    assert [(m.role, m.text) for m in live] == [("user", "SUMMARY"), ("user", "second"), ("assistant", "after")]
     info = await sessions.get_session("s")
     assert info is not None
     assert info["message_count"] == 3  # the archive is not counted
@@ -138,11 +142,14 @@ async def test_compaction_archives_the_live_transcript_behind_its_summary(backen
 
     rows = await sessions.session_message_rows("s", limit=10, offset=0, newest_first=False, include_compacted=True)
     assert [(r["role"], r["content"][0]["text"], r["compacted"]) for r in rows] == [
-        ("user", "first question", True), ("assistant", "first answer", True),
-        ("user", "SUMMARY", False), ("user", "second", False), ("assistant", "after", False)]
+        ("user", "first question", True),
+        ("assistant", "first answer", True),
+        ("user", "SUMMARY", False),
+        ("user", "second", False),
+        ("assistant", "after", False),
+    ]
     assert rows[2]["extra"] == {"summary": True}
-    live_rows = await sessions.session_message_rows("s", limit=10, offset=0, newest_first=True,
-                                                    include_compacted=False)
+    live_rows = await sessions.session_message_rows("s", limit=10, offset=0, newest_first=True, include_compacted=False)
     assert [r["content"][0]["text"] for r in live_rows] == ["SUMMARY", "second", "after"]
 
 
@@ -151,8 +158,9 @@ async def test_message_rows_page_from_either_end_in_chronological_order(backend:
     await sessions.append_session_messages("s", [user(str(n)) for n in range(5)])
 
     async def texts(*, limit: int, offset: int, newest_first: bool) -> list[str]:
-        rows = await sessions.session_message_rows("s", limit=limit, offset=offset, newest_first=newest_first,
-                                                   include_compacted=False)
+        rows = await sessions.session_message_rows(
+            "s", limit=limit, offset=offset, newest_first=newest_first, include_compacted=False
+        )
         return [r["content"][0]["text"] for r in rows]
 
     assert await texts(limit=2, offset=0, newest_first=True) == ["3", "4"]
@@ -179,12 +187,20 @@ async def test_message_rows_carry_tool_calls_and_reasoning(backend: Backend) -> 
 async def test_tool_names_map_call_ids_of_the_session_only(backend: Backend) -> None:
     sessions = backend.sessions
     await sessions.append_session_messages("s", TOOL_TURN)
-    await sessions.append_session_messages("s", [
-        Message("assistant", (), tool_calls=(ToolCall("call_2", "read_file", "{}"), ToolCall("call_3", "web", "{}"))),
-    ])
-    await sessions.append_session_messages("other", [
-        Message("assistant", (), tool_calls=(ToolCall("call_9", "elsewhere", "{}"),)),
-    ])
+    await sessions.append_session_messages(
+        "s",
+        [
+            Message(
+                "assistant", (), tool_calls=(ToolCall("call_2", "read_file", "{}"), ToolCall("call_3", "web", "{}"))
+            ),
+        ],
+    )
+    await sessions.append_session_messages(
+        "other",
+        [
+            Message("assistant", (), tool_calls=(ToolCall("call_9", "elsewhere", "{}"),)),
+        ],
+    )
     assert await sessions.session_tool_names("s") == {"call_1": "terminal", "call_2": "read_file", "call_3": "web"}
     assert await sessions.session_tool_names("unknown") == {}
 
@@ -193,6 +209,13 @@ def test_session_store_protocol_lists_only_session_methods() -> None:
     """The session protocol stays small enough for Hermes' SessionDB to implement."""
     methods = {name for name in vars(SessionStore) if not name.startswith("_")}
     assert methods == {
-        "load_session_messages", "append_session_messages", "list_sessions", "get_session", "create_session",
-        "update_session", "delete_session", "session_message_rows", "session_tool_names",
+        "load_session_messages",
+        "append_session_messages",
+        "list_sessions",
+        "get_session",
+        "create_session",
+        "update_session",
+        "delete_session",
+        "session_message_rows",
+        "session_tool_names",
     }

@@ -22,20 +22,51 @@ def text(role: str, value: str) -> Message:
     return Message(role, (TextPart(value),))
 
 
-def response(rid: str, *, scope: str = SCOPE, status: str = "completed", previous: str | None = None,
-             conversation: str | None = None, **kw: Any) -> StoredResponse:
+def response(
+    rid: str,
+    *,
+    scope: str = SCOPE,
+    status: str = "completed",
+    previous: str | None = None,
+    conversation: str | None = None,
+    **kw: Any,
+) -> StoredResponse:
     return StoredResponse(
-        id=rid, scope=scope, turn_id=f"run_{rid}", session_id=f"api-{rid}", status=status,
-        snapshot={"id": rid, "status": status}, previous_response_id=previous, conversation=conversation,
-        messages=[text("user", f"q {rid}"), text("assistant", f"a {rid}")], **kw,
+        id=rid,
+        scope=scope,
+        turn_id=f"run_{rid}",
+        session_id=f"api-{rid}",
+        status=status,
+        snapshot={"id": rid, "status": status},
+        previous_response_id=previous,
+        conversation=conversation,
+        messages=[text("user", f"q {rid}"), text("assistant", f"a {rid}")],
+        **kw,
     )
 
 
-def admission(key: str = "k1", *, scope: str = SCOPE, surface: str = "chat", turn: str = "run_1",
-              state: str = "running", owner: str | None = "boot-a", identity: str = "id-1") -> AdmissionRecord:
-    return AdmissionRecord(scope=scope, surface=surface, key=key, identity=identity, target="[null,null]",
-                           state=state, turn_id=turn, reply={"session_id": "s", "model": "m"}, owner=owner,
-                           created_at=1000.0)
+def admission(
+    key: str = "k1",
+    *,
+    scope: str = SCOPE,
+    surface: str = "chat",
+    turn: str = "run_1",
+    state: str = "running",
+    owner: str | None = "boot-a",
+    identity: str = "id-1",
+) -> AdmissionRecord:
+    return AdmissionRecord(
+        scope=scope,
+        surface=surface,
+        key=key,
+        identity=identity,
+        target="[null,null]",
+        state=state,
+        turn_id=turn,
+        reply={"session_id": "s", "model": "m"},
+        owner=owner,
+        created_at=1000.0,
+    )
 
 
 async def tick() -> None:
@@ -48,6 +79,7 @@ async def test_durable_reports_the_backend(backend: Backend) -> None:
 
 
 # -- session-key bindings ----------------------------------------------------------------------------------
+
 
 async def test_session_keys_bind_rebind_and_unbind_per_scope(backend: Backend) -> None:
     store = backend.store
@@ -67,10 +99,18 @@ async def test_session_keys_bind_rebind_and_unbind_per_scope(backend: Backend) -
 
 # -- responses ---------------------------------------------------------------------------------------------
 
+
 async def test_put_and_get_round_trip_within_its_scope_only(backend: Backend) -> None:
     store = backend.store
-    stored = response("r1", conversation="c", input_items=[{"id": "msg_1", "type": "message"}],
-                      instructions="be brief", queued=True, commentary=False, created_at=123.0)
+    stored = response(
+        "r1",
+        conversation="c",
+        input_items=[{"id": "msg_1", "type": "message"}],
+        instructions="be brief",
+        queued=True,
+        commentary=False,
+        created_at=123.0,
+    )
     assert await store.put_response(stored, []) == []
     assert await store.get_response(SCOPE, "r1") == stored
     assert await store.get_response(OTHER, "r1") is None
@@ -85,8 +125,15 @@ async def test_put_again_updates_status_snapshot_and_transcript_only(backend: Ba
     store = backend.store
     first = response("r1", status="in_progress", input_items=[{"id": "msg_1"}], instructions="i", created_at=5.0)
     await store.put_response(first, [])
-    settled = replace(first, status="completed", snapshot={"done": True}, messages=[text("assistant", "final")],
-                      input_items=[], instructions="changed", created_at=99.0)
+    settled = replace(
+        first,
+        status="completed",
+        snapshot={"done": True},
+        messages=[text("assistant", "final")],
+        input_items=[],
+        instructions="changed",
+        created_at=99.0,
+    )
     await store.put_response(settled, [])
     got = await store.get_response(SCOPE, "r1")
     assert got is not None
@@ -158,8 +205,7 @@ async def test_find_tool_output_only_for_tools_this_server_ran(backend: Backend)
     assert await store.find_tool_output(SCOPE, "missing") is None
 
 
-async def test_lru_eviction_drops_the_least_recently_accessed_settled_responses(
-        open_backend: BackendFactory) -> None:
+async def test_lru_eviction_drops_the_least_recently_accessed_settled_responses(open_backend: BackendFactory) -> None:
     store = (await open_backend(max_responses=2)).store
     await store.reserve_admission(admission(turn="run_r1"))
     assert await store.put_response(response("r1", conversation="c1"), [{"id": "msg_r1"}]) == []
@@ -211,6 +257,7 @@ async def test_unsettled_responses_are_never_evicted_and_are_listed(open_backend
 
 
 # -- admissions --------------------------------------------------------------------------------------------
+
 
 async def test_reserve_takes_the_key_once_and_returns_the_holder(backend: Backend) -> None:
     store = backend.store
@@ -272,7 +319,11 @@ async def test_mark_unknown_takes_running_admissions_of_other_owners(backend: Ba
     assert sorted(await store.mark_unknown_admissions("boot-me")) == ["run_anon", "run_gone"]
     states = {k: (await store.get_admission(SCOPE, "chat", k)) for k in ("mine", "gone", "anon", "done")}
     assert {k: r.state for k, r in states.items() if r is not None} == {
-        "mine": "running", "gone": "unknown", "anon": "unknown", "done": "settled"}
+        "mine": "running",
+        "gone": "unknown",
+        "anon": "unknown",
+        "done": "settled",
+    }
     assert states["gone"] is not None and states["gone"].settled_at is not None
     assert await store.mark_unknown_admissions("boot-me") == []
 
@@ -287,6 +338,7 @@ async def test_admission_for_turn_is_scoped(backend: Backend) -> None:
 
 
 # -- journals ----------------------------------------------------------------------------------------------
+
 
 async def test_journals_append_in_batches_and_load_in_order(backend: Backend) -> None:
     store = backend.store

@@ -129,8 +129,11 @@ def write(folder: Path, name: str, sql: str) -> None:
 async def test_a_failing_migration_file_leaves_the_previous_version(tmp_path: Path) -> None:
     migrations = tmp_path / "migrations"
     write(migrations, "0001_first.sql", "CREATE TABLE one (a TEXT);")
-    write(migrations, "0002_broken.sql", "CREATE TABLE two (a TEXT);\nINSERT INTO one VALUES ('x');\n"
-                                         "INSERT INTO no_such_table VALUES (1);\n")
+    write(
+        migrations,
+        "0002_broken.sql",
+        "CREATE TABLE two (a TEXT);\nINSERT INTO one VALUES ('x');\nINSERT INTO no_such_table VALUES (1);\n",
+    )
     path = tmp_path / "db.sqlite3"
     db = SqliteDatabase(path, migrations_dir=migrations)
     with pytest.raises(StoreError, match="no_such_table"):

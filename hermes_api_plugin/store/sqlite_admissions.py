@@ -1,0 +1,146 @@
+"""Admissions and turn journals of the SQLite store: the durable half of idempotency (WIRE.md §5.4)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from .base import AdmissionRecord
+from .sqlite_db import SqliteDatabase, insert_sql, json_text, transaction
+
+_ADMISSION_COLUMNS = (
+    "scope",
+    "surface",
+    "key",
+    "identity",
+    "target",
+    "state",
+    "turn_id",
+    "reply",
+    "owner",
+    "created_at",
+    "settled_at",
+)
+
+
+def _admission(row: sqlite3.Row | None) -> AdmissionRecord | None:
+    if row is None:
+        return None
+    return AdmissionRecord(
+        scope=row["scope"],
+        surface=row["surface"],
+        key=row["key"],
+        identity=row["identity"],
+        target=row["target"],
+        state=row["state"],
+        turn_id=row["turn_id"],
+        reply=json.loads(row["reply"]),
+        owner=row["owner"],
+        created_at=row["created_at"],
+        settled_at=row["settled_at"],
+    )
+
+
+def _admission_row(r: AdmissionRecord) -> dict[str, Any]:
+    return {
+        "scope": r.scope,
+        "surface": r.surface,
+        "key": r.key,
+        "identity": r.identity,
+        "target": r.target,
+        "state": r.state,
+        "turn_id": r.turn_id,
+        "reply": json_text(r.reply),
+        "owner": r.owner,
+        "created_at": r.created_at or time.time(),
+        "settled_at": r.settled_at,
+    }
+
+
+class SqliteAdmissions:
+    """The admission and journal methods of the Store protocol, over `self.db`."""
+
+    db: SqliteDatabase
+
+    async def get_admission(self, scope: str, surface: str, key: str) -> AdmissionRecord | None:
+        return await self.db.call(
+            lambda c: _admission(
+                c.execute(
+                    "SELECT * FROM admissions WHERE scope = ? AND surface = ? AND key = ?", (scope, surface, key)
+                ).fetchone()
+            )
+        )
+
+    async def reserve_admission(self, record: AdmissionRecord) -> AdmissionRecord | None:
+        row = _admission_row(record)
+
+        def reserve(conn: sqlite3.Connection) -> AdmissionRecord | None:
+            with transaction(conn):  # read and insert under one write lock: one reservation wins
+                existing = conn.execute(
+                    "SELECT * FROM admissions WHERE scope = :scope AND surface = :surface AND key = :key", row
+                ).fetchone()
+                if existing is not None:
+                    return _admission(existing)
+                conn.execute(insert_sql("admissions", _ADMISSION_COLUMNS), row)
+                return None
+
+        return await self.db.call(reserve)
+
+    async def replace_admission(self, record: AdmissionRecord) -> None:
+        row = _admission_row(record)
+        await self.db.call(lambda c: c.execute(insert_sql("admissions", _ADMISSION_COLUMNS, "INSERT OR REPLACE"), row))
+
+    async def settle_admission(self, turn_id: str) -> None:
+        await self.db.call(
+            lambda c: c.execute(
+                "UPDATE admissions SET state = 'settled', settled_at = ? WHERE turn_id = ? AND state = 'running'",
+                (time.time(), turn_id),
+            )
+        )
+
+    async def mark_unknown_admissions(self, owner: str) -> list[str]:
+        def mark(conn: sqlite3.Connection) -> list[str]:
+            with transaction(conn):
+                turns = [
+                    r["turn_id"]
+                    for r in conn.execute(
+                        "SELECT turn_id FROM admissions WHERE state = 'running' AND owner IS NOT ?", (owner,)
+                    )
+                ]
+                conn.execute(
+                    "UPDATE admissions SET state = 'unknown', settled_at = ? "
+                    "WHERE state = 'running' AND owner IS NOT ?",
+                    (time.time(), owner),
+                )
+                return turns
+
+        return await self.db.call(mark)
+
+    async def admission_for_turn(self, scope: str, turn_id: str) -> AdmissionRecord | None:
+        return await self.db.call(
+            lambda c: _admission(
+                c.execute("SELECT * FROM admissions WHERE turn_id = ? AND scope = ?", (turn_id, scope)).fetchone()
+            )
+        )
+
+    # -- journals ------------------------------------------------------------------------------------
+    async def append_journals(self, batches: Sequence[tuple[str, int, Sequence[str]]]) -> None:
+        rows = [(turn_id, first + i, event) for turn_id, first, events in batches for i, event in enumerate(events)]
+
+        def append(conn: sqlite3.Connection) -> None:
+            with transaction(conn):
+                conn.executemany("INSERT OR REPLACE INTO journal_events (turn_id, seq, event) VALUES (?, ?, ?)", rows)
+
+        await self.db.call(append)
+
+    async def load_journal(self, turn_id: str) -> list[str]:
+        def load(conn: sqlite3.Connection) -> list[str]:
+            return [
+                r["event"]
+                for r in conn.execute("SELECT event FROM journal_events WHERE turn_id = ? ORDER BY seq", (turn_id,))
+            ]
+
+        return await self.db.call(load)
