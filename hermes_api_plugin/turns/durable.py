@@ -21,6 +21,8 @@ log = logging.getLogger("hermes_api_plugin")
 
 
 class JournalSaver:
+    """Writes watched journals to the store by group commit; `durable()` lets a stream wait for its events."""
+
     def __init__(self, store: Store, interval: float = 0.25) -> None:
         self.store = store
         self.interval = interval
