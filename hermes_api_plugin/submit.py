@@ -44,7 +44,9 @@ class TurnPlan:
     selection: ModelSelection
     system_prompt: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
-    history: HistoryLoader | None = None  # loads the agent's history once the turn may run
+    # The agent's history: messages known now, or a loader called once the turn may run (a queued turn then
+    # sees what the turn before it added).
+    history: HistoryLoader | Sequence[Message] = ()
     inputs: Sequence[Message] | None = None  # what the turn adds to its session (default: the input)
     queued: bool = True  # turns of the session run one at a time (chat on a derived session: False)
     persist: Persister | None = None  # the surface's own state, stored before the terminal record
@@ -158,11 +160,12 @@ class Submitter:
             commentary_enabled=settings.interim_assistant_messages,
             max_iterations=settings.max_turns,
             metadata=p.metadata,
+            history=() if callable(p.history) else tuple(p.history),
         )
         held = self.registry.admit(
             request,
             queue_key=p.session_id if p.queued else None,
-            history=p.history,
+            history=p.history if callable(p.history) else None,
             inputs=p.inputs,
             persist=self._persister(p, slot is not None),
         )

@@ -7,7 +7,6 @@ from typing import Any
 
 from aiohttp import web
 
-from ..chains import fixed_history
 from ..delivery import deliver, open_stream
 from ..dialects.chat_completions import ChatRenderer
 from ..events import TurnFinished, TurnStatus
@@ -70,7 +69,7 @@ class _ChatView:
         explicit = self.hermes.session_id is not None
         # An explicit session brings its own history and runs one turn at a time; a derived session
         # takes the history the client sent and is not queued (WIRE.md §1.8, §3.1).
-        history = self.request.app[CHAINS].session_history(self.session_id) if explicit else fixed_history(chat.history)
+        history = self.request.app[CHAINS].session_history(self.session_id) if explicit else chat.history
         renderer = self.renderer
         reply = {
             "completion_id": renderer.completion_id,

@@ -6,13 +6,15 @@ Every admitted turn is a run, whichever surface admitted it. Runs are read from 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
 from ..admissions import error_for
-from ..chains import Chains, extended, fixed_history
+from ..chains import Chains, extended
+from ..content import Message
 from ..delivery import open_stream, pump, start_detached
 from ..dialects.record import SseRecord, after_id
 from ..dialects.runs import RunEventsRenderer, run_object
@@ -72,13 +74,13 @@ class _RunPlanner:
             explicit_session=run.session_id, previous=previous, session_key=self.session_key, new_session=new_session_id
         )
         earlier = run.messages[:-1]
-        history: HistoryLoader
+        history: HistoryLoader | Sequence[Message]
         if run.conversation_history is not None:
-            history = fixed_history(run.conversation_history)
+            history = run.conversation_history
         elif previous is not None:
             history = extended(chains.chain_history(previous), earlier)
         elif earlier:
-            history = fixed_history(earlier)
+            history = earlier
         else:
             history = chains.session_history(chain.session_id)
         reply = {"session_id": chain.session_id, "model": self.model}
