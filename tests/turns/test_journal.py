@@ -1,0 +1,70 @@
+"""The journal of a turn: followers, idle periods, offsets, the terminal record."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from hermes_api_plugin.events import (
+    TextDelta,
+    TurnFinished,
+    TurnStatus,
+)
+from hermes_api_plugin.turns import Journal
+from tests.helpers import wait_for_async
+
+
+async def test_journal_followers_get_every_event_in_order() -> None:
+    journal = Journal()
+    got: list[list[Any]] = [[], []]
+
+    async def follow(i: int) -> None:
+        async for batch in journal.follow():
+            assert batch is not None
+            got[i].extend(batch)
+
+    tasks = [asyncio.create_task(follow(i)) for i in range(2)]
+    await asyncio.sleep(0)
+    events = [TextDelta(str(i)) for i in range(50)]
+    for event in events:
+        journal.extend([event])
+        if len(events) % 7 == 0:
+            await asyncio.sleep(0)
+    journal.extend([TurnFinished(TurnStatus.COMPLETED)])
+    await asyncio.wait_for(asyncio.gather(*tasks), 2)
+    assert got[0] == got[1] == [*events, TurnFinished(TurnStatus.COMPLETED)]
+
+
+async def test_journal_is_closed_after_the_terminal_record() -> None:
+    journal = Journal()
+    journal.extend([TurnFinished(TurnStatus.CANCELLED)])
+    journal.extend([TextDelta("late"), TurnFinished(TurnStatus.COMPLETED)])
+    assert journal.events == [TurnFinished(TurnStatus.CANCELLED)]
+    assert journal.finished is not None and journal.finished.status is TurnStatus.CANCELLED
+
+
+async def test_journal_follow_reports_idle_periods() -> None:
+    journal = Journal()
+    seen: list[Any] = []
+
+    async def follow() -> None:
+        async for batch in journal.follow(idle_timeout=0.05):
+            seen.append(batch)
+
+    task = asyncio.create_task(follow())
+    await wait_for_async(lambda: seen.count(None) >= 2, timeout=2, interval=0.01, what="two idle periods")
+    journal.extend([TurnFinished(TurnStatus.COMPLETED)])
+    await asyncio.wait_for(task, 1)
+    assert seen.count(None) >= 2
+    assert seen[-1] == [TurnFinished(TurnStatus.COMPLETED)]
+    assert journal._waiters == []  # timed-out waiters do not pile up
+
+
+async def test_journal_follow_from_an_offset_replays_the_rest() -> None:
+    journal = Journal()
+    journal.extend([TextDelta("a"), TextDelta("b"), TurnFinished(TurnStatus.COMPLETED)])
+    batches = [b async for b in journal.follow(1)]
+    assert batches == [[TextDelta("b"), TurnFinished(TurnStatus.COMPLETED)]]
+
+
+# -- bridge ------------------------------------------------------------------------------------------

@@ -1,0 +1,173 @@
+"""The turn registry: one terminal record per turn, cap and drain, interrupts, session queues, held turns."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from hermes_api_plugin.errors import ApiError
+from hermes_api_plugin.events import (
+    StatusChanged,
+    TextDelta,
+    ToolCompleted,
+    TurnFinished,
+    TurnStatus,
+)
+from hermes_api_plugin.runtimes.base import AgentTurn, TurnOutcome
+from hermes_api_plugin.runtimes.scripted import ScriptedRuntime, load_script
+from hermes_api_plugin.turns import TurnRegistry
+from hermes_api_plugin.turns.transcripts import session_transcripts
+from tests.helpers import wait_for_async
+from tests.turns.support import SCRIPT, PluginHooks, open_store, registry, request, started, tool_started
+
+
+async def test_registry_runs_a_turn_to_one_terminal_record_and_stores_the_exchange() -> None:
+    store = await open_store()
+    reg = await registry(store=store)
+    turn = started(reg.admit(request("use tool")))
+    finished = await asyncio.wait_for(turn.wait(), 5)
+    assert finished.status is TurnStatus.COMPLETED
+    assert sum(isinstance(e, TurnFinished) for e in turn.journal.events) == 1
+    assert isinstance(turn.journal.events[0], StatusChanged)
+    assert reg.active == 0
+    history = await store.load_session_messages("s1")
+    assert [m.role for m in history] == ["user", "assistant", "tool", "assistant"]
+    call = history[1].tool_calls[0]
+    assert (call.name, call.arguments) == ("terminal", '{"command":"ls -la"}')
+    assert history[2].tool_call_id == call.id and history[2].text == "README.md\nsrc/"
+    assert history[3].text == "Your project has README.md and src/."
+    assert history[3].reasoning == "I should look at the files first.\n\nTwo entries."
+
+
+async def test_registry_cap_rejects_with_429_and_drain_with_503() -> None:
+    """W-1.9 (cap) / W-1.12 (drain)"""
+    reg = await registry(max_concurrent=1)
+    turn = started(reg.admit(request("hang", run="run_a")))
+    with pytest.raises(ApiError) as capped:
+        reg.admit(request("hi", run="run_b"))
+    assert capped.value.status == 429 and capped.value.headers == {"Retry-After": "1"}
+    await tool_started(turn)
+    await reg.drain()
+    assert turn.journal.finished is not None and turn.journal.finished.status is TurnStatus.CANCELLED
+    stopped = [e for e in turn.journal.events if isinstance(e, ToolCompleted)]
+    assert stopped and stopped[-1].stopped
+    with pytest.raises(ApiError) as drained:
+        reg.admit(request("hi", run="run_c"))
+    assert drained.value.status == 503 and drained.value.code == "gateway_draining"
+
+
+async def test_interrupt_settles_cancelled_within_100ms() -> None:
+    reg = await registry()
+    turn = started(reg.admit(request("hang")))
+    await tool_started(turn)
+    cancelled_at = time.monotonic()
+    turn.cancel()
+    finished = await asyncio.wait_for(turn.wait(), 1)
+    assert time.monotonic() - cancelled_at < 0.1
+    assert finished.status is TurnStatus.CANCELLED and finished.error_code == "cancelled"
+
+
+async def test_turns_on_one_session_run_one_at_a_time_in_order() -> None:
+    """§1.8: a second turn on the same session is queued until the first settles."""
+    store = await open_store()
+    reg = await registry(store=store)
+    first = started(
+        reg.admit(
+            request("use tool", session="q", run="run_1"),
+            queue_key="q",
+            history=lambda: store.load_session_messages("q"),
+        )
+    )
+    second = started(
+        reg.admit(
+            request("hello", session="q", run="run_2"), queue_key="q", history=lambda: store.load_session_messages("q")
+        )
+    )
+    await wait_for_async(lambda: first.status is TurnStatus.RUNNING, what="the first turn running")
+    assert first.status is TurnStatus.RUNNING and second.status is TurnStatus.QUEUED
+    await asyncio.wait_for(second.wait(), 5)
+    assert first.journal.finished is not None
+    assert [m.role for m in second.request.history] == ["user", "assistant", "tool", "assistant"]
+    assert second.request.history[-1].text == "Your project has README.md and src/."
+
+
+async def test_cancelling_a_queued_turn_settles_it_without_running() -> None:
+    reg = await registry()
+    first = started(reg.admit(request("hang", session="q", run="run_1"), queue_key="q"))
+    second = started(reg.admit(request("hello", session="q", run="run_2"), queue_key="q"))
+    await wait_for_async(lambda: first.status is TurnStatus.RUNNING, what="the first turn running")
+    second.cancel()
+    finished = await asyncio.wait_for(second.wait(), 1)
+    assert finished.status is TurnStatus.CANCELLED
+    assert not any(isinstance(e, StatusChanged) for e in second.journal.events)
+    first.cancel()
+    await asyncio.wait_for(first.wait(), 1)
+
+
+async def test_held_turn_waits_for_release() -> None:
+    reg = await registry()
+    held = reg.admit(request("hello"))
+    turn = held.turn
+    await asyncio.sleep(0.05)
+    assert turn.journal.events == []
+    held.start()
+    assert (await asyncio.wait_for(turn.wait(), 5)).status is TurnStatus.COMPLETED
+
+
+async def test_unstreamed_final_answer_is_appended_as_text() -> None:
+    """W-3.15"""
+    reg = await registry()
+    turn = started(reg.admit(request("final only")))
+    await asyncio.wait_for(turn.wait(), 5)
+    texts = [e.text for e in turn.journal.events if isinstance(e, TextDelta)]
+    assert "".join(texts) == "Streamed part. Unstreamed rest."
+    assert texts[-1] == "Unstreamed rest."
+
+
+async def test_runtime_crash_settles_failed() -> None:
+    class Broken(ScriptedRuntime):
+        async def run(self, turn: AgentTurn) -> TurnOutcome:
+            raise RuntimeError("kaput")
+
+    reg = TurnRegistry(
+        Broken(load_script(SCRIPT)), session_transcripts(await open_store()), PluginHooks(), max_concurrent=1
+    )
+    finished = await asyncio.wait_for(started(reg.admit(request("x"))).wait(), 2)
+    assert finished.status is TurnStatus.FAILED and finished.error_code == "agent_error"
+    assert "kaput" in (finished.error_message or "")
+
+
+async def test_a_held_turn_left_without_start_is_cancelled_and_frees_its_slot() -> None:
+    """Issue 11: the block around a held turn either starts it or cancels it; it never stays queued."""
+    reg = await registry(max_concurrent=1)
+    held = reg.admit(request("use tool"))
+    with pytest.raises(ConnectionResetError):
+        async with held:
+            raise ConnectionResetError("the head could not be written")
+    finished = await asyncio.wait_for(held.turn.wait(), 2)
+    assert finished.status is TurnStatus.CANCELLED
+    assert not any(isinstance(e, StatusChanged) for e in held.turn.journal.events), "the agent never ran"
+    await wait_for_async(lambda: reg.active == 0, what="the slot freed")
+    async with reg.admit(request("hello", run="run_2")) as turn:
+        pass  # a block left without start(): also cancelled
+    assert (await asyncio.wait_for(turn.wait(), 2)).status is TurnStatus.CANCELLED
+
+
+async def test_a_started_held_turn_runs_to_its_end() -> None:
+    reg = await registry()
+    held = reg.admit(request("hello"))
+    async with held as turn:
+        held.start()
+    assert (await asyncio.wait_for(turn.wait(), 5)).status is TurnStatus.COMPLETED
+
+
+async def test_stop_interrupts_an_unsettled_turn_and_knows_no_other() -> None:
+    reg = await registry()
+    turn = started(reg.admit(request("hang")))
+    await tool_started(turn)
+    assert reg.stop(turn.run_id) is turn
+    assert (await asyncio.wait_for(turn.wait(), 2)).status is TurnStatus.CANCELLED
+    assert reg.stop(turn.run_id) is None
+    assert reg.find(turn.run_id) is turn, "a settled run stays readable"
