@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -14,11 +14,11 @@ from .config import Settings
 from .dialects.responses import ResponseHead, ResponsesRenderer
 from .events import TurnFinished
 from .history import turn_messages
-from .protocol.common import HermesHeaders, new_chain_session_id, new_response_id
+from .protocol.common import HermesHeaders, new_chain_session_id, new_response_id, new_run_id
 from .protocol.responses import ResponsesRequest, resolve_input
 from .store.base import Eviction, Store, StoredResponse
 from .submit import TurnPlan
-from .turns import HistoryLoader, Turn
+from .turns import HistoryLoader, Persister, Turn
 from .turns.durable import JournalSaver
 
 log = logging.getLogger("hermes_api_plugin")
@@ -126,21 +126,11 @@ class ResponseCreation:
             previous_response_id=previous.id if previous else None,
         )
         self.head, self.session_id = head, chain.session_id
-        plan = TurnPlan(
-            session_id=chain.session_id,
-            input=resolved.messages[-1],
-            selection=body.selection,
-            system_prompt=system,
-            metadata=body.metadata,
-            history=history,
-            inputs=resolved.messages,
-            bind_key=chain.bind_key,
-            durable=body.store,
-        )
+        turn_id = new_run_id()
         record = StoredResponse(
             id=response_id,
             scope=chains.scope,
-            turn_id=plan.turn_id,
+            turn_id=turn_id,
             session_id=chain.session_id,
             status="in_progress",
             snapshot={},
@@ -151,8 +141,17 @@ class ResponseCreation:
             commentary=self.commentary,
             messages=list(resolved.messages),  # until it settles: what a restart-settled turn leaves in the chain
         )
-        return replace(
-            plan,
+        return TurnPlan(
+            session_id=chain.session_id,
+            input=resolved.messages[-1],
+            selection=body.selection,
+            system_prompt=system,
+            metadata=body.metadata,
+            history=history,
+            inputs=resolved.messages,
+            bind_key=chain.bind_key,
+            durable=body.store,
+            turn_id=turn_id,
             reply=self._reply,
             persist=self._persister(record) if body.store else None,
             admitted=self._storer(record) if body.store else None,
@@ -171,7 +170,7 @@ class ResponseCreation:
         assert self.head is not None
         return renderer(self.settings, self.head, self.commentary, self.hermes.tool_items)
 
-    def _storer(self, record: StoredResponse) -> Any:
+    def _storer(self, record: StoredResponse) -> Callable[[Turn], Awaitable[None]]:
         async def store_admitted(turn: Turn) -> None:
             assert self.head is not None
             r = renderer(self.settings, self.head, self.commentary)
@@ -181,7 +180,7 @@ class ResponseCreation:
 
         return store_admitted
 
-    def _persister(self, record: StoredResponse) -> Any:
+    def _persister(self, record: StoredResponse) -> Persister:
         assert self.head is not None
         head, settings, store, journals = self.head, self.settings, self.store, self.journals
         commentary = self.commentary

@@ -103,9 +103,10 @@ class Submitter:
         self.store = store
         self.journals = journals
 
-    def slot(self, surface: str, key: str | None, identity: str, target: Any) -> Slot | None:
-        """The idempotency slot of a request (None without `Idempotency-Key`)."""
-        return None if key is None else Slot(self.scope, surface, key, identity, canonical_json(target))
+    def slot(self, surface: str, key: str | None, identity: Callable[[], str], target: Any) -> Slot | None:
+        """The idempotency slot of a request (None without `Idempotency-Key`); the identity hash is computed
+        only for keyed requests."""
+        return None if key is None else Slot(self.scope, surface, key, identity(), canonical_json(target))
 
     async def submit(
         self,

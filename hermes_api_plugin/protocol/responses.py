@@ -4,8 +4,9 @@ messages (item references looked up, stored tool outputs substituted, §4.7)."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 from ..content import Message, TextPart, ToolCall, parse_content, text_message
@@ -50,7 +51,7 @@ class ResponsesRequest:
     tool_choice: Any
     parallel_tool_calls: bool
     metadata: dict[str, Any]
-    identity: str
+    identity: Callable[[], str]  # the §5.2 identity hash, computed when a key asks for it
 
 
 def parse_responses_request(body: dict[str, Any], providers: frozenset[str]) -> ResponsesRequest:
@@ -118,7 +119,7 @@ def parse_responses_request(body: dict[str, Any], providers: frozenset[str]) -> 
         tool_choice=body.get("tool_choice", "auto"),
         parallel_tool_calls=parallel,
         metadata=metadata or {},
-        identity=_identity(body, previous, conversation, instructions, selection),
+        identity=partial(_identity, body, previous, conversation, instructions, selection),
     )
 
 

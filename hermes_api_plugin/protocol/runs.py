@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from ..content import Message, parse_content
@@ -27,7 +29,7 @@ class RunRequest:
     previous_response_id: str | None
     conversation_history: list[Message] | None
     selection: ModelSelection
-    identity: str
+    identity: Callable[[], str]  # the §5.2 identity hash, computed when a key asks for it
 
 
 def parse_run_request(body: dict[str, Any], header_session: str | None, providers: frozenset[str]) -> RunRequest:
@@ -65,7 +67,8 @@ def parse_run_request(body: dict[str, Any], header_session: str | None, provider
     previous = optional_string(body, "previous_response_id")
     prompt = "\n".join(s for s in ([instructions] if instructions else []) + system if s) or None
     # WIRE.md §5.2: the identity fields as sent, string input and the effort alias folded.
-    identity = identity_hash(
+    identity = partial(
+        identity_hash,
         {
             "input": [{"role": "user", "content": raw}] if isinstance(raw, str) else raw,
             "instructions": body.get("instructions"),
@@ -74,7 +77,7 @@ def parse_run_request(body: dict[str, Any], header_session: str | None, provider
             "model": selection.model,
             "provider": selection.provider,
             "model_options": selection.identity_options(),
-        }
+        },
     )
     return RunRequest(
         messages=messages,

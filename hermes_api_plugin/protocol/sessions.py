@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from ..content import Message, parse_content
@@ -20,7 +22,7 @@ class SessionChatRequest:
     message: Message
     instructions: str | None
     selection: ModelSelection
-    identity: str
+    identity: Callable[[], str]  # the §5.2 identity hash, computed when a key asks for it
 
 
 def parse_session_chat(body: dict[str, Any], providers: frozenset[str]) -> SessionChatRequest:
@@ -34,14 +36,15 @@ def parse_session_chat(body: dict[str, Any], providers: frozenset[str]) -> Sessi
     if instructions is not None and not isinstance(instructions, str):
         raise invalid_parameter("'instructions' must be a string", "instructions")
     selection = parse_model_selection(body, providers)
-    identity = identity_hash(
+    identity = partial(
+        identity_hash,
         {
             "message": raw,
             "instructions": instructions,
             "model": selection.model,
             "provider": selection.provider,
             "model_options": selection.identity_options(),
-        }
+        },
     )
     return SessionChatRequest(message, instructions, selection, identity)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Any
 
 from aiohttp import web
@@ -28,7 +29,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     session_id = hermes.session_id or app[CHAINS].derived_chat_session(chat.system_prompt, chat.first_user_content)
     view = _ChatView(request, chat, hermes, session_id, keyed=key is not None)
     submitter = app[SUBMITTER]
-    slot = submitter.slot("chat", key, chat.identity(hermes.session_id), [session_id, hermes.session_key])
+    slot = submitter.slot("chat", key, partial(chat.identity, hermes.session_id), [session_id, hermes.session_key])
     # A keyed chat stream writes its head right after admission and reports a refused reservation
     # in-stream (WIRE.md §5.3).
     early = view.open_stream if chat.stream and slot is not None else None
