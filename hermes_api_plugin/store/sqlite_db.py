@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -38,6 +39,25 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+BUSY_TIMEOUT_S = 5.0
+_WAL_RETRY_S = 0.005
+
+
+def _switch_to_wal(conn: sqlite3.Connection) -> None:
+    """`PRAGMA journal_mode=WAL`, retried while another connection holds the file's lock: SQLite answers
+    "database is locked" at once for a journal-mode switch instead of calling the busy handler, so two processes
+    opening one new file at the same moment would otherwise fail. Runs on the database thread, never the loop."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(_WAL_RETRY_S)
 
 
 class SqliteDatabase:
@@ -102,13 +122,14 @@ class SqliteDatabase:
             # Create the file 0600 before sqlite does, so it never exists with wider permissions.
             os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
             os.chmod(path, 0o600)
-            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            # timeout: the busy handler is armed before the first statement, so a second process opening the
+            # same new file waits for the first one's switch to WAL instead of failing "database is locked".
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_S)
         try:
             conn.row_factory = sqlite3.Row
             if path is not None:
-                conn.execute("PRAGMA journal_mode=WAL")
+                _switch_to_wal(conn)
                 conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute("PRAGMA busy_timeout=5000")
             conn.execute("PRAGMA foreign_keys=ON")
             migrate(conn, load_migrations(self.migrations_dir))
         except BaseException:

@@ -175,12 +175,15 @@ def test_files_that_are_not_numbered_migrations_are_ignored_and_duplicates_refus
 
 
 async def test_two_processes_opening_a_new_file_apply_each_migration_once(tmp_path: Path) -> None:
-    path = tmp_path / "shared.sqlite3"
-    first, second = SqliteStore(path), SqliteStore(path)
-    await asyncio.gather(first.open(), second.open())
-    try:
-        await first.sessions.create_session("s", None)
-        assert await second.sessions.get_session("s") is not None
-    finally:
-        await asyncio.gather(first.close(), second.close())
-    assert [v for v, _ in recorded(path)] == [m.version for m in load_migrations()]
+    """Gateways opening one new file at the same moment: every open succeeds (the switch to WAL waits for the
+    other's lock instead of failing "database is locked"), and each migration is applied once."""
+    for attempt in range(25):
+        path = tmp_path / f"shared-{attempt}.sqlite3"
+        stores = [SqliteStore(path) for _ in range(4)]
+        await asyncio.gather(*(store.open() for store in stores))
+        try:
+            await stores[0].sessions.create_session("s", None)
+            assert await stores[-1].sessions.get_session("s") is not None
+        finally:
+            await asyncio.gather(*(store.close() for store in stores))
+        assert [v for v, _ in recorded(path)] == [m.version for m in load_migrations()]
