@@ -11,28 +11,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
 
 from .dialects.record import SseRecord
-from .errors import ApiError
+from .errors import client_gone
 from .events import TurnEvent
 from .keys import SETTINGS
 from .sse import EarlyJson, SseStream
 from .turns import HeldTurn, Journal, Turn
 
+H = TypeVar("H")
 Render = Callable[[list[TurnEvent]], Iterable[SseRecord]]
-
-
-def client_gone() -> ApiError:
-    """The response head could not be written: the client closed the connection first (nginx's 499)."""
-    return ApiError(
-        499,
-        "The client closed the connection before the response head was written",
-        type="invalid_request_error",
-        code="client_closed_request",
-    )
 
 
 def on_client_gone(request: web.Request, turn: Turn, keep: bool) -> None:
@@ -50,14 +41,13 @@ async def pump(
     journal: Journal,
     render: Render,
     keepalive: float,
-    start: int = 0,
     before_send: Callable[[], Awaitable[None]] | None = None,
 ) -> bool:
-    """Render and write the journal from `start` until its terminal record; False when the client left.
+    """Render and write the journal from its start until its terminal record; False when the client left.
 
     `before_send` runs before each batch is written (e.g. waiting until the batch is durable).
     """
-    async for batch in journal.follow(start, idle_timeout=keepalive):
+    async for batch in journal.follow(0, idle_timeout=keepalive):
         if batch is None:
             alive = await stream.keepalive()
         else:
@@ -87,19 +77,17 @@ def start_detached(held: HeldTurn) -> Turn:
     return held.turn
 
 
+async def _head(opening: Awaitable[H]) -> H:
+    """Write a response head; 499 when the client is already gone (nothing of the turn has run yet)."""
+    try:
+        return await opening
+    except (ConnectionError, RuntimeError):
+        raise client_gone() from None
+
+
 async def open_stream(request: web.Request, headers: Mapping[str, str], first: Sequence[SseRecord] = ()) -> SseStream:
     """The SSE head (and the first records in the same write); 499 when the client is already gone."""
-    try:
-        return await SseStream.open(request, headers, first)
-    except (ConnectionError, RuntimeError):
-        raise client_gone() from None
-
-
-async def _open_json(request: web.Request, headers: Mapping[str, str]) -> EarlyJson:
-    try:
-        return await EarlyJson.open(request, headers)
-    except (ConnectionError, RuntimeError):
-        raise client_gone() from None
+    return await _head(SseStream.open(request, headers, first))
 
 
 async def deliver(
@@ -138,7 +126,7 @@ async def deliver(
                 elif turn is not None:
                     on_client_gone(request, turn, keep)
                 return sse.response
-            reply = await _open_json(request, headers)
+            reply = await _head(EarlyJson.open(request, headers))
             if held is not None:
                 held.start()
             if await await_settled(reply, journal, fold, keepalive):

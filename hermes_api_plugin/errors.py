@@ -92,5 +92,15 @@ def draining() -> ApiError:
     )
 
 
+def client_gone() -> ApiError:
+    """The response head could not be written: the client closed the connection first (nginx's 499)."""
+    return ApiError(
+        499,
+        "The client closed the connection before the response head was written",
+        type="invalid_request_error",
+        code="client_closed_request",
+    )
+
+
 def internal_error() -> ApiError:
     return ApiError(500, "Internal server error", type="server_error", code="internal_error")

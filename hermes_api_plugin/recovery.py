@@ -8,13 +8,11 @@ closed the same way.
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 
 from .admissions import Admissions
 from .config import Settings
-from .history import turn_messages
 from .store.base import Store
-from .stored_responses import head_from_snapshot, renderer
+from .stored_responses import head_from_snapshot, settled
 from .turns.durable import close_journal
 
 log = logging.getLogger("hermes_api_plugin")
@@ -24,13 +22,8 @@ async def settle_leftover_responses(settings: Settings, store: Store) -> None:
     """Responses a previous process left unsettled settle `failed` / unknown_execution."""
     for record in await store.unsettled_responses():
         journal, _ = await close_journal(store, record.turn_id)
-        r = renderer(settings, head_from_snapshot(record.snapshot), record.commentary)
-        r.created(record.queued)
-        r.render(journal.events)
-        settled = replace(
-            record, status=r.status, snapshot=r.snapshot(), messages=turn_messages(record.messages, journal.events)
-        )
-        await store.put_response(settled, [*record.input_items, *r.output])
+        final, items = settled(settings, record, head_from_snapshot(record.snapshot), record.queued, journal.events)
+        await store.put_response(final, items)
         log.warning(
             "[API Server] Response %s was left %s by a previous process: settled failed (unknown_execution)",
             record.id,

@@ -12,7 +12,7 @@ from typing import Any
 from .chains import Chains, extended, fixed_history
 from .config import Settings
 from .dialects.responses import ResponseHead, ResponsesRenderer
-from .events import TurnFinished
+from .events import TurnEvent, TurnFinished
 from .history import turn_messages
 from .protocol.common import HermesHeaders, new_chain_session_id, new_response_id, new_run_id
 from .protocol.responses import ResponsesRequest, resolve_input
@@ -56,6 +56,20 @@ def live_snapshot(settings: Settings, record: StoredResponse, turn: Turn) -> dic
     r.created(record.queued)
     r.render(list(turn.journal.events))
     return r.snapshot()
+
+
+def settled(
+    settings: Settings, record: StoredResponse, head: ResponseHead, queued: bool, events: list[TurnEvent]
+) -> tuple[StoredResponse, list[dict[str, Any]]]:
+    """A stored response as its turn's journal (terminal record included) leaves it: status, object and
+    transcript, and every item (input and output) to store with it."""
+    r = renderer(settings, head, record.commentary)
+    r.created(queued)
+    r.render(events)
+    final = replace(
+        record, status=r.status, snapshot=r.snapshot(), queued=queued, messages=turn_messages(record.messages, events)
+    )
+    return final, [*record.input_items, *r.output]
 
 
 def log_evictions(evictions: Sequence[Eviction]) -> None:
@@ -183,20 +197,11 @@ class ResponseCreation:
     def _persister(self, record: StoredResponse) -> Persister:
         assert self.head is not None
         head, settings, store, journals = self.head, self.settings, self.store, self.journals
-        commentary = self.commentary
 
         async def persist(turn: Turn, finished: TurnFinished) -> None:
-            r = renderer(settings, head, commentary)
-            r.created(turn.queued_at_admission)
-            r.render([*turn.journal.events, finished])
-            final = replace(
-                record,
-                status=r.status,
-                snapshot=r.snapshot(),
-                queued=turn.queued_at_admission,
-                messages=turn_messages(turn.inputs, turn.journal.events),
-            )
+            # record.messages are the turn's inputs (resolved.messages): the transcript starts with them.
+            final, items = settled(settings, record, head, turn.queued_at_admission, [*turn.journal.events, finished])
             await journals.write_now(turn.run_id, turn.journal, [finished])
-            log_evictions(await store.put_response(final, [*record.input_items, *r.output]))
+            log_evictions(await store.put_response(final, items))
 
         return persist

@@ -29,8 +29,8 @@ from .events import TurnFinished
 from .protocol.common import ModelSelection, new_run_id
 from .runtimes.base import TurnRequest
 from .store.base import AdmissionRecord, Store, StoreError
-from .turns import HeldTurn, HistoryLoader, Journal, Persister, Turn, TurnRegistry, decode_journal
-from .turns.durable import JournalSaver
+from .turns import HeldTurn, HistoryLoader, Journal, Persister, Turn, TurnRegistry
+from .turns.durable import JournalSaver, stored_journal
 
 H = TypeVar("H")
 
@@ -134,7 +134,7 @@ class Submitter:
         if decision.outcome == "attach" and live is not None:
             return Existing("attach", record, live.journal, live)
         try:
-            journal = decode_journal(await self.store.load_journal(record.turn_id))
+            journal = await stored_journal(self.store, record.turn_id)
         except StoreError:
             return Refusal("storage_unavailable")
         return Existing("replay", record, journal, None)

@@ -23,7 +23,8 @@ from ..protocol.responses import ResponsesRequest, parse_responses_request
 from ..store.base import StoredResponse
 from ..stored_responses import ResponseCreation, head_from_snapshot, live_snapshot, renderer
 from ..submit import Existing, NewTurn, Outcome, refusal_error
-from ..turns import HeldTurn, Journal, decode_journal
+from ..turns import HeldTurn, Journal
+from ..turns.durable import stored_journal
 from .replies import json_response, run_headers
 
 CANCEL_WAIT_S = 5.0
@@ -131,14 +132,10 @@ async def get_response(request: web.Request) -> web.StreamResponse:
             before_send=lambda: saver.durable(turn.journal),
         )
     else:
-        journal = await _load(request, record.turn_id)
+        journal = await stored_journal(app[STORE], record.turn_id)
         await stream.send(after_n(r.render(journal.events)))
     await stream.close()
     return stream.response
-
-
-async def _load(request: web.Request, turn_id: str) -> Journal:
-    return decode_journal(await request.app[STORE].load_journal(turn_id))
 
 
 async def delete_response(request: web.Request) -> web.Response:

@@ -25,7 +25,8 @@ from ..protocol.common import idempotency_key, last_event_id, new_session_id, pa
 from ..protocol.runs import RunRequest, parse_run_request
 from ..store.base import StoreError
 from ..submit import Existing, NewTurn, Outcome, TurnPlan, refusal_error
-from ..turns import HistoryLoader, Journal, decode_journal
+from ..turns import HistoryLoader, Journal
+from ..turns.durable import stored_journal
 from .replies import json_response
 
 
@@ -122,7 +123,7 @@ async def _find(request: web.Request, run_id: str) -> RunView | None:
         record = await store.admission_for_turn(app[SCOPE], run_id)
         if record is None:
             return None
-        journal = decode_journal(await store.load_journal(run_id))
+        journal = await stored_journal(store, run_id)
     except StoreError:
         raise error_for("storage_unavailable") from None
     status = journal.finished.status.value if journal.finished is not None else "failed"

@@ -140,13 +140,18 @@ class JournalSaver:
         await self.flush()
 
 
+async def stored_journal(store: Store, turn_id: str) -> Journal:
+    """A turn's journal as the store holds it (settled when it ends with the terminal record)."""
+    return decode_journal(await store.load_journal(turn_id))
+
+
 RESTART_MESSAGE = "The gateway restarted before this turn settled."
 
 
 async def close_journal(store: Store, turn_id: str) -> tuple[Journal, list[TurnEvent]]:
     """Load a stored journal; if a gone process left it open, close it (running tools stopped, then a
     failed/unknown_execution terminal record, WIRE.md §5.4). Returns the journal and what was added."""
-    journal = decode_journal(await store.load_journal(turn_id))
+    journal = await stored_journal(store, turn_id)
     if journal.finished is not None:
         return journal, []
     running = {e.call_id: e for e in journal.events if isinstance(e, ToolStarted)}
