@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..content import Message, TextPart, parse_content
-from ..errors import invalid_parameter, invalid_request, missing_parameter
-from .common import ModelSelection, body_bool, identity_hash, parse_model_selection
+from ..content import Message, TextPart
+from ..errors import invalid_request
+from .common import CONTENT, EFFORT, MODEL_SELECTION, ModelSelection, identity_hash, parse_model_selection
+from .schema import AnyJson, Arr, Bool, Obj, Prop, Str
 
 _CONVERSATION_ROLES = frozenset({"user", "assistant"})
 _SYSTEM_ROLES = frozenset({"system", "developer"})
-_KNOWN_ROLES = _CONVERSATION_ROLES | _SYSTEM_ROLES | {"tool", "function"}
+_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 
 
 @dataclass(frozen=True)
@@ -44,27 +45,39 @@ class ChatRequest:
         return identity_hash(fields)
 
 
-def parse_chat_request(body: dict[str, Any], providers: frozenset[str]) -> ChatRequest:
-    messages = body.get("messages")
-    if messages is None:
-        raise missing_parameter("messages")
-    if not isinstance(messages, list):
-        raise invalid_parameter("'messages' must be an array", "messages")
-    if not messages:
+CHAT_MESSAGE = Obj(
+    name="ChatMessage",
+    props=(
+        Prop("role", Str(enum=_ROLES), True),
+        Prop("content", CONTENT),
+        Prop("name", AnyJson()),
+        Prop("tool_calls", AnyJson(description="Earlier tool calls: dropped with their assistant turn")),
+        Prop("tool_call_id", AnyJson()),
+    ),
+)
+CHAT_BODY = Obj(
+    name="ChatCompletionRequest",
+    props=(
+        Prop("messages", Arr(CHAT_MESSAGE), True, "The conversation; the last message is the user's turn"),
+        *MODEL_SELECTION,
+        Prop("reasoning_effort", EFFORT, description="Alias of model_options.reasoning.effort"),
+        Prop("stream", Bool(), description="SSE with reasoning_content and hermes.tool.progress (§3.3)"),
+        Prop("metadata", Obj(()), description="Stored with the turn"),
+    ),
+    description="OpenAI sampling fields (temperature, top_p, max_tokens, …) are accepted and ignored (§1.10)",
+)
+
+
+def parse_chat_request(raw: dict[str, Any], providers: frozenset[str]) -> ChatRequest:
+    body = CHAT_BODY.check(raw, "")
+    if not body["messages"]:
         raise invalid_request("missing_required_parameter", "'messages' must not be empty", "messages")
     system: list[str] = []
     conversation: list[Message] = []
     first_user_content: Any = None
-    for i, raw in enumerate(messages):
-        param = f"messages[{i}]"
-        if not isinstance(raw, dict):
-            raise invalid_parameter(f"'{param}' must be an object", param)
-        role = raw.get("role")
-        if not isinstance(role, str) or role not in _KNOWN_ROLES:
-            raise invalid_parameter(
-                f"'{param}.role' must be one of system, developer, user, assistant, tool", f"{param}.role"
-            )
-        parts = parse_content(raw.get("content"), f"{param}.content")
+    for sent, message_body in zip(raw["messages"], body["messages"], strict=True):
+        role = message_body["role"]
+        parts = message_body.get("content", ())
         if role in _SYSTEM_ROLES:
             system.append("".join(p.text for p in parts if isinstance(p, TextPart)))
         elif role in _CONVERSATION_ROLES:
@@ -72,23 +85,19 @@ def parse_chat_request(body: dict[str, Any], providers: frozenset[str]) -> ChatR
             if role == "assistant" and not message.visible:
                 continue  # an assistant turn that only carried tool_calls: dropped with them
             if role == "user" and first_user_content is None:
-                first_user_content = raw.get("content")
+                first_user_content = sent.get("content")
             conversation.append(message)
         # tool / function messages: client-side tools are not supported; dropped.
     if not conversation or conversation[-1].role != "user" or not conversation[-1].visible:
         raise invalid_request(
             "missing_user_message", "The last message must be a user message with text or an image", "messages"
         )
-    selection = parse_model_selection(body, providers, alias_effort=body.get("reasoning_effort"))
-    metadata = body.get("metadata")
-    if metadata is not None and not isinstance(metadata, dict):
-        raise invalid_parameter("'metadata' must be an object", "metadata")
     return ChatRequest(
         input=conversation[-1],
         history=tuple(conversation[:-1]),
         system_prompt="\n".join(system) if system else None,
         first_user_content=first_user_content,
-        selection=selection,
-        stream=body_bool(body, "stream", False),
-        metadata=metadata or {},
+        selection=parse_model_selection(body, providers, alias_effort=body.get("reasoning_effort")),
+        stream=body.get("stream", False),
+        metadata=body.get("metadata") or {},
     )

@@ -18,6 +18,79 @@ from ..config import parse_bool
 from ..content import Message, canonical_json, parse_content
 from ..errors import invalid_parameter, invalid_request
 from ..runtimes.base import REASONING_EFFORTS
+from .schema import Arr, Bool, Checked, Either, Obj, Prop, Str, Tagged
+
+_TEXT_PART = Obj(
+    name="TextPart",
+    props=(Prop("type", Str(enum=("text", "input_text", "output_text")), True), Prop("text", Str(), True)),
+)
+_IMAGE_URL = Str(min_length=1, description="http(s) URL or data:image/<type>;base64,<data>")
+_IMAGE_PART = Obj(
+    name="ImageUrlPart",
+    props=(
+        Prop("type", Str(enum=("image_url",)), True),
+        Prop(
+            "image_url",
+            Either((_IMAGE_URL, Obj((Prop("url", _IMAGE_URL, True), Prop("detail", Str(min_length=1)))))),
+            True,
+        ),
+    ),
+)
+_INPUT_IMAGE_PART = Obj(
+    name="InputImagePart",
+    props=(
+        Prop("type", Str(enum=("input_image",)), True),
+        Prop("image_url", _IMAGE_URL, True),
+        Prop("detail", Str(min_length=1)),
+    ),
+)
+_PART = Tagged(
+    "type",
+    {
+        "text": _TEXT_PART,
+        "input_text": _TEXT_PART,
+        "output_text": _TEXT_PART,
+        "image_url": _IMAGE_PART,
+        "input_image": _INPUT_IMAGE_PART,
+    },
+)
+CONTENT = Checked(
+    Either((Str(), Arr(Either((Str(), _PART)), max_items=1000))),
+    parse_content,
+    description="Text, or a list of text and image parts (WIRE.md §9)",
+)
+"""Message content: checked by `content.parse_content` (its own §9 codes), normalised to a tuple of parts."""
+
+EFFORT = Str(enum=REASONING_EFFORTS)
+MODEL_OPTIONS = Obj(
+    name="ModelOptions",
+    props=(
+        Prop(
+            "reasoning",
+            Obj((Prop("enabled", Bool()), Prop("effort", EFFORT))),
+            description="`enabled: false` turns reasoning off; `effort` wins over the surface's alias (§10.2)",
+        ),
+    ),
+    description="Per-request model options; unknown keys are passed to the runtime",
+)
+MODEL_SELECTION = (
+    Prop("model", Str(), description="Model to use; the configured default when absent"),
+    Prop("provider", Str(), description="One of the providers configured on this gateway"),
+    Prop("model_options", MODEL_OPTIONS),
+)
+HISTORY_ROLES = ("user", "assistant", "system", "developer")
+CONVERSATION_HISTORY = Prop(
+    "conversation_history",
+    Arr(
+        Obj(
+            name="HistoryMessage",
+            props=(Prop("role", Str(enum=HISTORY_ROLES), True), Prop("content", CONTENT, True)),
+            whole=True,
+        )
+    ),
+    description="Explicit earlier messages (system/developer entries dropped)",
+)
+SESSION_ID = Str(min_length=1, max_length=256, code="invalid_session_id", description="WIRE.md §1.6 session id rules")
 
 _CONTROL = re.compile(r"[\r\n\x00]")
 _IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
@@ -94,23 +167,6 @@ def body_bool(body: Mapping[str, Any], name: str, default: bool) -> bool:
     return parsed
 
 
-def optional_string(body: Mapping[str, Any], name: str) -> str | None:
-    value = body.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise invalid_parameter(f"'{name}' must be a string", name)
-    return value
-
-
-def _effort(value: Any, param: str) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or value not in REASONING_EFFORTS:
-        raise invalid_parameter(f"'{param}' must be one of {', '.join(REASONING_EFFORTS)}", param)
-    return value
-
-
 @dataclass(frozen=True)
 class ModelSelection:
     """Which model and how it reasons, as a request asked for it."""
@@ -130,39 +186,19 @@ class ModelSelection:
 
 
 def parse_model_selection(
-    body: Mapping[str, Any],
-    providers: frozenset[str],
-    *,
-    alias_effort: Any = None,
-    alias_param: str = "reasoning_effort",
+    body: Mapping[str, Any], providers: frozenset[str], *, alias_effort: str | None = None
 ) -> ModelSelection:
-    """`model`, `provider` (one of the configured ones) and `model_options` with its reasoning block;
-    effort precedence per WIRE.md §10.2 (`model_options.reasoning.effort`, then the surface's alias)."""
-    model = optional_string(body, "model")
-    provider = optional_string(body, "provider")
+    """The MODEL_SELECTION fields of a checked body: `provider` must be configured here; effort precedence per
+    WIRE.md §10.2 (`model_options.reasoning.effort`, then the surface's alias)."""
+    provider = body.get("provider")
     if provider is not None and provider not in providers:
         raise invalid_parameter(f"Provider '{provider}' is not configured on this gateway", "provider")
-    options = body.get("model_options")
-    if options is None:
-        options = {}
-    if not isinstance(options, dict):
-        raise invalid_parameter("'model_options' must be an object", "model_options")
-    reasoning = options.get("reasoning")
-    if reasoning is None:
-        reasoning = {}
-    if not isinstance(reasoning, dict):
-        raise invalid_parameter("'model_options.reasoning' must be an object", "model_options.reasoning")
-    enabled = True
-    if reasoning.get("enabled") is not None:
-        parsed = parse_bool(reasoning["enabled"])
-        if parsed is None:
-            raise invalid_parameter(
-                "'model_options.reasoning.enabled' must be a boolean", "model_options.reasoning.enabled"
-            )
-        enabled = parsed
-    effort = _effort(reasoning.get("effort"), "model_options.reasoning.effort")
-    alias = _effort(alias_effort, alias_param)
-    return ModelSelection(model, provider, dict(options), enabled, effort or alias)
+    options = body.get("model_options") or {}
+    reasoning = options.get("reasoning") or {}
+    if "reasoning" in options:
+        options = {**options, "reasoning": reasoning}  # the checked form: `enabled` folded to a bool
+    effort = reasoning.get("effort")
+    return ModelSelection(body.get("model"), provider, options, reasoning.get("enabled", True), effort or alias_effort)
 
 
 def identity_hash(fields: Mapping[str, Any]) -> str:
@@ -202,21 +238,9 @@ def new_chain_session_id() -> str:
     return "api-" + secrets.token_hex(8)
 
 
-def parse_conversation_history(body: Mapping[str, Any]) -> list[Message] | None:
-    """`conversation_history`: explicit `{"role","content"}` history (system/developer entries dropped)."""
+def conversation_history(body: Mapping[str, Any]) -> list[Message] | None:
+    """The checked `conversation_history` (CONVERSATION_HISTORY) as messages, system/developer entries dropped."""
     raw = body.get("conversation_history")
     if raw is None:
         return None
-    if not isinstance(raw, list):
-        raise invalid_parameter("'conversation_history' must be an array", "conversation_history")
-    history: list[Message] = []
-    for i, entry in enumerate(raw):
-        param = f"conversation_history[{i}]"
-        if not isinstance(entry, dict) or not isinstance(entry.get("role"), str) or "content" not in entry:
-            raise invalid_parameter(f"'{param}' needs 'role' and 'content'", param)
-        if entry["role"] not in ("user", "assistant", "system", "developer"):
-            raise invalid_parameter(f"'{param}.role' must be user, assistant, system or developer", param)
-        parts = parse_content(entry["content"], f"{param}.content")
-        if entry["role"] in ("user", "assistant"):
-            history.append(Message(entry["role"], parts))
-    return history
+    return [Message(e["role"], e["content"]) for e in raw if e["role"] in ("user", "assistant")]

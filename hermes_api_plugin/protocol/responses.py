@@ -10,15 +10,18 @@ from functools import partial
 from typing import Any, Protocol
 
 from ..content import Message, TextPart, ToolCall, parse_content, text_message
-from ..errors import invalid_parameter, invalid_request, missing_parameter
+from ..errors import invalid_parameter, invalid_request
 from .common import (
+    CONTENT,
+    CONVERSATION_HISTORY,
+    EFFORT,
+    MODEL_SELECTION,
     ModelSelection,
-    body_bool,
+    conversation_history,
     identity_hash,
-    optional_string,
-    parse_conversation_history,
     parse_model_selection,
 )
+from .schema import AnyJson, Arr, Bool, Either, Obj, Prop, Str, Tagged
 
 
 class ItemLookup(Protocol):
@@ -54,72 +57,113 @@ class ResponsesRequest:
     identity: Callable[[], str]  # the §5.2 identity hash, computed when a key asks for it
 
 
-def parse_responses_request(body: dict[str, Any], providers: frozenset[str]) -> ResponsesRequest:
-    raw_input = body.get("input")
-    if raw_input is None:
-        raise missing_parameter("input")
-    if isinstance(raw_input, str):
-        if not raw_input.strip():
-            raise invalid_request("missing_user_message", "'input' must contain a user message", "input")
-        items: list[Any] = [raw_input]
-    elif isinstance(raw_input, list):
-        if not raw_input:
-            raise invalid_request("missing_user_message", "'input' must contain a user message", "input")
-        items = raw_input
-    else:
-        raise invalid_parameter("'input' must be a string or an array of items", "input")
-    previous = optional_string(body, "previous_response_id")
+_MESSAGE_ITEM = Obj(
+    name="InputMessageItem",
+    props=(
+        Prop("type", Str(enum=("message",))),
+        Prop("role", Str(enum=("user", "assistant", "system", "developer")), True),
+        Prop("content", CONTENT),
+    ),
+)
+_ITEM = Tagged(
+    "type",
+    {
+        "message": _MESSAGE_ITEM,
+        "item_reference": Obj(
+            name="ItemReference",
+            props=(Prop("type", Str(enum=("item_reference",)), True), Prop("id", Str(min_length=1), True)),
+            description="A stored item of an earlier response of this credential (§4.1)",
+        ),
+        "function_call": Obj(
+            name="FunctionCallItem",
+            props=(
+                Prop("type", Str(enum=("function_call",)), True),
+                Prop("call_id", Str(), True),
+                Prop("name", Str(), True),
+                Prop("arguments", Str(), description="JSON string; `{}` when absent"),
+            ),
+        ),
+        "function_call_output": Obj(
+            name="FunctionCallOutputItem",
+            props=(
+                Prop("type", Str(enum=("function_call_output",)), True),
+                Prop("call_id", Str(), True),
+                Prop("output", AnyJson(description="String or list of text parts")),
+            ),
+        ),
+        "reasoning": Obj(
+            name="ReasoningItem",
+            props=(Prop("type", Str(enum=("reasoning",)), True),),
+            description="Accepted and skipped: reasoning is not sent back to the model",
+        ),
+    },
+    default="message",
+)
+RESPONSES_BODY = Obj(
+    name="ResponseCreateRequest",
+    props=(
+        Prop("input", Either((Str(), Arr(Either((Str(), _ITEM)))), expected="a string or an array of items"), True),
+        Prop("instructions", Str(), description="System prompt for this turn"),
+        Prop("previous_response_id", Str(), description="Continue a stored response's chain (§4.7)"),
+        Prop(
+            "conversation",
+            Either((Str(min_length=1), Obj((Prop("id", Str(min_length=1), True),))), expected='a string or {"id"}'),
+            description="A named conversation (§4.7); not with previous_response_id",
+        ),
+        CONVERSATION_HISTORY,
+        Prop("store", Bool(), description="Store the response (default true)"),
+        Prop("stream", Bool(), description="Stream the §4.2 events"),
+        Prop("background", Bool(), description="Run detached; poll GET /v1/responses/{id} (needs store)"),
+        Prop("truncation", Str(enum=("auto", "disabled"))),
+        *MODEL_SELECTION,
+        Prop(
+            "reasoning", Obj((Prop("effort", EFFORT), Prop("summary", AnyJson()))), description="`effort` is an alias"
+        ),
+        Prop("metadata", Obj(())),
+        Prop("tools", Arr(AnyJson()), description="Client tools are not executed: the agent's own tools run"),
+        Prop("tool_choice", AnyJson()),
+        Prop("parallel_tool_calls", Bool()),
+    ),
+    description="OpenAI sampling fields (temperature, top_p, max_output_tokens, …) are accepted and ignored (§1.10)",
+)
+
+
+def parse_responses_request(raw: dict[str, Any], providers: frozenset[str]) -> ResponsesRequest:
+    body = RESPONSES_BODY.check(raw, "")
+    value = raw["input"]  # items as sent: resolve_input reads them (and stored ones) itself
+    items: list[Any] = [value] if isinstance(value, str) else value
+    if not items or (isinstance(value, str) and not value.strip()):
+        raise invalid_request("missing_user_message", "'input' must contain a user message", "input")
+    previous = body.get("previous_response_id")
     conversation = body.get("conversation")
     if isinstance(conversation, dict):
-        conversation = conversation.get("id")
-        if not isinstance(conversation, str):
-            raise invalid_parameter("'conversation.id' must be a string", "conversation")
-    if conversation is not None and (not isinstance(conversation, str) or not conversation.strip()):
-        raise invalid_parameter("'conversation' must be a non-empty string or {\"id\": string}", "conversation")
+        conversation = conversation["id"]
     if previous is not None and conversation is not None:
         raise invalid_request(
             "conflicting_parameters", "Send either 'previous_response_id' or 'conversation', not both", "conversation"
         )
-    explicit = parse_conversation_history(body)
-    store = body_bool(body, "store", True)
-    background = body_bool(body, "background", False)
+    store = body.get("store", True)
+    background = body.get("background", False)
     if background and not store:
         raise invalid_parameter("'background' requires 'store': true", "background")
-    truncation = body.get("truncation", "disabled")
-    if truncation not in ("auto", "disabled"):
-        raise invalid_parameter("'truncation' must be 'auto' or 'disabled'", "truncation")
     instructions = body.get("instructions")
-    if instructions is not None and not isinstance(instructions, str):
-        raise invalid_parameter("'instructions' must be a string", "instructions")
-    reasoning = body.get("reasoning")
-    if reasoning is not None and not isinstance(reasoning, dict):
-        raise invalid_parameter("'reasoning' must be an object", "reasoning")
-    selection = parse_model_selection(
-        body, providers, alias_effort=(reasoning or {}).get("effort"), alias_param="reasoning.effort"
-    )
-    metadata = body.get("metadata")
-    if metadata is not None and not isinstance(metadata, dict):
-        raise invalid_parameter("'metadata' must be an object", "metadata")
-    tools = body.get("tools")
-    if tools is not None and not isinstance(tools, list):
-        raise invalid_parameter("'tools' must be an array", "tools")
-    parallel = body_bool(body, "parallel_tool_calls", True)
+    selection = parse_model_selection(body, providers, alias_effort=body.get("reasoning", {}).get("effort"))
     return ResponsesRequest(
         input=items,
         instructions=instructions,
         previous_response_id=previous,
         conversation=conversation,
-        conversation_history=explicit,
+        conversation_history=conversation_history(body),
         store=store,
-        stream=body_bool(body, "stream", False),
+        stream=body.get("stream", False),
         background=background,
-        truncation=truncation,
+        truncation=body.get("truncation", "disabled"),
         selection=selection,
-        tools=tools or [],
-        tool_choice=body.get("tool_choice", "auto"),
-        parallel_tool_calls=parallel,
-        metadata=metadata or {},
-        identity=partial(_identity, body, previous, conversation, instructions, selection),
+        tools=body.get("tools") or [],
+        tool_choice=raw.get("tool_choice", "auto"),
+        parallel_tool_calls=body.get("parallel_tool_calls", True),
+        metadata=body.get("metadata") or {},
+        identity=partial(_identity, raw, previous, conversation, instructions, selection),
     )
 
 

@@ -7,18 +7,22 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from ..content import Message, parse_content
-from ..errors import invalid_parameter, invalid_request, missing_parameter
+from ..content import Message
+from ..errors import invalid_request
 from .common import (
+    CONTENT,
+    CONVERSATION_HISTORY,
+    EFFORT,
+    HISTORY_ROLES,
+    MODEL_SELECTION,
+    SESSION_ID,
     ModelSelection,
     check_session_id,
+    conversation_history,
     identity_hash,
-    optional_string,
-    parse_conversation_history,
     parse_model_selection,
 )
-
-_ROLES = frozenset({"user", "assistant", "system", "developer"})
+from .schema import Arr, Either, Obj, Prop, Str
 
 
 @dataclass(frozen=True)
@@ -32,47 +36,54 @@ class RunRequest:
     identity: Callable[[], str]  # the §5.2 identity hash, computed when a key asks for it
 
 
-def parse_run_request(body: dict[str, Any], header_session: str | None, providers: frozenset[str]) -> RunRequest:
-    raw = body.get("input")
-    if raw is None:
-        raise missing_parameter("input")
+RUN_MESSAGE = Obj(name="RunInputMessage", props=(Prop("role", Str(enum=HISTORY_ROLES), True), Prop("content", CONTENT)))
+RUN_BODY = Obj(
+    name="RunCreateRequest",
+    props=(
+        Prop("input", Either((Str(), Arr(RUN_MESSAGE)), expected="a string or an array of messages"), True),
+        Prop("instructions", Str(), description="System prompt for this run"),
+        Prop("session_id", SESSION_ID, description="Run on this session (else X-Hermes-Session-Id, else a new one)"),
+        CONVERSATION_HISTORY,
+        Prop("previous_response_id", Str(), description="Continue a stored response's chain"),
+        *MODEL_SELECTION,
+        Prop("reasoning_effort", EFFORT, description="Alias of model_options.reasoning.effort"),
+    ),
+)
+
+
+def parse_run_request(raw: dict[str, Any], header_session: str | None, providers: frozenset[str]) -> RunRequest:
+    body = RUN_BODY.check(raw, "")
+    value = body["input"]
     messages: list[Message] = []
     system: list[str] = []
-    if isinstance(raw, str):
-        messages.append(Message.from_json({"role": "user", "content": raw}))
-    elif isinstance(raw, list):
-        for i, item in enumerate(raw):
-            param = f"input[{i}]"
-            if not isinstance(item, dict) or item.get("role") not in _ROLES:
-                raise invalid_parameter(
-                    f"'{param}' must be an object with role user, assistant, system or developer", param
-                )
-            parts = parse_content(item.get("content"), f"{param}.content")
+    if isinstance(value, str):
+        messages.append(Message.from_json({"role": "user", "content": value}))
+    else:
+        for item in value:
+            parts = item.get("content", ())
             if item["role"] in ("system", "developer"):
                 system.append("".join(getattr(p, "text", "") for p in parts))
             else:
                 messages.append(Message(item["role"], parts))
-    else:
-        raise invalid_parameter("'input' must be a string or an array of messages", "input")
     if not messages or messages[-1].role != "user" or not messages[-1].visible:
         raise invalid_request(
             "missing_user_message", "The last input message must be a user message with text or an image", "input"
         )
-    instructions = optional_string(body, "instructions")
-    session_id = optional_string(body, "session_id")
+    instructions = body.get("instructions")
+    session_id = body.get("session_id")
     if session_id is not None:
         check_session_id(session_id, "session_id")
-    history = parse_conversation_history(body)
     selection = parse_model_selection(body, providers, alias_effort=body.get("reasoning_effort"))
-    previous = optional_string(body, "previous_response_id")
+    previous = body.get("previous_response_id")
     prompt = "\n".join(s for s in ([instructions] if instructions else []) + system if s) or None
     # WIRE.md §5.2: the identity fields as sent, string input and the effort alias folded.
+    sent = raw["input"]
     identity = partial(
         identity_hash,
         {
-            "input": [{"role": "user", "content": raw}] if isinstance(raw, str) else raw,
-            "instructions": body.get("instructions"),
-            "conversation_history": body.get("conversation_history"),
+            "input": [{"role": "user", "content": sent}] if isinstance(sent, str) else sent,
+            "instructions": raw.get("instructions"),
+            "conversation_history": raw.get("conversation_history"),
             "previous_response_id": previous,
             "model": selection.model,
             "provider": selection.provider,
@@ -84,7 +95,7 @@ def parse_run_request(body: dict[str, Any], header_session: str | None, provider
         system=prompt,
         session_id=session_id or header_session,
         previous_response_id=previous,
-        conversation_history=history,
+        conversation_history=conversation_history(body),
         selection=selection,
         identity=identity,
     )

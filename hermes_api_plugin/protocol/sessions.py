@@ -7,11 +7,19 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from ..content import Message, parse_content
-from ..errors import invalid_parameter, invalid_request, missing_parameter
-from .common import ModelSelection, body_bool, check_session_id, identity_hash, optional_string, parse_model_selection
+from ..content import Message
+from ..errors import invalid_request, missing_parameter
+from .common import (
+    CONTENT,
+    MODEL_SELECTION,
+    SESSION_ID,
+    ModelSelection,
+    check_session_id,
+    identity_hash,
+    parse_model_selection,
+)
+from .schema import Bool, Obj, Prop, Str
 
-PATCHABLE = frozenset({"title", "pinned", "archived"})
 TITLE_MAX = 200
 
 
@@ -25,21 +33,45 @@ class SessionChatRequest:
     identity: Callable[[], str]  # the §5.2 identity hash, computed when a key asks for it
 
 
-def parse_session_chat(body: dict[str, Any], providers: frozenset[str]) -> SessionChatRequest:
-    raw = body.get("message", body.get("input"))
-    if raw is None:
+SESSION_CHAT_BODY = Obj(
+    name="SessionChatRequest",
+    props=(
+        Prop("message", CONTENT, description="The user's turn (`input` is accepted as an alias)"),
+        Prop("input", CONTENT),
+        Prop("instructions", Str(), description="System prompt for this turn (`system_message` is an alias)"),
+        Prop("system_message", Str()),
+        *MODEL_SELECTION,
+    ),
+)
+SESSION_CREATE_BODY = Obj(
+    name="SessionCreateRequest",
+    props=(
+        Prop("id", SESSION_ID, description="The new session's id; generated when absent"),
+        Prop("title", Str(max_length=TITLE_MAX)),
+    ),
+)
+SESSION_UPDATE_BODY = Obj(
+    name="SessionUpdateRequest",
+    props=(Prop("title", Str(max_length=TITLE_MAX)), Prop("pinned", Bool()), Prop("archived", Bool())),
+    closed=True,
+    description="Send any of title (null clears it), pinned, archived",
+)
+
+
+def parse_session_chat(raw: dict[str, Any], providers: frozenset[str]) -> SessionChatRequest:
+    body = SESSION_CHAT_BODY.check(raw, "")
+    parts = body.get("message", body.get("input"))
+    if parts is None:
         raise missing_parameter("message")
-    message = Message("user", parse_content(raw, "message"))
+    message = Message("user", parts)
     if not message.visible:
         raise invalid_request("missing_user_message", "'message' must contain text or an image", "message")
     instructions = body.get("instructions", body.get("system_message"))
-    if instructions is not None and not isinstance(instructions, str):
-        raise invalid_parameter("'instructions' must be a string", "instructions")
     selection = parse_model_selection(body, providers)
     identity = partial(
         identity_hash,
         {
-            "message": raw,
+            "message": raw.get("message", raw.get("input")),
             "instructions": instructions,
             "model": selection.model,
             "provider": selection.provider,
@@ -55,28 +87,17 @@ class SessionCreate:
     title: str | None
 
 
-def parse_session_create(body: dict[str, Any]) -> SessionCreate:
-    session_id = optional_string(body, "id")
+def parse_session_create(raw: dict[str, Any]) -> SessionCreate:
+    body = SESSION_CREATE_BODY.check(raw, "")
+    session_id = body.get("id")
     if session_id is not None:
         check_session_id(session_id, "id")
-    title = optional_string(body, "title")
-    if title is not None and len(title) > TITLE_MAX:
-        raise invalid_parameter(f"'title' is at most {TITLE_MAX} characters", "title")
-    return SessionCreate(session_id, title)
+    return SessionCreate(session_id, body.get("title"))
 
 
-def parse_session_update(body: dict[str, Any]) -> dict[str, Any]:
-    """The fields a PATCH changes (title, pinned, archived); anything else is 400."""
-    for name in body:
-        if name not in PATCHABLE:
-            raise invalid_parameter(f"'{name}' cannot be changed; send title, pinned or archived", name)
-    fields: dict[str, Any] = {}
-    if "title" in body:
-        title = body["title"]
-        if title is not None and (not isinstance(title, str) or len(title) > TITLE_MAX):
-            raise invalid_parameter(f"'title' must be a string of at most {TITLE_MAX} characters", "title")
-        fields["title"] = title
-    for flag in ("pinned", "archived"):
-        if flag in body:
-            fields[flag] = body_bool(body, flag, False)
+def parse_session_update(raw: dict[str, Any]) -> dict[str, Any]:
+    """The fields a PATCH changes (title, pinned, archived); anything else is 400. `title: null` clears it."""
+    fields = SESSION_UPDATE_BODY.check(raw, "")
+    if "title" in raw:
+        fields["title"] = raw["title"] if raw["title"] is None else fields["title"]
     return fields
