@@ -18,7 +18,7 @@ from ..config import parse_bool
 from ..content import Message, canonical_json, parse_content
 from ..errors import invalid_parameter, invalid_request
 from ..runtimes.base import REASONING_EFFORTS
-from .schema import Arr, Bool, Checked, Either, Obj, Prop, Str, Tagged
+from .schema import Arr, Bool, Checked, Either, Obj, Param, Prop, Str, Tagged
 
 _TEXT_PART = Obj(
     name="TextPart",
@@ -93,6 +93,21 @@ CONVERSATION_HISTORY = Prop(
 SESSION_ID = Str(min_length=1, max_length=256, code="invalid_session_id", description="WIRE.md §1.6 session id rules")
 
 _CONTROL = re.compile(r"[\r\n\x00]")
+_SESSION_KEY = Str(
+    min_length=1,
+    max_length=256,
+    code="invalid_session_key",
+    message="X-Hermes-Session-Key must be 1-256 characters without CR, LF or NUL",
+)
+_SWITCH = Str(enum=("on", "off"))
+IDEMPOTENCY_HEADER = Param(
+    "Idempotency-Key", Str(min_length=1, max_length=255), "header", description="1-255 visible ASCII characters (§5)"
+)
+SESSION_ID_HEADER = Param("X-Hermes-Session-Id", Str(min_length=1, max_length=256), "header", description="§1.6")
+SESSION_KEY_HEADER = Param("X-Hermes-Session-Key", _SESSION_KEY, "header", description="Memory scope and conversation")
+TOOL_PROGRESS_HEADER = Param("X-Hermes-Tool-Progress", _SWITCH, "header", description="off: no hermes.tool.progress")
+TOOL_ITEMS_HEADER = Param("X-Hermes-Tool-Items", _SWITCH, "header", description="off: no server tool items (§1.6)")
+LAST_EVENT_ID_HEADER = Param("Last-Event-ID", Str(), "header", description="Resume after this record id")
 _IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
 
 
@@ -127,12 +142,8 @@ def parse_hermes_headers(headers: Mapping[str, str]) -> HermesHeaders:
     if sid is not None:
         check_session_id(sid, "X-Hermes-Session-Id")
     key = headers.get("X-Hermes-Session-Key")
-    if key is not None and (not 1 <= len(key) <= 256 or _CONTROL.search(key)):
-        raise invalid_request(
-            "invalid_session_key",
-            "X-Hermes-Session-Key must be 1-256 characters without CR, LF or NUL",
-            "X-Hermes-Session-Key",
-        )
+    if key is not None and (_SESSION_KEY.check(key, "X-Hermes-Session-Key") and _CONTROL.search(key)):
+        raise _SESSION_KEY.fail("X-Hermes-Session-Key", _SESSION_KEY.message)
     progress = headers.get("X-Hermes-Tool-Progress", "").strip().lower() != "off"
     items = headers.get("X-Hermes-Tool-Items", "").strip().lower() != "off"
     return HermesHeaders(sid, key, progress, items)

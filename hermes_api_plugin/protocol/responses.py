@@ -21,7 +21,7 @@ from .common import (
     identity_hash,
     parse_model_selection,
 )
-from .schema import AnyJson, Arr, Bool, Either, Obj, Prop, Str, Tagged
+from .schema import AnyJson, Arr, Bool, Either, IntText, Obj, Param, Prop, Str, Tagged
 
 
 class ItemLookup(Protocol):
@@ -125,6 +125,18 @@ RESPONSES_BODY = Obj(
         Prop("parallel_tool_calls", Bool()),
     ),
     description="OpenAI sampling fields (temperature, top_p, max_output_tokens, …) are accepted and ignored (§1.10)",
+)
+
+
+RESPONSE_PATH = (Param("response_id", Str(min_length=1), "path"),)
+GET_QUERY = (
+    Param("stream", Bool(), default=False, description="Re-stream the stored events (§4.6)"),
+    Param("starting_after", IntText(-1), default=-1, description="Resume after this sequence_number"),
+)
+INPUT_ITEMS_QUERY = (
+    Param("limit", IntText(1, 100), default=20),
+    Param("order", Str(enum=("asc", "desc")), default="desc"),
+    Param("after", Str(), description="An item id of this response: the page starts after it"),
 )
 
 

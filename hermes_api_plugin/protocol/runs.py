@@ -22,7 +22,7 @@ from .common import (
     identity_hash,
     parse_model_selection,
 )
-from .schema import Arr, Either, Obj, Prop, Str
+from .schema import Arr, Either, Obj, Param, Prop, Str
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ class RunRequest:
     identity: Callable[[], str]  # the §5.2 identity hash, computed when a key asks for it
 
 
+RUN_PATH = (Param("run_id", Str(min_length=1), "path"),)
 RUN_MESSAGE = Obj(name="RunInputMessage", props=(Prop("role", Str(enum=HISTORY_ROLES), True), Prop("content", CONTENT)))
 RUN_BODY = Obj(
     name="RunCreateRequest",

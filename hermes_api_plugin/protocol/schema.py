@@ -173,6 +173,7 @@ class Prop:
     node: Node
     required: bool = False
     description: str = ""
+    nullable: bool = False  # replies: always present, may be null
 
 
 @dataclass(frozen=True)
@@ -229,7 +230,7 @@ class Obj(Node):
         properties: dict[str, Any] = {}
         for prop in self.props:
             schema = prop.node.render(defs)
-            if not prop.required:
+            if not prop.required or prop.nullable:
                 schema = {"anyOf": [schema, {"type": "null"}]} if "$ref" in schema else _nullable(schema)
             if prop.description:
                 schema = {**schema, "description": prop.description}

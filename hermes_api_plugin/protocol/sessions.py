@@ -18,9 +18,22 @@ from .common import (
     identity_hash,
     parse_model_selection,
 )
-from .schema import Bool, Obj, Prop, Str
+from .schema import Bool, IntText, Obj, Param, Prop, Str
 
 TITLE_MAX = 200
+SESSION_PATH = (Param("session_id", SESSION_ID, "path"),)
+LIST_QUERY = (
+    Param("limit", IntText(1, 200), default=50),
+    Param("offset", IntText(0), default=0),
+    Param("source", Str(), description="Only sessions of this source"),
+)
+MESSAGES_QUERY = (
+    Param("limit", IntText(1, 500), default=500),
+    Param("offset", IntText(0), default=0),
+    Param("order", Str(enum=("latest", "oldest")), default="latest"),
+    Param("include_compacted", Bool(), default=False, description="Also the messages a compaction replaced"),
+    Param("inline_images", Bool(), default=True, description="Images as data URLs (else a placeholder)"),
+)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ from ..config import Settings
 from ..errors import ApiError
 from ..keys import MODEL_OPTIONS, RUNTIME, SETTINGS, STARTED_AT, STORE
 from ..openapi import build_openapi
+from ..protocol.operations import MODEL_OPTIONS_QUERY
+from ..protocol.schema import parse_params
 from .replies import json_response
 
 PLATFORM = "hermes-agent"
@@ -127,7 +129,7 @@ async def capabilities(request: web.Request) -> web.Response:
 
 async def model_options(request: web.Request) -> web.Response:
     app = request.app
-    refresh = request.query.get("refresh", "").lower() in ("1", "true", "yes")
+    refresh = parse_params(request.query, MODEL_OPTIONS_QUERY)["refresh"]
     try:
         options, cached = await app[MODEL_OPTIONS].get(app[RUNTIME], app[SETTINGS].model_options, refresh)
     except Exception as exc:

@@ -19,7 +19,8 @@ from ..errors import ApiError, invalid_parameter, invalid_request
 from ..keys import CHAINS, JOURNALS, RUNTIME, SCOPE, SETTINGS, STORE, SUBMITTER, TURNS
 from ..middleware import read_json
 from ..protocol.common import idempotency_key, parse_hermes_headers
-from ..protocol.responses import ResponsesRequest, parse_responses_request
+from ..protocol.responses import GET_QUERY, INPUT_ITEMS_QUERY, ResponsesRequest, parse_responses_request
+from ..protocol.schema import parse_params
 from ..store.base import StoredResponse
 from ..stored_responses import ResponseCreation, head_from_snapshot, live_snapshot, renderer
 from ..submit import Existing, NewTurn, Outcome, refusal_error
@@ -94,21 +95,14 @@ async def _stored(request: web.Request) -> StoredResponse:
     return record
 
 
-def _starting_after(request: web.Request) -> int:
-    raw = request.query.get("starting_after")
-    try:
-        return int(raw) if raw is not None else -1
-    except ValueError:
-        raise invalid_parameter("'starting_after' must be an integer", "starting_after") from None
-
-
 async def get_response(request: web.Request) -> web.StreamResponse:
     app = request.app
     record = await _stored(request)
     turn = app[TURNS].get(record.turn_id)
-    if request.query.get("stream", "").lower() not in ("true", "1"):
+    query = parse_params(request.query, GET_QUERY)
+    if not query["stream"]:
         return json_response(live_snapshot(app[SETTINGS], record, turn) if turn is not None else record.snapshot)
-    after = _starting_after(request)
+    after = query["starting_after"]
     r = renderer(
         app[SETTINGS],
         head_from_snapshot(record.snapshot),
@@ -169,23 +163,10 @@ async def cancel_response(request: web.Request) -> web.Response:
     return json_response(settled.snapshot if settled is not None else live_snapshot(app[SETTINGS], record, turn))
 
 
-def _page_params(request: web.Request) -> tuple[int, str, str | None]:
-    query = request.query
-    try:
-        limit = int(query.get("limit", "20"))
-    except ValueError:
-        raise invalid_parameter("'limit' must be an integer from 1 to 100", "limit") from None
-    if not 1 <= limit <= 100:
-        raise invalid_parameter("'limit' must be an integer from 1 to 100", "limit")
-    order = query.get("order", "desc")
-    if order not in ("asc", "desc"):
-        raise invalid_parameter("'order' must be 'asc' or 'desc'", "order")
-    return limit, order, query.get("after")
-
-
 async def list_input_items(request: web.Request) -> web.Response:
     record = await _stored(request)
-    limit, order, after = _page_params(request)
+    query = parse_params(request.query, INPUT_ITEMS_QUERY)
+    limit, order, after = query["limit"], query["order"], query["after"]
     items: list[Any] = list(record.input_items) if order == "asc" else list(reversed(record.input_items))
     if after is not None:
         ids = [item["id"] for item in items]

@@ -10,18 +10,24 @@ from aiohttp import web
 from ..delivery import deliver
 from ..dialects.record import SseRecord, after_id
 from ..dialects.sessions import SessionStreamRenderer
-from ..errors import ApiError, invalid_parameter, not_found
+from ..errors import ApiError, not_found
 from ..keys import CHAINS, RUNTIME, SESSIONS, SETTINGS, STORE, SUBMITTER, TURNS
 from ..middleware import read_json
 from ..protocol.common import (
-    body_bool,
     check_session_id,
     idempotency_key,
     last_event_id,
     new_session_id,
     parse_hermes_headers,
 )
-from ..protocol.sessions import parse_session_chat, parse_session_create, parse_session_update
+from ..protocol.schema import parse_params
+from ..protocol.sessions import (
+    LIST_QUERY,
+    MESSAGES_QUERY,
+    parse_session_chat,
+    parse_session_create,
+    parse_session_update,
+)
 from ..store.base import SessionMessageRow
 from ..submit import Existing, NewTurn, Outcome, TurnPlan, refusal_error
 from ..turns import HeldTurn, Journal
@@ -32,23 +38,6 @@ def session_not_found() -> ApiError:
     return not_found("No session with that id", code="session_not_found")
 
 
-def _int_param(request: web.Request, name: str, default: int, lo: int, hi: int | None) -> int:
-    raw = request.query.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise invalid_parameter(f"'{name}' must be an integer", name) from None
-    if value < lo or (hi is not None and value > hi):
-        raise invalid_parameter(f"'{name}' must be between {lo} and {hi}", name)
-    return value
-
-
-def _bool_param(request: web.Request, name: str, default: bool) -> bool:
-    return body_bool({name: request.query.get(name)}, name, default)
-
-
 def _path_session(request: web.Request) -> str:
     session_id = request.match_info["session_id"]
     check_session_id(session_id, "session_id")
@@ -56,9 +45,9 @@ def _path_session(request: web.Request) -> str:
 
 
 async def list_sessions(request: web.Request) -> web.Response:
-    limit = _int_param(request, "limit", 50, 1, 200)
-    offset = _int_param(request, "offset", 0, 0, None)
-    data, more = await request.app[SESSIONS].list_sessions(limit, offset, request.query.get("source"))
+    query = parse_params(request.query, LIST_QUERY)
+    limit, offset = query["limit"], query["offset"]
+    data, more = await request.app[SESSIONS].list_sessions(limit, offset, query["source"])
     return json_response({"object": "list", "data": data, "limit": limit, "offset": offset, "has_more": more})
 
 
@@ -127,13 +116,9 @@ async def session_messages(request: web.Request) -> web.Response:
     store = request.app[SESSIONS]
     if await store.get_session(session_id) is None:
         raise session_not_found()
-    limit = _int_param(request, "limit", 500, 1, 500)
-    offset = _int_param(request, "offset", 0, 0, None)
-    order = request.query.get("order", "latest")
-    if order not in ("latest", "oldest"):
-        raise invalid_parameter("'order' must be 'latest' or 'oldest'", "order")
-    include_compacted = _bool_param(request, "include_compacted", False)
-    inline_images = _bool_param(request, "inline_images", True)
+    query = parse_params(request.query, MESSAGES_QUERY)
+    limit, offset, order = query["limit"], query["offset"], query["order"]
+    include_compacted, inline_images = query["include_compacted"], query["inline_images"]
     rows = await store.session_message_rows(
         session_id, limit=limit, offset=offset, newest_first=order == "latest", include_compacted=include_compacted
     )

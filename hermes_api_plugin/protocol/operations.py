@@ -1,0 +1,156 @@
+"""Every operation of the API in one table: its request body, parameters, success reply, streams and links.
+
+`openapi.py` renders this table for the served routes; the routes parse with the same nodes (bodies in the
+`parse_*` functions, query parameters through `schema.parse_params`), so what is documented is what is checked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import chat, replies, responses, runs, sessions
+from .common import (
+    IDEMPOTENCY_HEADER,
+    LAST_EVENT_ID_HEADER,
+    SESSION_ID_HEADER,
+    SESSION_KEY_HEADER,
+    TOOL_ITEMS_HEADER,
+    TOOL_PROGRESS_HEADER,
+)
+from .schema import Bool, Node, Obj, Param
+
+MODEL_OPTIONS_QUERY = (Param("refresh", Bool(), default=False, description="Probe the providers again"),)
+
+
+@dataclass(frozen=True)
+class Operation:
+    summary: str
+    body: Obj | None = None
+    params: tuple[Param, ...] = ()
+    status: int = 200
+    reply: Node | None = None  # None: no JSON body on success (a stream only)
+    sse: bool = False  # the success reply may be (or is) text/event-stream
+    links: dict[str, dict[str, Any]] = field(default_factory=dict)  # name → {operationId, parameters}
+    public: bool = False  # no authentication
+
+
+def _link(operation: str, parameter: str, expression: str) -> dict[str, Any]:
+    return {"operationId": operation, "parameters": {parameter: expression}}
+
+
+_RESPONSE_ID = "$response.body#/id"
+_RUN_ID = "$response.body#/run_id"
+_SESSION_ID = "$response.body#/session/id"
+_RESPONSE_LINKS = {
+    "GetResponse": _link("response", "response_id", _RESPONSE_ID),
+    "GetInputItems": _link("response_input_items", "response_id", _RESPONSE_ID),
+    "CancelResponse": _link("response_cancel", "response_id", _RESPONSE_ID),
+    "DeleteResponse": _link("response_delete", "response_id", _RESPONSE_ID),
+}
+_TURN_HEADERS = (IDEMPOTENCY_HEADER, SESSION_KEY_HEADER)
+_RUN_OF_TURN = {"GetRun": _link("run_status", "run_id", "$response.header.X-Hermes-Run-Id")}
+
+OPERATIONS: dict[str, Operation] = {
+    "health": Operation("Liveness (no authentication)", reply=replies.HEALTH, public=True),
+    "health_v1": Operation("Liveness (no authentication)", reply=replies.HEALTH, public=True),
+    "models": Operation("The advertised model", reply=replies.MODELS),
+    "model_options": Operation(
+        "Curated model list with capability hints and pricing", params=MODEL_OPTIONS_QUERY, reply=replies.MODEL_OPTIONS
+    ),
+    "capabilities": Operation("Machine-readable feature document", reply=replies.CAPABILITIES),
+    "openapi": Operation("This document", reply=replies.OPENAPI),
+    "chat_completions": Operation(
+        "Chat Completions (JSON, or SSE with reasoning_content and hermes.tool.progress)",
+        body=chat.CHAT_BODY,
+        params=(*_TURN_HEADERS, SESSION_ID_HEADER, TOOL_PROGRESS_HEADER),
+        reply=replies.CHAT_COMPLETION,
+        sse=True,
+        links=_RUN_OF_TURN,
+    ),
+    "responses": Operation(
+        "Create a Response (JSON, SSE or background)",
+        body=responses.RESPONSES_BODY,
+        params=(*_TURN_HEADERS, TOOL_ITEMS_HEADER),
+        reply=replies.RESPONSE,
+        sse=True,
+        links={**_RESPONSE_LINKS, **_RUN_OF_TURN},
+    ),
+    "response": Operation(
+        "Read a stored Response (?stream=true&starting_after=N re-streams it)",
+        params=(*responses.RESPONSE_PATH, *responses.GET_QUERY, TOOL_ITEMS_HEADER),
+        reply=replies.RESPONSE,
+        sse=True,
+    ),
+    "response_delete": Operation(
+        "Delete a stored Response", params=responses.RESPONSE_PATH, reply=replies.RESPONSE_DELETED
+    ),
+    "response_cancel": Operation(
+        "Cancel a background or detached Response", params=responses.RESPONSE_PATH, reply=replies.RESPONSE
+    ),
+    "response_input_items": Operation(
+        "The input items of a Response",
+        params=(*responses.RESPONSE_PATH, *responses.INPUT_ITEMS_QUERY),
+        reply=replies.INPUT_ITEMS,
+    ),
+    "runs": Operation(
+        "Submit a run (202)",
+        body=runs.RUN_BODY,
+        params=(*_TURN_HEADERS, SESSION_ID_HEADER),
+        status=202,
+        reply=replies.RUN_ACCEPTED,
+        links={
+            "GetRun": _link("run_status", "run_id", _RUN_ID),
+            "GetRunEvents": _link("run_events", "run_id", _RUN_ID),
+            "StopRun": _link("run_stop", "run_id", _RUN_ID),
+        },
+    ),
+    "run_status": Operation("A run's status", params=runs.RUN_PATH, reply=replies.RUN),
+    "run_events": Operation(
+        "A run's events (SSE with id: lines, Last-Event-ID resume)",
+        params=(*runs.RUN_PATH, LAST_EVENT_ID_HEADER),
+        sse=True,
+    ),
+    "run_stop": Operation("Stop a run", params=runs.RUN_PATH, reply=replies.RUN_STOPPED),
+    "sessions": Operation("List sessions", params=sessions.LIST_QUERY, reply=replies.SESSION_LIST),
+    "session_create": Operation(
+        "Create a session",
+        body=sessions.SESSION_CREATE_BODY,
+        status=201,
+        reply=replies.SESSION_ENVELOPE,
+        links={
+            "GetSession": _link("session", "session_id", _SESSION_ID),
+            "UpdateSession": _link("session_update", "session_id", _SESSION_ID),
+            "GetMessages": _link("session_messages", "session_id", _SESSION_ID),
+            "Chat": _link("session_chat", "session_id", _SESSION_ID),
+            "ChatStream": _link("session_chat_stream", "session_id", _SESSION_ID),
+            "DeleteSession": _link("session_delete", "session_id", _SESSION_ID),
+        },
+    ),
+    "session": Operation("A session", params=sessions.SESSION_PATH, reply=replies.SESSION_ENVELOPE),
+    "session_update": Operation(
+        "Set title, pinned, archived",
+        body=sessions.SESSION_UPDATE_BODY,
+        params=sessions.SESSION_PATH,
+        reply=replies.SESSION_ENVELOPE,
+    ),
+    "session_delete": Operation("Delete a session", params=sessions.SESSION_PATH, reply=replies.SESSION_DELETED),
+    "session_messages": Operation(
+        "A session's messages",
+        params=(*sessions.SESSION_PATH, *sessions.MESSAGES_QUERY),
+        reply=replies.SESSION_MESSAGES,
+    ),
+    "session_chat": Operation(
+        "Chat on a session (JSON)",
+        body=sessions.SESSION_CHAT_BODY,
+        params=(*sessions.SESSION_PATH, *_TURN_HEADERS),
+        reply=replies.SESSION_CHAT,
+        links=_RUN_OF_TURN,
+    ),
+    "session_chat_stream": Operation(
+        "Chat on a session (SSE with named events)",
+        body=sessions.SESSION_CHAT_BODY,
+        params=(*sessions.SESSION_PATH, *_TURN_HEADERS, LAST_EVENT_ID_HEADER),
+        sse=True,
+    ),
+}

@@ -1,0 +1,203 @@
+"""The shapes of the JSON replies, as schema nodes for `/openapi.json` (WIRE.md §3.2, §4.5, §6, §7, §8).
+
+Replies are built by the routes and dialects; these nodes describe what every reply carries (required keys and
+their types) and are checked against the live server by the schemathesis run (tests/fuzz), so a reply that
+loses a key or changes a type fails CI. Objects are open: a reply may carry more than is listed here.
+"""
+
+from __future__ import annotations
+
+from .schema import AnyJson, Arr, Bool, IntText, Obj, Prop, Str
+
+_INT = IntText(0)
+_TEXT = Str()
+_OBJECT = Obj(())
+
+
+ERROR = Obj(
+    name="Error",
+    props=(
+        Prop(
+            "error",
+            Obj(
+                (
+                    Prop("message", _TEXT, True),
+                    Prop(
+                        "type",
+                        Str(
+                            enum=(
+                                "invalid_request_error",
+                                "gateway_auth_error",
+                                "not_found_error",
+                                "conflict_error",
+                                "rate_limit_error",
+                                "server_error",
+                            )
+                        ),
+                        True,
+                    ),
+                    Prop("param", _TEXT, True, nullable=True),
+                    Prop("code", _TEXT, True, nullable=True),
+                )
+            ),
+            True,
+        ),
+    ),
+    description="The one error envelope (WIRE.md §1.7)",
+)
+HEALTH = Obj(
+    name="Health",
+    props=(Prop("status", Str(enum=("ok",)), True), Prop("platform", _TEXT, True), Prop("version", _TEXT)),
+)
+MODELS = Obj(
+    name="ModelList",
+    props=(
+        Prop("object", Str(enum=("list",)), True),
+        Prop("data", Arr(Obj((Prop("id", _TEXT, True), Prop("object", Str(enum=("model",)), True)))), True),
+    ),
+)
+MODEL_OPTIONS = Obj(
+    name="ModelOptionsReply",
+    props=(
+        Prop("object", Str(enum=("hermes.model_options",)), True),
+        Prop("current", _OBJECT, True),
+        Prop("options", Arr(_OBJECT), True),
+    ),
+)
+CAPABILITIES = Obj(
+    name="Capabilities",
+    props=(
+        Prop("object", Str(enum=("hermes.api_server.capabilities",)), True),
+        Prop("features", _OBJECT, True),
+        Prop("endpoints", _OBJECT, True, "Every named route: {name: {method, path}}"),
+    ),
+)
+OPENAPI = Obj((Prop("openapi", _TEXT, True), Prop("paths", _OBJECT, True)))
+_USAGE = Obj(())
+CHAT_COMPLETION = Obj(
+    name="ChatCompletion",
+    props=(
+        Prop("id", _TEXT, True),
+        Prop("object", Str(enum=("chat.completion",)), True),
+        Prop("model", _TEXT, True),
+        Prop(
+            "choices",
+            Arr(
+                Obj(
+                    (
+                        Prop("index", _INT, True),
+                        Prop(
+                            "message",
+                            Obj(
+                                (
+                                    Prop("role", Str(enum=("assistant",)), True),
+                                    Prop("content", _TEXT, True, nullable=True),
+                                    Prop("reasoning_content", _TEXT),
+                                )
+                            ),
+                            True,
+                        ),
+                        Prop("finish_reason", _TEXT, True, nullable=True),
+                    )
+                )
+            ),
+            True,
+        ),
+        Prop("usage", _USAGE),
+    ),
+)
+RESPONSE = Obj(
+    name="Response",
+    props=(
+        Prop("id", _TEXT, True),
+        Prop("object", Str(enum=("response",)), True),
+        Prop(
+            "status",
+            Str(enum=("queued", "in_progress", "completed", "incomplete", "failed", "cancelled")),
+            True,
+        ),
+        Prop("model", _TEXT, True, nullable=True),
+        Prop("output", Arr(Obj((Prop("id", _TEXT, True), Prop("type", _TEXT, True)))), True),
+        Prop("usage", _USAGE, True, nullable=True),
+        Prop("error", _OBJECT, True, nullable=True),
+        Prop("previous_response_id", _TEXT, True, nullable=True),
+    ),
+    description="WIRE.md §4.5",
+)
+RESPONSE_DELETED = Obj(
+    (Prop("id", _TEXT, True), Prop("object", Str(enum=("response",)), True), Prop("deleted", Bool(), True))
+)
+INPUT_ITEMS = Obj(
+    name="InputItemList",
+    props=(
+        Prop("object", Str(enum=("list",)), True),
+        Prop("data", Arr(Obj((Prop("id", _TEXT, True), Prop("type", _TEXT, True)))), True),
+        Prop("first_id", _TEXT, True, nullable=True),
+        Prop("last_id", _TEXT, True, nullable=True),
+        Prop("has_more", Bool(), True),
+    ),
+)
+RUN_ACCEPTED = Obj(name="RunAccepted", props=(Prop("run_id", _TEXT, True), Prop("status", _TEXT, True)))
+RUN = Obj(
+    name="Run",
+    props=(
+        Prop("object", Str(enum=("hermes.run",)), True),
+        Prop("run_id", _TEXT, True),
+        Prop("status", _TEXT, True),
+        Prop("session_id", _TEXT, True, nullable=True),
+        Prop("output", _TEXT, True, nullable=True),
+        Prop("error", AnyJson(), True),
+    ),
+    description="WIRE.md §6.2",
+)
+RUN_STOPPED = Obj((Prop("run_id", _TEXT, True), Prop("status", _TEXT, True)))
+SESSION = Obj(
+    name="Session",
+    props=(
+        Prop("id", _TEXT, True),
+        Prop("source", _TEXT, True, nullable=True),
+        Prop("title", _TEXT, True, nullable=True),
+        Prop("message_count", _INT, True),
+        Prop("pinned", Bool(), True),
+        Prop("archived", Bool(), True),
+    ),
+)
+SESSION_ENVELOPE = Obj(
+    name="SessionReply", props=(Prop("object", Str(enum=("hermes.session",)), True), Prop("session", SESSION, True))
+)
+SESSION_LIST = Obj(
+    name="SessionList",
+    props=(
+        Prop("object", Str(enum=("list",)), True),
+        Prop("data", Arr(SESSION), True),
+        Prop("limit", _INT, True),
+        Prop("offset", _INT, True),
+        Prop("has_more", Bool(), True),
+    ),
+)
+SESSION_DELETED = Obj(
+    (
+        Prop("object", Str(enum=("hermes.session.deleted",)), True),
+        Prop("id", _TEXT, True),
+        Prop("deleted", Bool(), True),
+    )
+)
+SESSION_MESSAGES = Obj(
+    name="SessionMessageList",
+    props=(
+        Prop("object", Str(enum=("list",)), True),
+        Prop("session_id", _TEXT, True),
+        Prop("data", Arr(Obj((Prop("id", _TEXT, True), Prop("role", _TEXT, True)))), True),
+        Prop("pagination", _OBJECT, True),
+    ),
+)
+SESSION_CHAT = Obj(
+    name="SessionChatReply",
+    props=(
+        Prop("object", Str(enum=("hermes.session.chat.completion",)), True),
+        Prop("status", _TEXT, True),
+        Prop("session_id", _TEXT, True),
+        Prop("run_id", _TEXT, True),
+        Prop("message", _OBJECT, True),
+    ),
+)
