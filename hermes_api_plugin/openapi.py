@@ -14,6 +14,15 @@ from .protocol.replies import ERROR
 from .protocol.schema import Defs
 
 
+# One server-sent event as a client's parser yields it (WIRE.md §2.2); the stream is a sequence of these.
+_SSE_EVENT = {
+    "type": "object",
+    "description": "One server-sent event; `data` is JSON (or `[DONE]` on chat streams)",
+    "required": ["data"],
+    "properties": {"event": {"type": "string"}, "data": {"type": "string"}, "id": {"type": "string"}},
+}
+
+
 def _served(app: web.Application) -> list[tuple[str, str, str]]:
     """(name, method, path) of every documented route: named routes, and /v1/health (unnamed so that
     capabilities do not list it, §8.3). The retired 410 routes are not part of the API any more."""
@@ -34,7 +43,7 @@ def _operation(name: str, op: Operation, defs: Defs) -> dict[str, Any]:
     if op.reply is not None:
         content["application/json"] = {"schema": op.reply.render(defs)}
     if op.sse:
-        content["text/event-stream"] = {"schema": {"type": "string", "description": "Server-sent events"}}
+        content["text/event-stream"] = {"schema": _SSE_EVENT}
     if content:
         success["content"] = content
     if op.links:

@@ -58,7 +58,7 @@ CHAT_MESSAGE = Obj(
 CHAT_BODY = Obj(
     name="ChatCompletionRequest",
     props=(
-        Prop("messages", Arr(CHAT_MESSAGE), True, "The conversation; the last message is the user's turn"),
+        Prop("messages", Arr(CHAT_MESSAGE, min_items=1), True, "The conversation; the last message is the user's turn"),
         *MODEL_SELECTION,
         Prop("reasoning_effort", EFFORT, description="Alias of model_options.reasoning.effort"),
         Prop("stream", Bool(), description="SSE with reasoning_content and hermes.tool.progress (§3.3)"),
@@ -70,8 +70,6 @@ CHAT_BODY = Obj(
 
 def parse_chat_request(raw: dict[str, Any], providers: frozenset[str]) -> ChatRequest:
     body = CHAT_BODY.check(raw, "")
-    if not body["messages"]:
-        raise invalid_request("missing_required_parameter", "'messages' must not be empty", "messages")
     system: list[str] = []
     conversation: list[Message] = []
     first_user_content: Any = None

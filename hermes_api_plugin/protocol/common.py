@@ -24,7 +24,8 @@ _TEXT_PART = Obj(
     name="TextPart",
     props=(Prop("type", Str(enum=("text", "input_text", "output_text")), True), Prop("text", Str(), True)),
 )
-_IMAGE_URL = Str(min_length=1, description="http(s) URL or data:image/<type>;base64,<data>")
+# Rendered only (content.parse_content checks URLs, case-insensitively): the pattern is the lower-case subset.
+_IMAGE_URL = Str(pattern=r"^(https?://\S|data:image/[a-z]+;base64,)", description="http(s) or data:image URL")
 _IMAGE_PART = Obj(
     name="ImageUrlPart",
     props=(
@@ -90,25 +91,39 @@ CONVERSATION_HISTORY = Prop(
     ),
     description="Explicit earlier messages (system/developer entries dropped)",
 )
-SESSION_ID = Str(min_length=1, max_length=256, code="invalid_session_id", description="WIRE.md §1.6 session id rules")
+# WIRE.md §1.6 (check_session_id has the rule and its message; the pattern tells generators about it).
+_SESSION_ID_PATTERN = r"^(?!\.\.?$)[^/\\\s\x00-\x1f\x7f](?:[^/\\\x00-\x08\x0a-\x1f\x7f]*[^/\\\s\x00-\x1f\x7f])?$"
+SESSION_ID = Str(
+    min_length=1,
+    max_length=256,
+    code="invalid_session_id",
+    pattern=_SESSION_ID_PATTERN,
+    message="a session id is 1-256 characters without '/', '\\', CR, LF, NUL or surrounding spaces",
+)
 
-_CONTROL = re.compile(r"[\r\n\x00]")
+# CR, LF, NUL (WIRE.md §1.6) and the other control characters but tab: these ids are echoed in response headers,
+# which cannot carry them.
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _SESSION_KEY = Str(
     min_length=1,
     max_length=256,
     code="invalid_session_key",
     message="X-Hermes-Session-Key must be 1-256 characters without CR, LF or NUL",
 )
-_SWITCH = Str(enum=("on", "off"))
-IDEMPOTENCY_HEADER = Param(
-    "Idempotency-Key", Str(min_length=1, max_length=255), "header", description="1-255 visible ASCII characters (§5)"
+_SWITCH = Str(description="`off` (any case) switches it off; other values keep the default (WIRE.md §1.6)")
+_IDEMPOTENCY = Str(
+    pattern=r"^[\x21-\x7e]{1,255}$",
+    code="invalid_idempotency_key",
+    message="Idempotency-Key must be 1-255 visible ASCII characters",
 )
-SESSION_ID_HEADER = Param("X-Hermes-Session-Id", Str(min_length=1, max_length=256), "header", description="§1.6")
+IDEMPOTENCY_HEADER = Param("Idempotency-Key", _IDEMPOTENCY, "header", description="Makes the request idempotent (§5)")
+SESSION_ID_HEADER = Param(
+    "X-Hermes-Session-Id", Str(max_length=256, pattern=_SESSION_ID_PATTERN), "header", description="§1.6"
+)
 SESSION_KEY_HEADER = Param("X-Hermes-Session-Key", _SESSION_KEY, "header", description="Memory scope and conversation")
 TOOL_PROGRESS_HEADER = Param("X-Hermes-Tool-Progress", _SWITCH, "header", description="off: no hermes.tool.progress")
 TOOL_ITEMS_HEADER = Param("X-Hermes-Tool-Items", _SWITCH, "header", description="off: no server tool items (§1.6)")
 LAST_EVENT_ID_HEADER = Param("Last-Event-ID", Str(), "header", description="Resume after this record id")
-_IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
 
 
 @dataclass(frozen=True)
@@ -154,12 +169,7 @@ def idempotency_key(headers: Mapping[str, str]) -> str | None:
     raw = headers.get("Idempotency-Key")
     if raw is None:
         return None
-    key = raw.strip()
-    if not _IDEMPOTENCY_KEY.match(key):
-        raise invalid_request(
-            "invalid_idempotency_key", "Idempotency-Key must be 1-255 visible ASCII characters", "Idempotency-Key"
-        )
-    return key
+    return str(_IDEMPOTENCY.check(raw.strip(), "Idempotency-Key"))
 
 
 def last_event_id(headers: Mapping[str, str]) -> int:

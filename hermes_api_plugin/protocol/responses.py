@@ -131,7 +131,7 @@ RESPONSES_BODY = Obj(
 RESPONSE_PATH = (Param("response_id", Str(min_length=1), "path"),)
 GET_QUERY = (
     Param("stream", Bool(), default=False, description="Re-stream the stored events (§4.6)"),
-    Param("starting_after", IntText(-1), default=-1, description="Resume after this sequence_number"),
+    Param("starting_after", IntText(-1, 1_000_000_000), default=-1, description="Resume after this sequence_number"),
 )
 INPUT_ITEMS_QUERY = (
     Param("limit", IntText(1, 100), default=20),
@@ -213,7 +213,8 @@ async def resolve_input(items: Sequence[Any], store: ItemLookup, scope: str, res
             item = {"type": "message", "role": "user", "content": item}
         if not isinstance(item, dict):
             raise invalid_parameter(f"'{param}' must be a string or an object", param)
-        kind = item.get("type", "message")
+        kind = item.get("type")
+        kind = "message" if kind is None else kind  # `type` absent or null
         if kind == "reasoning":
             continue
         if kind == "message":
@@ -230,7 +231,7 @@ async def resolve_input(items: Sequence[Any], store: ItemLookup, scope: str, res
                 content = [{"type": "input_text" if role != "assistant" else "output_text", "text": content}]
             stored.append({"id": own_id, "type": "message", "role": role, "status": "completed", "content": content})
         elif kind == "function_call":
-            call_id, name, arguments = item.get("call_id"), item.get("name"), item.get("arguments", "{}")
+            call_id, name, arguments = item.get("call_id"), item.get("name"), item.get("arguments") or "{}"
             if not isinstance(call_id, str) or not isinstance(name, str) or not isinstance(arguments, str):
                 raise invalid_parameter(f"'{param}' needs string 'call_id', 'name' and 'arguments'", param)
             messages.append(Message("assistant", (), tool_calls=(ToolCall(call_id, name, arguments),)))

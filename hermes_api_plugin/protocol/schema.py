@@ -13,6 +13,7 @@ value with booleans folded (`"yes"` → True) and absent optional fields left ou
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -79,6 +80,7 @@ class Str(Node):
     description: str = ""
     code: str = "invalid_parameter"
     message: str | None = None  # a clearer error than "must be a string" where one helps
+    pattern: str | None = None
     types = ("string",)
 
     @property
@@ -95,6 +97,7 @@ class Str(Node):
             or (self.enum and value not in self.enum)
             or len(value) < self.min_length
             or (self.max_length is not None and len(value) > self.max_length)
+            or (self.pattern is not None and not re.search(self.pattern, value))
         ):
             raise self.fail(param, self.message)
         return value
@@ -107,6 +110,8 @@ class Str(Node):
             schema["minLength"] = self.min_length
         if self.max_length is not None:
             schema["maxLength"] = self.max_length
+        if self.pattern is not None:
+            schema["pattern"] = self.pattern
         return self._described(schema)
 
 
@@ -146,6 +151,7 @@ class AnyJson(Node):
 class Arr(Node):
     items: Node
     max_items: int | None = None
+    min_items: int = 0
     description: str = ""
     code: str = "invalid_parameter"
     types = ("array",)
@@ -154,12 +160,16 @@ class Arr(Node):
     def check(self, value: Any, param: str) -> Any:
         if not isinstance(value, list):
             raise self.fail(param)
+        if len(value) < self.min_items:  # an empty list where items are needed is missing (WIRE.md §1.7)
+            raise invalid_request("missing_required_parameter", f"'{param}' must not be empty", param)
         if self.max_items is not None and len(value) > self.max_items:
             raise self.fail(param, f"'{param}' holds at most {self.max_items} items")
         return [self.items.check(item, f"{param}[{i}]") for i, item in enumerate(value)]
 
     def render(self, defs: Defs) -> dict[str, Any]:
         schema: dict[str, Any] = {"type": "array", "items": self.items.render(defs)}
+        if self.min_items:
+            schema["minItems"] = self.min_items
         if self.max_items is not None:
             schema["maxItems"] = self.max_items
         return self._described(schema)
@@ -184,6 +194,7 @@ class Obj(Node):
     name: str | None = None
     closed: bool = False  # unknown fields are 400 instead of ignored (PATCH bodies)
     whole: bool = False  # a missing required field is reported at the object's path (WIRE.md §4.1 history items)
+    any_of: tuple[str, ...] = ()  # at least one of these fields is sent (a field and its alias)
     description: str = ""
     code: str = "invalid_parameter"
     types = ("object",)
@@ -198,6 +209,8 @@ class Obj(Node):
                 if name not in known:
                     allowed = ", ".join(known)
                     raise self.fail(_path(param, name), f"'{name}' cannot be sent here; send {allowed}")
+        if self.any_of and all(value.get(name) is None for name in self.any_of):
+            raise self._missing(param, self.any_of[0])
         out = dict(value) if not self.closed else {}
         for prop in self.props:
             raw = value.get(prop.name)
@@ -241,6 +254,9 @@ class Obj(Node):
             out["required"] = required
         if self.closed:
             out["additionalProperties"] = False
+        if self.any_of:
+            present = {"not": {"type": "null"}}
+            out["anyOf"] = [{"required": [name], "properties": {name: present}} for name in self.any_of]
         return self._described(out)
 
 
@@ -294,7 +310,9 @@ class Tagged(Node):
     def check(self, value: Any, param: str) -> Any:
         if not isinstance(value, dict):
             raise self.fail(param)
-        kind = value.get(self.tag, self.default)
+        kind = value.get(self.tag)
+        if kind is None:  # absent or null: an optional field sent as null is absent
+            kind = self.default
         variant = self.variants.get(kind) if isinstance(kind, str) else None
         if variant is None:  # reported at the item's path (WIRE.md §4.1: "anything else")
             raise self.fail(param, f"'{param}' has an unsupported {self.tag} {kind!r}")

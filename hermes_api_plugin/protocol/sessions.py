@@ -8,7 +8,7 @@ from functools import partial
 from typing import Any
 
 from ..content import Message
-from ..errors import invalid_request, missing_parameter
+from ..errors import invalid_request
 from .common import (
     CONTENT,
     MODEL_SELECTION,
@@ -21,15 +21,16 @@ from .common import (
 from .schema import Bool, IntText, Obj, Param, Prop, Str
 
 TITLE_MAX = 200
+OFFSET_MAX = 1_000_000_000  # far past any store; keeps the value a machine integer for SQL
 SESSION_PATH = (Param("session_id", SESSION_ID, "path"),)
 LIST_QUERY = (
     Param("limit", IntText(1, 200), default=50),
-    Param("offset", IntText(0), default=0),
+    Param("offset", IntText(0, OFFSET_MAX), default=0),
     Param("source", Str(), description="Only sessions of this source"),
 )
 MESSAGES_QUERY = (
     Param("limit", IntText(1, 500), default=500),
-    Param("offset", IntText(0), default=0),
+    Param("offset", IntText(0, OFFSET_MAX), default=0),
     Param("order", Str(enum=("latest", "oldest")), default="latest"),
     Param("include_compacted", Bool(), default=False, description="Also the messages a compaction replaced"),
     Param("inline_images", Bool(), default=True, description="Images as data URLs (else a placeholder)"),
@@ -55,6 +56,7 @@ SESSION_CHAT_BODY = Obj(
         Prop("system_message", Str()),
         *MODEL_SELECTION,
     ),
+    any_of=("message", "input"),
 )
 SESSION_CREATE_BODY = Obj(
     name="SessionCreateRequest",
@@ -74,8 +76,6 @@ SESSION_UPDATE_BODY = Obj(
 def parse_session_chat(raw: dict[str, Any], providers: frozenset[str]) -> SessionChatRequest:
     body = SESSION_CHAT_BODY.check(raw, "")
     parts = body.get("message", body.get("input"))
-    if parts is None:
-        raise missing_parameter("message")
     message = Message("user", parts)
     if not message.visible:
         raise invalid_request("missing_user_message", "'message' must contain text or an image", "message")

@@ -1,0 +1,60 @@
+"""The contract checks every schemathesis request is held to (used in-process and, as `SCHEMATHESIS_HOOKS`, by the
+CLI's stateful phase). Each call appends one line to $FUZZ_COUNT_FILE when set, so the run's cost is counted.
+
+- `error_envelope`: nothing reaches 500; every non-2xx answer is the one JSON error envelope (WIRE.md §1.7).
+- `schema_valid_data_passes_the_parsers`: for data generated as valid, a 400 only for a rule a JSON Schema cannot
+  state — otherwise /openapi.json and the parsers disagree (they are rendered from one definition: this checks it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import schemathesis
+
+ERROR_KEYS = {"message", "type", "param", "code"}
+# Rules a JSON Schema cannot state: the last message is the user's, `background` needs `store`, a provider configured
+# on this host, an `after` id of that response, references to stored ids.
+SEMANTIC_REJECTIONS = {
+    ("missing_user_message", None),
+    ("conflicting_parameters", None),
+    ("item_reference_not_found", None),
+    ("invalid_parameter", "provider"),
+    ("invalid_parameter", "background"),
+    ("invalid_parameter", "after"),
+}
+
+
+def _count() -> None:
+    path = os.environ.get("FUZZ_COUNT_FILE")
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(".")
+
+
+def error_envelope(ctx: Any, response: Any, case: Any) -> bool | None:
+    _count()
+    if response.status_code >= 500:
+        raise AssertionError(f"{response.status_code} for {case.method} {case.formatted_path}: {response.text[:300]}")
+    if response.status_code >= 300:
+        content_type = response.headers.get("content-type", [""])[0]
+        assert content_type.startswith("application/json"), (case.method, case.formatted_path, content_type)
+        body = json.loads(response.text)
+        assert list(body) == ["error"] and set(body["error"]) == ERROR_KEYS, body
+    return None
+
+
+def schema_valid_data_passes_the_parsers(ctx: Any, response: Any, case: Any) -> bool | None:
+    if response.status_code == 400 and not case.meta.generation.mode.is_negative:
+        error = json.loads(response.text)["error"]
+        code, param = error["code"], error["param"]
+        if (code, None) not in SEMANTIC_REJECTIONS and (code, param) not in SEMANTIC_REJECTIONS:
+            raise AssertionError(f"schema-valid data rejected by {case.method} {case.path}: {error}")
+    return None
+
+
+if os.environ.get("FUZZ_REGISTER_CHECKS"):  # loaded by the CLI as SCHEMATHESIS_HOOKS
+    schemathesis.check(error_envelope)
+    schemathesis.check(schema_valid_data_passes_the_parsers)

@@ -1,0 +1,98 @@
+"""protocol/schema.py: one node both checks a body (this project's codes and params) and renders its JSON Schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from hermes_api_plugin.errors import ApiError
+from hermes_api_plugin.protocol.schema import (
+    AnyJson,
+    Arr,
+    Bool,
+    Either,
+    IntText,
+    Obj,
+    Param,
+    Prop,
+    Str,
+    Tagged,
+    parse_params,
+)
+
+ITEM = Obj(name="Item", props=(Prop("role", Str(enum=("user", "assistant")), True), Prop("text", Str())))
+BODY = Obj(
+    props=(
+        Prop("items", Arr(ITEM, max_items=3), True),
+        Prop("stream", Bool()),
+        Prop("input", Either((Str(), Arr(Str())), expected="a string or an array of strings")),
+        Prop("history", Arr(Obj((Prop("role", Str(), True), Prop("content", Str(), True)), whole=True))),
+        Prop("kind", Tagged("type", {"a": Obj((Prop("type", Str(enum=("a",)), True),))}, default="a")),
+        Prop("extra", AnyJson()),
+    )
+)
+
+
+def error_of(value: Any) -> tuple[str | None, str | None]:
+    with pytest.raises(ApiError) as caught:
+        BODY.check(value, "")
+    return caught.value.code, caught.value.param
+
+
+def test_a_valid_body_is_normalised_booleans_folded_and_nulls_dropped() -> None:
+    body = {"items": [{"role": "user"}], "stream": "yes", "input": None, "unknown": 1}
+    assert BODY.check(body, "") == {"items": [{"role": "user"}], "stream": True, "unknown": 1}
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "param"),
+    [
+        ({}, "missing_required_parameter", "items"),
+        ({"items": None}, "missing_required_parameter", "items"),
+        ({"items": {}}, "invalid_parameter", "items"),
+        ({"items": [1]}, "invalid_parameter", "items[0]"),
+        ({"items": [{"text": "x"}]}, "invalid_parameter", "items[0].role"),
+        ({"items": [{"role": "tool"}]}, "invalid_parameter", "items[0].role"),
+        ({"items": [{"role": "user"}] * 4}, "invalid_parameter", "items"),
+        ({"items": [], "stream": "maybe"}, "invalid_parameter", "stream"),
+        ({"items": [], "input": 3}, "invalid_parameter", "input"),
+        ({"items": [], "input": ["a", 3]}, "invalid_parameter", "input[1]"),
+        ({"items": [], "history": [{"role": "user"}]}, "invalid_parameter", "history[0]"),
+        ({"items": [], "kind": {"type": "b"}}, "invalid_parameter", "kind"),
+    ],
+)
+def test_each_violation_names_its_path(body: dict[str, Any], code: str, param: str) -> None:
+    assert error_of(body) == (code, param)
+
+
+def test_the_rendered_schema_says_what_the_check_enforces() -> None:
+    defs: dict[str, Any] = {}
+    schema = BODY.render(defs)
+    assert schema["required"] == ["items"]
+    assert schema["properties"]["items"] == {"type": "array", "items": {"$ref": "#/components/schemas/Item"}, "maxItems": 3}
+    assert defs["Item"]["properties"]["role"] == {"type": "string", "enum": ["user", "assistant"]}
+    assert defs["Item"]["properties"]["text"] == {"type": ["string", "null"]}  # optional: null is absent
+    assert schema["properties"]["stream"]["anyOf"][0] == {"anyOf": [{"type": "boolean"}, {"type": "string", "enum": ["true", "false", "1", "0", "yes", "no"]}]}
+    assert "additionalProperties" not in schema  # unknown fields are ignored (§1.10)
+
+
+def test_a_closed_object_refuses_unknown_fields() -> None:
+    patch = Obj((Prop("title", Str()),), closed=True)
+    with pytest.raises(ApiError) as caught:
+        patch.check({"nope": 1}, "")
+    assert (caught.value.code, caught.value.param) == ("invalid_parameter", "nope")
+    assert patch.render({})["additionalProperties"] is False
+
+
+@pytest.mark.parametrize("raw", ["-1", "x", "1.5", "", "٣", "9" * 40, "501"])
+def test_integer_parameters_are_ascii_digits_within_bounds(raw: str) -> None:
+    with pytest.raises(ApiError) as caught:
+        parse_params({"limit": raw}, (Param("limit", IntText(1, 500), default=500),))
+    assert (caught.value.code, caught.value.param) == ("invalid_parameter", "limit")
+
+
+def test_parameters_take_their_defaults_when_absent() -> None:
+    params = (Param("limit", IntText(1, 500), default=500), Param("flag", Bool(), default=False))
+    assert parse_params({}, params) == {"limit": 500, "flag": False}
+    assert parse_params({"limit": "7", "flag": "1"}, params) == {"limit": 7, "flag": True}
