@@ -61,8 +61,13 @@ def parse_hermes_headers(headers: Mapping[str, str]) -> HermesHeaders:
             "X-Hermes-Session-Key",
         )
     progress = headers.get("X-Hermes-Tool-Progress", "").strip().lower() != "off"
-    items = headers.get("X-Hermes-Tool-Items", "").strip().lower() != "off"
-    return HermesHeaders(sid, key, progress, items)
+    return HermesHeaders(sid, key, progress, tool_items_shown(headers))
+
+
+def tool_items_shown(headers: Mapping[str, str]) -> bool:
+    """`X-Hermes-Tool-Items` (WIRE.md §1.6): `off` leaves the server's tool items out of this delivery; any
+    other value, or none, shows them."""
+    return headers.get("X-Hermes-Tool-Items", "").strip().lower() != "off"
 
 
 def idempotency_key(headers: Mapping[str, str]) -> str | None:

@@ -83,6 +83,7 @@ def _features(settings: Settings, served: dict[str, dict[str, str]], durable: bo
         "session_continuity_header": "X-Hermes-Session-Id",
         "session_key_header": "X-Hermes-Session-Key",
         "tool_progress_header": "X-Hermes-Tool-Progress",
+        "tool_items_header": "X-Hermes-Tool-Items",
         "run_id_header": "X-Hermes-Run-Id",
         "idempotency": {
             "supported": idempotent,

@@ -14,11 +14,11 @@ from aiohttp import web
 from ..chains import response_not_found
 from ..delivery import deliver, open_stream, pump, start_detached
 from ..dialects.record import SseRecord
-from ..dialects.responses import ResponseHead, ResponsesRenderer
+from ..dialects.responses import ResponseHead, ResponsesRenderer, without_tool_items
 from ..errors import ApiError, invalid_parameter, invalid_request
 from ..keys import CHAINS, JOURNALS, RUNTIME, SCOPE, SETTINGS, STORE, SUBMITTER, TURNS
 from ..middleware import read_json
-from ..protocol.common import idempotency_key, parse_hermes_headers
+from ..protocol.common import idempotency_key, parse_hermes_headers, tool_items_shown
 from ..protocol.responses import ResponsesRequest, parse_responses_request
 from ..store.base import StoredResponse
 from ..stored_responses import ResponseCreation, head_from_snapshot, live_snapshot, renderer
@@ -106,15 +106,15 @@ async def get_response(request: web.Request) -> web.StreamResponse:
     app = request.app
     record = await _stored(request)
     turn = app[TURNS].get(record.turn_id)
+    # Per delivery (WIRE.md §1.6): the header filters what this GET shows, never what is stored; a resume
+    # numbers its events like the stream it resumes only when it sends the same value.
+    tool_items = tool_items_shown(request.headers)
     if request.query.get("stream", "").lower() not in ("true", "1"):
-        return json_response(live_snapshot(app[SETTINGS], record, turn) if turn is not None else record.snapshot)
+        if turn is not None:
+            return json_response(live_snapshot(app[SETTINGS], record, turn, tool_items))
+        return json_response(record.snapshot if tool_items else without_tool_items(record.snapshot))
     after = _starting_after(request)
-    r = renderer(
-        app[SETTINGS],
-        head_from_snapshot(record.snapshot),
-        record.commentary,
-        parse_hermes_headers(request.headers).tool_items,
-    )
+    r = renderer(app[SETTINGS], head_from_snapshot(record.snapshot), record.commentary, tool_items)
 
     def after_n(records: list[SseRecord]) -> list[SseRecord]:
         return [rec for rec in records if rec.data["sequence_number"] > after]
