@@ -154,13 +154,14 @@ class ResponsesRenderer:
 
     # -- events ------------------------------------------------------------------------------------
     def _emit(self, records: list[SseRecord], kind: str, **fields: Any) -> None:
-        """The one place events are numbered. Callers pass an item's stored index as `output_index`; it
-        becomes this delivery's index, and an event about an item the delivery does not show is dropped
-        before it takes a sequence number."""
-        if "output_index" in fields:
-            if fields["output_index"] not in self._shown:
+        """The one place events are numbered. Callers pass an item's stored index as `output_index`; in a
+        delivery that hides tool items it becomes this delivery's index, and an event about a hidden item is
+        dropped before it takes a sequence number (a full delivery's indexes are the stored ones)."""
+        if not self.tool_items and "output_index" in fields:
+            shown = self._shown.get(fields["output_index"])
+            if shown is None:
                 return
-            fields["output_index"] = self._shown[fields["output_index"]]
+            fields["output_index"] = shown
         records.append(SseRecord(kind, {"type": kind, "sequence_number": self.sequence, **fields}))
         self.sequence += 1
 
