@@ -23,7 +23,6 @@ from tests.helpers import (
     complete_records,
     execution_for,
     fetch,
-    read_reply,
     read_until,
     wait_for_async,
 )
