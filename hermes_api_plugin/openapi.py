@@ -13,7 +13,6 @@ from .protocol.operations import OPERATIONS, Operation
 from .protocol.replies import ERROR
 from .protocol.schema import Defs
 
-
 # One server-sent event as a client's parser yields it (WIRE.md §2.2); the stream is a sequence of these.
 _SSE_EVENT = {
     "type": "object",

@@ -50,9 +50,9 @@ def head_from_snapshot(snapshot: dict[str, Any]) -> ResponseHead:
     )
 
 
-def live_snapshot(settings: Settings, record: StoredResponse, turn: Turn) -> dict[str, Any]:
+def live_snapshot(settings: Settings, record: StoredResponse, turn: Turn, tool_items: bool = True) -> dict[str, Any]:
     """The Response object of a stored response whose turn is still running."""
-    r = renderer(settings, head_from_snapshot(record.snapshot), record.commentary)
+    r = renderer(settings, head_from_snapshot(record.snapshot), record.commentary, tool_items)
     r.created(record.queued)
     r.render(list(turn.journal.events))
     return r.snapshot()

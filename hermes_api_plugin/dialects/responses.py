@@ -1,7 +1,10 @@
 """Responses dialect: turn events → Responses stream events with items, sequence numbers and snapshots.
 
-Pure: no aiohttp, no I/O. Item ids derive from the response id and the output index, so rendering the
-same journal again (replay, resume, GET) yields the same ids and sequence numbers (WIRE.md §4.2–§4.5).
+Pure: no aiohttp, no I/O. Item ids derive from the response id and the item's *stored* index (its place
+among every item of the turn), so rendering the same journal again (replay, resume, GET) yields the same
+ids and sequence numbers (WIRE.md §4.2–§4.5). A delivery may leave the server's tool items out
+(`X-Hermes-Tool-Items: off`, §1.6): the renderer still tracks them, so the other items keep their stored
+ids, and only what it emits is renumbered — `output_index` and `sequence_number` dense per delivery.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ TERMINAL_EVENTS = {
     TurnStatus.CANCELLED: "response.cancelled",
 }
 _INCOMPLETE_REASONS = {"output_truncated": "max_output_tokens"}
+_TOOL_ITEM_TYPES = frozenset({"function_call", "function_call_output"})  # what X-Hermes-Tool-Items: off hides
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,12 @@ def usage_object(usage: Usage) -> dict[str, Any]:
 
 def item_id(prefix: str, response_id: str, index: int) -> str:
     return f"{prefix}_" + hashlib.sha256(f"{response_id}:{index}".encode()).hexdigest()[:24]
+
+
+def without_tool_items(response: dict[str, Any]) -> dict[str, Any]:
+    """A stored Response object as a delivery with `X-Hermes-Tool-Items: off` shows it (WIRE.md §1.6): the
+    same object and item ids, the server's tool items left out of `output`."""
+    return {**response, "output": [i for i in response["output"] if i.get("type") not in _TOOL_ITEM_TYPES]}
 
 
 def truncate_output(text: str, limit: int) -> str:
@@ -98,11 +108,14 @@ class ResponsesRenderer:
     ) -> None:
         self.head = head
         self.commentary = commentary
-        self.tool_items = tool_items  # False: server tools are not shown (X-Hermes-Tool-Items: off)
+        # False: this delivery leaves server tools out (X-Hermes-Tool-Items: off); they are still tracked so
+        # every other item keeps its stored index and id.
+        self.tool_items = tool_items
         self.tool_output_max_chars = tool_output_max_chars
         self.sequence = 0
         self.status = "in_progress"
-        self._done: dict[int, dict[str, Any]] = {}
+        self._done: dict[int, dict[str, Any]] = {}  # by stored index
+        self._shown: dict[int, int] = {}  # stored index → this delivery's output_index (items it shows)
         self._next_index = 0
         self._reasoning: _Open | None = None
         self._message: _Open | None = None
@@ -115,7 +128,7 @@ class ResponsesRenderer:
     # -- object ------------------------------------------------------------------------------------
     @property
     def output(self) -> list[dict[str, Any]]:
-        return [self._done[i] for i in sorted(self._done)]
+        return [self._done[i] for i in sorted(self._done) if i in self._shown]
 
     def snapshot(self, status: str | None = None, *, with_output: bool = True) -> dict[str, Any]:
         h = self.head
@@ -141,6 +154,14 @@ class ResponsesRenderer:
 
     # -- events ------------------------------------------------------------------------------------
     def _emit(self, records: list[SseRecord], kind: str, **fields: Any) -> None:
+        """The one place events are numbered. Callers pass an item's stored index as `output_index`; in a
+        delivery that hides tool items it becomes this delivery's index, and an event about a hidden item is
+        dropped before it takes a sequence number (a full delivery's indexes are the stored ones)."""
+        if not self.tool_items and "output_index" in fields:
+            shown = self._shown.get(fields["output_index"])
+            if shown is None:
+                return
+            fields["output_index"] = shown
         records.append(SseRecord(kind, {"type": kind, "sequence_number": self.sequence, **fields}))
         self.sequence += 1
 
@@ -160,11 +181,9 @@ class ResponsesRenderer:
                 self._on_text(records, event.text)
             elif isinstance(event, ToolStarted):
                 self._close_open(records, "completed")
-                if self.tool_items:
-                    self._on_tool_started(records, event)
+                self._on_tool_started(records, event)
             elif isinstance(event, ToolCompleted):
-                if self.tool_items:
-                    self._on_tool_completed(records, event)
+                self._on_tool_completed(records, event)
             elif isinstance(event, Commentary):
                 self._close_open(records, "completed")
                 if self.commentary and not event.already_streamed:
@@ -177,6 +196,8 @@ class ResponsesRenderer:
         return records
 
     def _add(self, records: list[SseRecord], index: int, item: dict[str, Any]) -> None:
+        if self.tool_items or item["type"] not in _TOOL_ITEM_TYPES:
+            self._shown[index] = len(self._shown)
         self._emit(records, "response.output_item.added", output_index=index, item=item)
 
     def _finish_item(self, records: list[SseRecord], index: int, item: dict[str, Any]) -> None:

@@ -18,7 +18,8 @@ from ..config import parse_bool
 from ..content import Message, canonical_json, parse_content
 from ..errors import invalid_parameter, invalid_request
 from ..runtimes.base import REASONING_EFFORTS
-from .schema import Arr, Bool, Checked, Either, Obj, Param, Prop, Str, Tagged
+from .params import Param
+from .schema import Arr, Bool, Checked, Either, Obj, Prop, Str, Tagged
 
 _TEXT_PART = Obj(
     name="TextPart",
@@ -160,8 +161,13 @@ def parse_hermes_headers(headers: Mapping[str, str]) -> HermesHeaders:
     if key is not None and (_SESSION_KEY.check(key, "X-Hermes-Session-Key") and _CONTROL.search(key)):
         raise _SESSION_KEY.fail("X-Hermes-Session-Key", _SESSION_KEY.message)
     progress = headers.get("X-Hermes-Tool-Progress", "").strip().lower() != "off"
-    items = headers.get("X-Hermes-Tool-Items", "").strip().lower() != "off"
-    return HermesHeaders(sid, key, progress, items)
+    return HermesHeaders(sid, key, progress, tool_items_shown(headers))
+
+
+def tool_items_shown(headers: Mapping[str, str]) -> bool:
+    """`X-Hermes-Tool-Items` (WIRE.md §1.6): `off` leaves the server's tool items out of this delivery; any
+    other value, or none, shows them."""
+    return headers.get("X-Hermes-Tool-Items", "").strip().lower() != "off"
 
 
 def idempotency_key(headers: Mapping[str, str]) -> str | None:

@@ -18,7 +18,8 @@ from .common import (
     TOOL_ITEMS_HEADER,
     TOOL_PROGRESS_HEADER,
 )
-from .schema import Bool, Node, Obj, Param
+from .params import Param
+from .schema import Bool, Node, Obj
 
 MODEL_OPTIONS_QUERY = (Param("refresh", Bool(), default=False, description="Probe the providers again"),)
 

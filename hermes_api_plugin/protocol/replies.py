@@ -7,7 +7,8 @@ loses a key or changes a type fails CI. Objects are open: a reply may carry more
 
 from __future__ import annotations
 
-from .schema import AnyJson, Arr, Bool, IntText, Obj, Prop, Str
+from .params import IntText
+from .schema import AnyJson, Arr, Bool, Obj, Prop, Str
 
 _INT = IntText(0)
 _TEXT = Str()

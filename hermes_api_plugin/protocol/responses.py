@@ -21,7 +21,8 @@ from .common import (
     identity_hash,
     parse_model_selection,
 )
-from .schema import AnyJson, Arr, Bool, Either, IntText, Obj, Param, Prop, Str, Tagged
+from .params import IntText, Param
+from .schema import AnyJson, Arr, Bool, Either, Obj, Prop, Str, Tagged
 
 
 class ItemLookup(Protocol):

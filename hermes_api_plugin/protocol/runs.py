@@ -22,7 +22,8 @@ from .common import (
     identity_hash,
     parse_model_selection,
 )
-from .schema import Arr, Either, Obj, Param, Prop, Str
+from .params import Param
+from .schema import Arr, Either, Obj, Prop, Str
 
 
 @dataclass(frozen=True)

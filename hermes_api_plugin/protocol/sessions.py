@@ -18,7 +18,8 @@ from .common import (
     identity_hash,
     parse_model_selection,
 )
-from .schema import Bool, IntText, Obj, Param, Prop, Str
+from .params import IntText, Param
+from .schema import Bool, Obj, Prop, Str
 
 TITLE_MAX = 200
 OFFSET_MAX = 1_000_000_000  # far past any store; keeps the value a machine integer for SQL

@@ -12,7 +12,7 @@ from ..errors import ApiError
 from ..keys import MODEL_OPTIONS, RUNTIME, SETTINGS, STARTED_AT, STORE
 from ..openapi import build_openapi
 from ..protocol.operations import MODEL_OPTIONS_QUERY
-from ..protocol.schema import parse_params
+from ..protocol.params import parse_params
 from .replies import json_response
 
 PLATFORM = "hermes-agent"
@@ -85,6 +85,7 @@ def _features(settings: Settings, served: dict[str, dict[str, str]], durable: bo
         "session_continuity_header": "X-Hermes-Session-Id",
         "session_key_header": "X-Hermes-Session-Key",
         "tool_progress_header": "X-Hermes-Tool-Progress",
+        "tool_items_header": "X-Hermes-Tool-Items",
         "run_id_header": "X-Hermes-Run-Id",
         "idempotency": {
             "supported": idempotent,

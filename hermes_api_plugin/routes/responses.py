@@ -14,13 +14,13 @@ from aiohttp import web
 from ..chains import response_not_found
 from ..delivery import deliver, open_stream, pump, start_detached
 from ..dialects.record import SseRecord
-from ..dialects.responses import ResponseHead, ResponsesRenderer
+from ..dialects.responses import ResponseHead, ResponsesRenderer, without_tool_items
 from ..errors import ApiError, invalid_parameter, invalid_request
 from ..keys import CHAINS, JOURNALS, RUNTIME, SCOPE, SETTINGS, STORE, SUBMITTER, TURNS
 from ..middleware import read_json
-from ..protocol.common import idempotency_key, parse_hermes_headers
+from ..protocol.common import idempotency_key, parse_hermes_headers, tool_items_shown
+from ..protocol.params import parse_params
 from ..protocol.responses import GET_QUERY, INPUT_ITEMS_QUERY, ResponsesRequest, parse_responses_request
-from ..protocol.schema import parse_params
 from ..store.base import StoredResponse
 from ..stored_responses import ResponseCreation, head_from_snapshot, live_snapshot, renderer
 from ..submit import Existing, NewTurn, Outcome, refusal_error
@@ -99,16 +99,16 @@ async def get_response(request: web.Request) -> web.StreamResponse:
     app = request.app
     record = await _stored(request)
     turn = app[TURNS].get(record.turn_id)
+    # Per delivery (WIRE.md §1.6): the header filters what this GET shows, never what is stored; a resume
+    # numbers its events like the stream it resumes only when it sends the same value.
+    tool_items = tool_items_shown(request.headers)
     query = parse_params(request.query, GET_QUERY)
     if not query["stream"]:
-        return json_response(live_snapshot(app[SETTINGS], record, turn) if turn is not None else record.snapshot)
+        if turn is not None:
+            return json_response(live_snapshot(app[SETTINGS], record, turn, tool_items))
+        return json_response(record.snapshot if tool_items else without_tool_items(record.snapshot))
     after = query["starting_after"]
-    r = renderer(
-        app[SETTINGS],
-        head_from_snapshot(record.snapshot),
-        record.commentary,
-        parse_hermes_headers(request.headers).tool_items,
-    )
+    r = renderer(app[SETTINGS], head_from_snapshot(record.snapshot), record.commentary, tool_items)
 
     def after_n(records: list[SseRecord]) -> list[SseRecord]:
         return [rec for rec in records if rec.data["sequence_number"] > after]

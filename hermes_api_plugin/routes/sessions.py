@@ -20,7 +20,7 @@ from ..protocol.common import (
     new_session_id,
     parse_hermes_headers,
 )
-from ..protocol.schema import parse_params
+from ..protocol.params import parse_params
 from ..protocol.sessions import (
     LIST_QUERY,
     MESSAGES_QUERY,

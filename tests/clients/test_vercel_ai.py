@@ -211,6 +211,34 @@ def test_openai_responses_agent_loop_with_tool_items_off_finishes_stop(
     assert result["transport"]["responses"] == 1
 
 
+def test_openai_responses_follow_up_with_tool_items_off_references_the_items_it_was_shown(
+    node_clients: NodeClients, clients_gateway: LiveGateway
+) -> None:
+    """W-4.21 via the SDK: with `X-Hermes-Tool-Items: off` the app appends `response.messages` (reasoning,
+    commentary and answer, no tool call) and the next user message; the SDK refers to the stored items by the ids
+    the filtered stream showed, and the agent's history gets exactly those items: the commentary, then the answer
+    (issue 12: the answer's id used to bring back the commentary and a reasoning id was 400)."""
+    follow_up = f"tool items off follow up {uuid.uuid4().hex[:8]}"
+    result = node_clients.run(
+        "vercel-openai-responses",
+        clients_gateway,
+        "use tool",
+        extra_env={"HERMES_TOOL_ITEMS": "off", "HERMES_FOLLOW_UP": follow_up},
+    )
+    (assistant,) = result["responseMessages"]
+    assert [c["type"] for c in assistant["content"]] == ["reasoning", "text", "reasoning", "text"]
+    second = result["followUp"]
+    assert_well_formed(second["parts"])
+    assert (second["text"], second["finishReason"]) == (TURNS["hello"][2], "stop")
+    [execution] = [
+        e
+        for e in clients_gateway.executions()
+        if "".join(p.get("text", "") for p in e["input"]["content"]) == follow_up
+    ]
+    history = [(m["role"], "".join(p.get("text", "") for p in m["content"])) for m in execution["history"]]
+    assert history == [("user", "use tool"), ("assistant", "Listed the files."), ("assistant", TURNS["use tool"][2])]
+
+
 # -- keepalive ----------------------------------------------------------------------------------------------------
 
 

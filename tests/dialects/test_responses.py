@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from hermes_api_plugin.dialects.responses import ResponseHead, ResponsesRenderer
+from hermes_api_plugin.dialects.responses import ResponseHead, ResponsesRenderer, without_tool_items
 from hermes_api_plugin.events import (
     Commentary,
     ReasoningDelta,
@@ -668,6 +668,55 @@ def test_cancel_while_tool_runs_and_text_is_open_closes_items_before_terminal() 
     assert response["output"] == [done_items(records)[i] for i in sorted(done_items(records))]
 
 
+@pytest.mark.parametrize(
+    ("journal_tail", "message_done"),
+    [
+        # the registry journals the stopped tool's completion before the terminal record (budget exhausted)
+        (
+            [complete(stopped=True), finished(TurnStatus.INCOMPLETE, code="iteration_budget_exhausted")],
+            {"status": "completed", "phase": "final_answer"},
+        ),
+        # a journal that ends without it (a stop that left no closing events): the terminal record closes the tool
+        ([finished(TurnStatus.CANCELLED, code="cancelled")], {"status": "incomplete"}),
+        ([finished(TurnStatus.FAILED, code="agent_error", message="boom")], {"status": "completed"}),
+    ],
+)
+def test_tool_stopped_while_answer_text_streams_gets_its_output_before_the_open_message_is_done(
+    journal_tail: list[TurnEvent], message_done: dict[str, str]
+) -> None:
+    """§4.4 (the stopped-tool exception), W-4.17, W-4.6: the answer text streamed while the tool still ran, so
+    the message item (index 1) was added after the function_call (index 0). The end of the turn closes the
+    function_call, adds and closes its `[interrupted]` function_call_output right away at index 2, and only then
+    closes the message. Items never move: the terminal output, in output_index order, is fc, message, fco."""
+    records = render([RUNNING, start(), TextDelta("Out of budget while the tests ran."), *journal_tail])
+    item_records = [(n, p) for n, p, _ in records if n.startswith("response.output_item.")]
+    assert [(n.rsplit(".", 1)[-1], p["output_index"], p["item"]["type"]) for n, p in item_records] == [
+        ("added", 0, "function_call"),
+        ("added", 1, "message"),
+        ("done", 0, "function_call"),
+        ("added", 2, "function_call_output"),
+        ("done", 2, "function_call_output"),
+        ("done", 1, "message"),
+    ]
+    assert names(records)[-7:-1] == [  # the tool pair is closed at once, then the message's own closing events
+        "response.output_item.done",
+        "response.output_item.added",
+        "response.output_item.done",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+    ]
+    output = terminal(records)["output"]
+    assert [i["type"] for i in output] == ["function_call", "message", "function_call_output"]
+    assert output == [done_items(records)[i] for i in (0, 1, 2)]
+    fc, message, fco = output
+    assert fc["status"] == "completed"
+    assert (fco["output"], fco["status"], fco["call_id"]) == ("[interrupted]", "completed", fc["call_id"])
+    assert {k: message[k] for k in message_done} == message_done
+    assert ("phase" in message) == ("phase" in message_done)
+    assert message["content"][0]["text"] == "Out of budget while the tests ran."
+
+
 # -- W-4.18: final_answer phase ---------------------------------------------------------------------------------
 
 
@@ -763,3 +812,107 @@ def test_snapshot_while_running_lists_done_items_only() -> None:
     assert snapshot["status"] == "in_progress"
     assert [i["type"] for i in snapshot["output"]] == ["reasoning"]
     assert snapshot["usage"] is None
+
+
+# -- W-4.21: X-Hermes-Tool-Items: off ------------------------------------------------------------------------------
+
+TOOL_TYPES = ("function_call", "function_call_output")
+
+
+def check_tool_items_off(events: list[TurnEvent]) -> list[tuple[str, dict[str, Any]]]:
+    """W-4.21 from event lists alone: the filtered delivery of `events` against the full (stored) one.
+
+    No tool items and no function_call events; sequence numbers and output indexes dense in this delivery;
+    every item it shows has exactly the id and content of that item in the full rendering, in the same order.
+    """
+    full = render(events)
+    shown = render(events, tool_items=False)
+    assert not [p for _, p, _ in shown if p.get("item", {}).get("type") in TOOL_TYPES]
+    assert not [n for n in names(shown) if n.startswith("response.function_call")]
+    assert [p["sequence_number"] for _, p, _ in shown] == list(range(len(shown)))
+    added = item_events(shown, "response.output_item.added")
+    assert [p["output_index"] for p in added] == list(range(len(added)))
+    ids_by_index = {p["output_index"]: p["item"]["id"] for p in added}
+    for _, payload, _ in shown:
+        if "item_id" in payload:
+            assert payload["item_id"] == ids_by_index[payload["output_index"]], payload
+    stored = [i for i in terminal(full)["output"] if i["type"] not in TOOL_TYPES]
+    assert terminal(shown)["output"] == stored, "same items, same ids, same content, same order"
+    assert terminal(shown)["output"] == [done_items(shown)[i] for i in sorted(done_items(shown))]
+    assert [p["item"]["id"] for p in added] == [i["id"] for i in stored]
+    kept = [p for _, p, _ in full if p.get("item", {}).get("type") not in TOOL_TYPES]
+    kept = [p for p in kept if not p["type"].startswith("response.function_call")]
+    assert [p["type"] for _, p, _ in shown] == [p["type"] for p in kept], "only the tool events are left out"
+    return shown
+
+
+def test_tool_items_off_shows_the_stored_ids_with_dense_numbers() -> None:
+    """W-4.21: reasoning, tool pair, commentary, reasoning, answer → four items with their stored ids (the
+    answer's id is not the commentary's), indexes 0–3 and one unbroken sequence."""
+    shown = check_tool_items_off(TOOL_TURN)
+    full_output = terminal(render(TOOL_TURN))["output"]
+    output = terminal(shown)["output"]
+    assert [(i["type"], i.get("phase")) for i in output] == [
+        ("reasoning", None),
+        ("message", "commentary"),
+        ("reasoning", None),
+        ("message", "final_answer"),
+    ]
+    assert [i["id"] for i in output] == [full_output[k]["id"] for k in (0, 3, 4, 5)]
+    answer_deltas = item_events(shown, "response.output_text.delta")
+    assert {(p["item_id"], p["output_index"]) for p in answer_deltas} == {(output[3]["id"], 3)}
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        pytest.param(
+            [RUNNING, start("a"), start("b"), complete("b", "B"), complete("a", "A"), TextDelta("ok"), finished()],
+            id="parallel",
+        ),
+        pytest.param(
+            [RUNNING, start(), TextDelta("Out of budget."), complete(stopped=True), finished(TurnStatus.INCOMPLETE)],
+            id="stopped-tool",
+        ),
+        pytest.param(
+            [RUNNING, start(), ReasoningDelta("Hm."), finished(TurnStatus.CANCELLED, code="cancelled")],
+            id="cancelled-tool",
+        ),
+        pytest.param([RUNNING, start(), complete(), finished()], id="only-a-tool"),
+    ],
+)
+def test_tool_items_off_keeps_every_other_item_as_stored(events: list[TurnEvent]) -> None:
+    """W-4.21: parallel tools, a tool stopped while the answer streams, a cancelled running tool and a turn that
+    was only a tool all keep the other items' stored ids, with dense numbers per delivery."""
+    check_tool_items_off(events)
+
+
+def test_tool_items_off_renders_identically_again_and_in_batches() -> None:
+    """W-4.21, §4.6: the filtered delivery is deterministic, so a resume (starting_after) that sends the same
+    header continues exactly where the stream it resumes stopped, however the journal is batched."""
+    renderer = ResponsesRenderer(head(), tool_items=False)
+    batched = renderer.created()
+    for event in TOOL_TURN:
+        batched += renderer.render([event])
+    assert batched == render(TOOL_TURN, tool_items=False)
+    assert renderer.snapshot() == terminal(batched)
+
+
+def test_running_snapshot_with_tool_items_off_lists_done_non_tool_items() -> None:
+    """W-4.21, §4.5: a running snapshot of a filtered delivery lists the done items it shows, with stored ids."""
+    events = [RUNNING, ReasoningDelta("x"), start(), complete(), TextDelta("partial")]
+    full, shown = ResponsesRenderer(head()), ResponsesRenderer(head(), tool_items=False)
+    for r in (full, shown):
+        r.created()
+        r.render(events)
+    assert [i["type"] for i in full.snapshot()["output"]] == ["reasoning", "function_call", "function_call_output"]
+    assert shown.snapshot()["output"] == full.snapshot()["output"][:1]
+
+
+def test_stored_object_without_tool_items_keeps_the_rest_unchanged() -> None:
+    """W-4.21: a settled stored Response as a GET with the header off shows it: only the tool items go."""
+    response = terminal(render(TOOL_TURN))
+    shown = without_tool_items(response)
+    assert shown == {**response, "output": [i for i in response["output"] if i["type"] not in TOOL_TYPES]}
+    assert shown == terminal(render(TOOL_TURN, tool_items=False))
+    assert [i["type"] for i in response["output"]].count("function_call") == 1, "the stored object is not changed"

@@ -7,19 +7,8 @@ from typing import Any
 import pytest
 
 from hermes_api_plugin.errors import ApiError
-from hermes_api_plugin.protocol.schema import (
-    AnyJson,
-    Arr,
-    Bool,
-    Either,
-    IntText,
-    Obj,
-    Param,
-    Prop,
-    Str,
-    Tagged,
-    parse_params,
-)
+from hermes_api_plugin.protocol.params import IntText, Param, parse_params
+from hermes_api_plugin.protocol.schema import AnyJson, Arr, Bool, Either, Obj, Prop, Str, Tagged
 
 ITEM = Obj(name="Item", props=(Prop("role", Str(enum=("user", "assistant")), True), Prop("text", Str())))
 BODY = Obj(
@@ -70,10 +59,16 @@ def test_the_rendered_schema_says_what_the_check_enforces() -> None:
     defs: dict[str, Any] = {}
     schema = BODY.render(defs)
     assert schema["required"] == ["items"]
-    assert schema["properties"]["items"] == {"type": "array", "items": {"$ref": "#/components/schemas/Item"}, "maxItems": 3}
+    assert schema["properties"]["items"] == {
+        "type": "array",
+        "items": {"$ref": "#/components/schemas/Item"},
+        "maxItems": 3,
+    }
     assert defs["Item"]["properties"]["role"] == {"type": "string", "enum": ["user", "assistant"]}
     assert defs["Item"]["properties"]["text"] == {"type": ["string", "null"]}  # optional: null is absent
-    assert schema["properties"]["stream"]["anyOf"][0] == {"anyOf": [{"type": "boolean"}, {"type": "string", "enum": ["true", "false", "1", "0", "yes", "no"]}]}
+    assert schema["properties"]["stream"]["anyOf"][0] == {
+        "anyOf": [{"type": "boolean"}, {"type": "string", "enum": ["true", "false", "1", "0", "yes", "no"]}]
+    }
     assert "additionalProperties" not in schema  # unknown fields are ignored (§1.10)
 
 

@@ -39,6 +39,7 @@ CAPABILITY_KEYS = {
     "session_continuity_header",
     "session_key_header",
     "tool_progress_header",
+    "tool_items_header",
     "run_id_header",
     "idempotency",
     "runs_idempotency",
@@ -87,6 +88,7 @@ async def test_capabilities_document_passes_the_client_probe(api: Any, auth: dic
     assert features["reasoning_streaming"] is True and features["browser_extension_control"] is False
     assert body["runtime"]["agent"] == "scripted" and body["runtime"]["tool_execution"] == "server"
     assert features["idempotency"]["retention_seconds"] == 86400
+    assert features["tool_items_header"] == "X-Hermes-Tool-Items"  # W-4.21, §1.6
 
 
 async def test_capabilities_endpoints_equal_the_served_routes(api: Any, auth: dict[str, str]) -> None:

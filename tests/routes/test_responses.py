@@ -23,7 +23,6 @@ from tests.helpers import (
     complete_records,
     execution_for,
     fetch,
-    read_reply,
     read_until,
     wait_for_async,
 )
@@ -90,6 +89,7 @@ TOOL_PAIR = [
     "response.output_item.done",
 ]
 HEAD = ["response.created", "response.in_progress"]
+ITEM_LIFECYCLE = ("response.output_item.added", "response.output_item.done")
 
 
 # -- helpers ------------------------------------------------------------------------------------------------
@@ -221,14 +221,18 @@ async def rejected(
     )
 
 
-async def get_json(api: TestClient, auth: dict[str, str], path: str) -> tuple[int, dict[str, Any]]:
-    async with api.get(path, headers=auth) as resp:
+async def get_json(
+    api: TestClient, auth: dict[str, str], path: str, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, Any]]:
+    async with api.get(path, headers={**auth, **(headers or {})}) as resp:
         return resp.status, await resp.json()
 
 
-async def get_stream(api: TestClient, auth: dict[str, str], response_id: str, query: str = "") -> ResponseStream:
+async def get_stream(
+    api: TestClient, auth: dict[str, str], response_id: str, query: str = "", *, headers: dict[str, str] | None = None
+) -> ResponseStream:
     """GET ?stream=true (a replay, or live events of a running response), read to its end."""
-    async with api.get(f"{RESPONSES}/{response_id}?stream=true{query}", headers=auth) as resp:
+    async with api.get(f"{RESPONSES}/{response_id}?stream=true{query}", headers={**auth, **(headers or {})}) as resp:
         replay = await read_stream(resp)
     if replay.status == 200:
         assert replay.is_stream, replay.headers
@@ -383,27 +387,42 @@ async def test_exhaust_stream_ends_incomplete_with_summary_as_final_answer(
     assert fco["output"] == "41"
 
 
-async def test_exhaust_while_tool_runs_keeps_summary_after_the_tool_output(
+async def test_exhaust_while_tool_runs_closes_the_stopped_tool_before_the_open_summary_message(
     api: TestClient, auth: dict[str, str]
 ) -> None:
-    """W-4.16, W-4.17, W-4.18: the stopped tool gets fco [interrupted]; the summary is the final answer.
-
-    The answer text streamed while the tool still ran, so its message item was added before the stopped
-    tool's output (items never move): here `phase: final_answer`, not the "after the last
-    function_call_output" rule of §4.2, identifies the answer. The open items are done in index order.
-    """
+    """§4.4 (the stopped-tool exception), W-4.16, W-4.17, W-4.18: the budget runs out while the tool still runs and
+    the summary is already streaming, so the summary's message item (index 1) was added after the function_call
+    (index 0). The end of the turn closes the function_call, adds and closes its `[interrupted]` output right away
+    (index 2, after the open message), then closes the message `completed` with `phase: final_answer`. Items never
+    move: the terminal output, the stored object and the replay list fc, message, fco (output_index order), and the
+    summary is the final answer although the stopped tool's output follows it (§4.2)."""
     result = await stream_response(api, auth, "exhaust while running")
     response = result.response
     assert response["status"] == "incomplete"
     assert response["incomplete_details"] == {"reason": "iteration_budget_exhausted"}
-    types = [i["type"] for i in response["output"]]
-    assert types.count("function_call") == 1 and types.count("function_call_output") == 1
-    fco = next(i for i in response["output"] if i["type"] == "function_call_output")
-    assert fco["output"] == "[interrupted]" and fco["status"] == "completed"
+    item_events = [r.json() for r in result.records if r.event in ITEM_LIFECYCLE]
+    assert [(e["type"].rsplit(".", 1)[-1], e["output_index"], e["item"]["type"]) for e in item_events] == [
+        ("added", 0, "function_call"),
+        ("added", 1, "message"),
+        ("done", 0, "function_call"),
+        ("added", 2, "function_call_output"),
+        ("done", 2, "function_call_output"),
+        ("done", 1, "message"),
+    ]
+    assert result.names[-4:] == [
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.incomplete",
+    ]
+    assert [i["type"] for i in response["output"]] == ["function_call", "message", "function_call_output"]
+    fc, message, fco = response["output"]
+    assert fc["status"] == "completed"
+    assert (fco["output"], fco["status"], fco["call_id"]) == ("[interrupted]", "completed", fc["call_id"])
+    assert (message["status"], message["phase"]) == ("completed", "final_answer")
     assert message_texts(response) == [("final_answer", "Out of budget while the tests ran.")]
-    assert types == ["function_call", "message", "function_call_output"]
-    done = [r.json()["output_index"] for r in result.records if r.event == "response.output_item.done"]
-    assert done == [0, 2, 1]  # fc (open, index 0), its new fco, then the open message (index 1)
+    assert (await snapshot(api, auth, response["id"]))["output"] == response["output"]
+    assert (await get_stream(api, auth, response["id"])).events == result.events
 
 
 async def test_fail_early_stream_ends_failed(api: TestClient, auth: dict[str, str]) -> None:
@@ -1573,19 +1592,109 @@ async def test_request_tools_are_echoed_and_never_executed(api: TestClient, auth
     assert not [e for e in result.events if "response" not in e and "get_weather" in json.dumps(e)]
 
 
-async def test_tool_items_off_leaves_server_tools_out_of_stream_and_json(api: TestClient, auth: dict[str, str]) -> None:
-    """Opt-out for clients that would execute function_call items (Vercel agent loops): `X-Hermes-Tool-Items:
-    off` drops function_call / function_call_output items from this delivery; the stored response keeps them."""
-    headers = {**auth, "X-Hermes-Tool-Items": "off"}
-    async with api.post("/v1/responses", json={"input": "use tool", "stream": True}, headers=headers) as resp:
-        payloads = (await read_reply(resp)).events
-    assert [p["sequence_number"] for p in payloads] == list(range(len(payloads)))
-    assert not any(p.get("item", {}).get("type", "").startswith("function_call") for p in payloads)
-    assert not any(p["type"].startswith("response.function_call") for p in payloads)
-    final = payloads[-1]["response"]
-    assert [i["type"] for i in final["output"]] == ["reasoning", "message", "reasoning", "message"]
-    assert final["output"][-1]["phase"] == "final_answer"
-    stored = await (await api.get(f"/v1/responses/{final['id']}", headers=auth)).json()
-    assert "function_call" in [i["type"] for i in stored["output"]]
-    reply = await (await api.post("/v1/responses", json={"input": "use tool"}, headers=headers)).json()
-    assert not any(i["type"].startswith("function_call") for i in reply["output"])
+# -- W-4.21: X-Hermes-Tool-Items: off ------------------------------------------------------------------------------
+
+TOOL_ITEMS_OFF = {"X-Hermes-Tool-Items": "off"}
+TOOL_TYPES = ("function_call", "function_call_output")
+
+
+def without_tools(response: dict[str, Any]) -> list[dict[str, Any]]:
+    return [i for i in response["output"] if i["type"] not in TOOL_TYPES]
+
+
+def assert_no_tool_items(result: ResponseStream) -> None:
+    """W-4.21 on a stream (check_responses_framing has checked the dense sequence numbers and output indexes)."""
+    assert not [e for e in result.events if e.get("item", {}).get("type") in TOOL_TYPES]
+    assert not [n for n in result.names if n.startswith("response.function_call")]
+
+
+async def test_tool_items_off_every_delivery_shows_the_stored_items_with_dense_numbers(
+    api: TestClient, auth: dict[str, str]
+) -> None:
+    """W-4.21, §1.6: with `X-Hermes-Tool-Items: off`, the create stream, create JSON, GET JSON and GET ?stream=true
+    (from the start and with starting_after) show no function_call/function_call_output items; the items they show
+    are the stored items (same ids, same content, same order); output_index and sequence_number are dense per
+    delivery; a resume that sends the same header continues the numbering of the stream it resumes."""
+    stream = await stream_response(api, auth, "use tool", headers=TOOL_ITEMS_OFF)
+    assert_no_tool_items(stream)
+    stored = await snapshot(api, auth, stream.response["id"])
+    assert [i["type"] for i in stored["output"]].count("function_call") == 1, "the stored response keeps its tools"
+    shown = without_tools(stored)
+    assert [(i["type"], i.get("phase")) for i in shown] == [
+        ("reasoning", None),
+        ("message", "commentary"),
+        ("reasoning", None),
+        ("message", "final_answer"),
+    ]
+    assert stream.response == {**stored, "output": shown}
+    added = [e for e in stream.events if e["type"] == "response.output_item.added"]
+    assert [e["item"]["id"] for e in added] == [i["id"] for i in shown]
+
+    status, got = await get_json(api, auth, f"{RESPONSES}/{stream.response['id']}", TOOL_ITEMS_OFF)
+    assert status == 200 and got == stream.response
+
+    replay = await get_stream(api, auth, stream.response["id"], headers=TOOL_ITEMS_OFF)
+    check_responses_framing(replay)
+    assert replay.events == stream.events
+    after = added[1]["sequence_number"]  # resume just after the commentary was added
+    resumed = await get_stream(api, auth, stream.response["id"], f"&starting_after={after}", headers=TOOL_ITEMS_OFF)
+    assert resumed.events == [e for e in stream.events if e["sequence_number"] > after]
+    assert resumed.events[0]["sequence_number"] == after + 1
+
+    _, reply = await create(api, auth, "use tool", headers=TOOL_ITEMS_OFF)
+    stored_reply = await snapshot(api, auth, reply["id"])
+    assert reply == {**stored_reply, "output": without_tools(stored_reply)}
+    assert len(without_tools(stored_reply)) < len(stored_reply["output"])
+
+
+async def test_tool_items_off_item_references_resolve_to_the_items_the_client_saw(
+    api: TestClient, auth: dict[str, str]
+) -> None:
+    """W-4.21, §4.1: a follow-up `item_reference` to the reasoning, commentary and answer ids a filtered delivery
+    showed resolves to those same stored items: the reasoning is found (and skipped, not 400), the commentary
+    id brings the commentary, the answer id the answer (issue 12: it used to bring the commentary)."""
+    stream = await stream_response(api, auth, "use tool", headers=TOOL_ITEMS_OFF)
+    rs1, commentary, rs2, answer = stream.response["output"]
+
+    def refs(*items: dict[str, Any]) -> list[Any]:
+        return [{"type": "item_reference", "id": i["id"]} for i in items]
+
+    await create(api, auth, [*refs(answer), "answer ref only"], headers=TOOL_ITEMS_OFF)
+    assert history_of(execution_for(api, "answer ref only")) == [("assistant", USE_TOOL_ANSWER)]
+    items = [{"role": "user", "content": "use tool"}, *refs(rs1, commentary, rs2, answer), "tool items ref check"]
+    _, reply = await create(api, auth, items, headers=TOOL_ITEMS_OFF)
+    assert reply["status"] == "completed"
+    assert history_of(execution_for(api, "tool items ref check")) == [
+        ("user", "use tool"),
+        ("assistant", "Listed the files."),
+        ("assistant", USE_TOOL_ANSWER),
+    ]
+
+
+async def test_tool_items_off_on_a_running_response_shows_its_done_items_and_live_events(
+    api: TestClient, auth: dict[str, str]
+) -> None:
+    """W-4.21: while the turn runs, GET JSON with the header off lists the done items it shows with their stored
+    ids, and a live GET ?stream=true with the header off numbers its events as the later full replay does."""
+    _, running = await create(api, auth, "tool then wait", background=True)
+    response_id = running["id"]
+    live = await wait_for_async(
+        lambda: snapshot(api, auth, response_id),
+        until=lambda body: any(i.get("phase") == "commentary" for i in body["output"]),
+        what="the commentary",
+    )
+    assert [i["type"] for i in live["output"]] == ["reasoning", "function_call", "function_call_output", "message"]
+    status, filtered = await get_json(api, auth, f"{RESPONSES}/{response_id}", TOOL_ITEMS_OFF)
+    assert status == 200 and filtered == {**live, "output": without_tools(live)}
+    async with api.get(f"{RESPONSES}/{response_id}?stream=true", headers={**auth, **TOOL_ITEMS_OFF}) as resp:
+        raw = await read_until(resp, b"Waiting.")  # the burst after the commentary: the turn now sleeps
+        async with api.post(f"{RESPONSES}/{response_id}/cancel", headers=auth) as cancel:
+            assert cancel.status == 200
+        raw += await asyncio.wait_for(resp.content.read(), 10)
+        followed = ResponseStream(resp.status, resp.headers, raw)
+    check_responses_framing(followed)
+    assert_no_tool_items(followed)
+    assert followed.events[-1]["type"] == "response.cancelled"
+    assert (await get_stream(api, auth, response_id, headers=TOOL_ITEMS_OFF)).events == followed.events
+    stored = await snapshot(api, auth, response_id)
+    assert followed.response["output"] == without_tools(stored)

@@ -1,0 +1,71 @@
+"""Query, path and header parameters: each is a schema node (protocol/schema.py) with its place and default, so
+the routes parse them with what /openapi.json documents."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .schema import Defs, Node
+
+
+@dataclass(frozen=True)
+class IntText(Node):
+    """An integer query parameter (sent as text), within bounds."""
+
+    minimum: int = 0
+    maximum: int | None = None
+    description: str = ""
+    types = ("string", "integer")
+
+    @property
+    def expected(self) -> str:  # type: ignore[override]
+        if self.maximum is None:
+            return f"an integer of at least {self.minimum}"
+        return f"an integer from {self.minimum} to {self.maximum}"
+
+    def check(self, value: Any, param: str) -> Any:
+        text = value if isinstance(value, str) else str(value) if isinstance(value, int) else ""
+        digits = text[1:] if text.startswith("-") else text
+        if not digits.isascii() or not digits.isdigit() or len(digits) > 18:
+            raise self.fail(param)
+        number = int(text)
+        if number < self.minimum or (self.maximum is not None and number > self.maximum):
+            raise self.fail(param)
+        return number
+
+    def render(self, defs: Defs) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "integer", "minimum": self.minimum}
+        if self.maximum is not None:
+            schema["maximum"] = self.maximum
+        return self._described(schema)
+
+
+@dataclass(frozen=True)
+class Param:
+    """A query or path parameter: where it is, its node, its default when absent."""
+
+    name: str
+    node: Node
+    where: str = "query"
+    default: Any = None
+    description: str = ""
+
+    def render(self, defs: Defs) -> dict[str, Any]:
+        schema = self.node.render(defs)
+        if self.default is not None:
+            schema = {**schema, "default": self.default}
+        out: dict[str, Any] = {"name": self.name, "in": self.where, "required": self.where == "path", "schema": schema}
+        if self.description:
+            out["description"] = self.description
+        return out
+
+
+def parse_params(values: Mapping[str, str], params: tuple[Param, ...]) -> dict[str, Any]:
+    """Query parameters (or path ids) checked by their nodes, defaults filled in; unknown ones ignored."""
+    out: dict[str, Any] = {}
+    for param in params:
+        raw = values.get(param.name)
+        out[param.name] = param.default if raw is None else param.node.check(raw, param.name)
+    return out
