@@ -13,6 +13,7 @@ _SSE = {"chat_completions", "responses", "response", "run_events", "session_chat
 _SUMMARIES = {
     "health": "Liveness (no authentication)",
     "health_v1": "Liveness (no authentication)",
+    "health_detailed": "Gateway state, readiness, turns, slots, open streams and store (authenticated)",
     "models": "The advertised model",
     "model_options": "Curated model list with capability hints and pricing",
     "capabilities": "Machine-readable feature document",
