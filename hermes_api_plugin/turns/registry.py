@@ -268,6 +268,7 @@ class TurnRegistry:
             await self._settle(turn, _CANCELLED, persist=False)
             raise
         finally:
+            turn.agent_turn.release()
             self._active.pop(turn.run_id, None)
             self._recent[turn.run_id] = (turn, time.monotonic())
             self._prune()
