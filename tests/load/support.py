@@ -95,6 +95,16 @@ async def connect(live: LiveGateway, receive_buffer: int | None = None) -> tuple
     return asyncio.StreamReader(), sock
 
 
+def stalled_client(live: LiveGateway, path: str, body: Mapping[str, Any], receive_buffer: int = 4096) -> socket.socket:
+    """A client that sends its request and then never reads: a blocking socket whose receive buffer (and so its TCP
+    window) is shrunk before connecting."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+    sock.connect((live.host, live.port))
+    sock.sendall(raw_request(live, path, body))
+    return sock
+
+
 def close_abruptly(sock: socket.socket, reset: bool) -> None:
     """Close without a goodbye: a FIN, or with `reset` an RST (SO_LINGER 0) as a crashed client would."""
     if reset:
@@ -122,15 +132,17 @@ async def read_some(sock: socket.socket, limit: int, timeout: float) -> int:
 
 
 def write_big_text_script(path: Path, megabytes: int, line_chars: int = 8192, chunk_chars: int = 1024) -> int:
-    """A script whose every turn streams `megabytes` MiB of answer text in `chunk_chars` deltas, as fast as the loop
-    runs. One line of text is anchored and repeated through YAML aliases, so the file stays small and loads fast;
-    the deltas are slices of it, so each is a string of its own in the journal, as a model's would be. Returns the
-    number of characters a turn streams."""
+    """A script whose turns stream `megabytes` MiB of answer text in `chunk_chars` deltas, as fast as the loop runs
+    (an input with "small" gets a one-word answer instead). One line of text is anchored and repeated through YAML
+    aliases, so the file stays small and loads fast; the deltas are slices of it, so each is a string of its own in
+    the journal, as a model's would be. Returns the number of characters a big turn streams."""
     line = "".join(chr(ord("a") + i % 26) for i in range(line_chars - 1)) + " "
     repeats = megabytes * 1024 * 1024 // line_chars
     steps = [f'      - text: &line "{line}"'] + ["      - text: *line"] * (repeats - 1)
     path.write_text(
-        f"options: {{chunk_chars: {chunk_chars}, delay_ms: 0}}\nturns:\n  - steps:\n" + "\n".join(steps) + "\n",
+        f"options: {{chunk_chars: {chunk_chars}, delay_ms: 0}}\nturns:\n"
+        '  - match: "small"\n    steps:\n      - text: "small"\n'
+        "  - steps:\n" + "\n".join(steps) + "\n",
         encoding="utf-8",
     )
     return repeats * line_chars
