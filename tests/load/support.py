@@ -84,15 +84,12 @@ def raw_request(live: LiveGateway, path: str, body: Mapping[str, Any], headers: 
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + payload
 
 
-async def connect(live: LiveGateway, receive_buffer: int | None = None) -> tuple[asyncio.StreamReader, socket.socket]:
-    """A raw TCP connection to the gateway; `receive_buffer` shrinks SO_RCVBUF before connecting (the TCP window
-    follows it, so the kernel holds little of what the client does not read)."""
+async def connect(live: LiveGateway) -> socket.socket:
+    """A raw non-blocking TCP connection to the gateway, for the loop's `sock_*` calls."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    if receive_buffer is not None:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
     sock.setblocking(False)
     await asyncio.get_running_loop().sock_connect(sock, (live.host, live.port))
-    return asyncio.StreamReader(), sock
+    return sock
 
 
 def stalled_client(live: LiveGateway, path: str, body: Mapping[str, Any], receive_buffer: int = 4096) -> socket.socket:

@@ -70,7 +70,7 @@ async def vanish(live: LiveGateway, number: int, how: Vanish, gate: asyncio.Sema
         path, body["input"] = "/v1/responses", text
     request = raw_request(live, path, body, headers)
     async with gate:
-        _, sock = await connect(live)
+        sock = await connect(live)
         loop = asyncio.get_running_loop()
         try:
             if how.cut is None:
