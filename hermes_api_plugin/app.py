@@ -22,6 +22,7 @@ from .keys import (
     SETTINGS,
     STARTED_AT,
     STORE,
+    STREAMS,
     SUBMITTER,
     TURNS,
 )
@@ -29,10 +30,11 @@ from .middleware import MAX_BODY_BYTES, MIDDLEWARES, add_common_headers
 from .model_options import ModelOptionsCache
 from .protocol.common import credential_scope
 from .recovery import recover
-from .routes import chat, discovery, responses, runs, sessions
+from .routes import chat, discovery, health, responses, runs, sessions
 from .runtimes.base import AgentRuntime, TurnHooks
 from .store.base import SessionStore, Store
 from .store.sqlite import SqliteStore
+from .streams import StreamGauge
 from .submit import Submitter
 from .turns import TurnRegistry
 from .turns.durable import JournalSaver
@@ -54,7 +56,9 @@ def create_app(
             raise TypeError("create_app needs `session_store` for a store that keeps no sessions")
         session_store = store.sessions
     # Slack above the body limit so the 413 comes from our own check, with the envelope.
-    app = web.Application(middlewares=list(MIDDLEWARES), client_max_size=MAX_BODY_BYTES)
+    streams = StreamGauge()
+    app = web.Application(middlewares=[*MIDDLEWARES, streams.middleware], client_max_size=MAX_BODY_BYTES)
+    app[STREAMS] = streams
     app[SETTINGS] = settings
     app[RUNTIME] = runtime
     app[STORE] = store
@@ -80,8 +84,9 @@ def create_app(
     app[CHAINS] = Chains(store, session_store, app[SCOPE])
     app[SUBMITTER] = Submitter(settings, app[SCOPE], app[TURNS], app[ADMISSIONS], store, app[JOURNALS])
 
-    app.router.add_get("/health", discovery.health, name="health")
-    app.router.add_get("/v1/health", discovery.health)
+    app.router.add_get("/health", health.health, name="health")
+    app.router.add_get("/v1/health", health.health)
+    app.router.add_get("/health/detailed", health.health_detailed, name="health_detailed", allow_head=False)
     app.router.add_get("/v1/models", discovery.models, name="models")
     app.router.add_get("/v1/capabilities", discovery.capabilities, name="capabilities")
     app.router.add_get("/api/model/options", discovery.model_options, name="model_options", allow_head=False)
@@ -121,6 +126,7 @@ def create_app(
     app.router.add_route("*", "/v1/artifacts", discovery.retired)
 
     app.on_response_prepare.append(add_common_headers)
+    app.on_response_prepare.append(streams.on_prepare)
     app.on_startup.append(_open_store)
     app.on_shutdown.append(_drain)
     app.on_cleanup.append(_close_store)

@@ -10,6 +10,7 @@ from .config import Settings
 from .model_options import ModelOptionsCache
 from .runtimes.base import AgentRuntime
 from .store.base import SessionStore, Store
+from .streams import StreamGauge
 from .submit import Submitter
 from .turns import TurnRegistry
 from .turns.durable import JournalSaver
@@ -26,3 +27,4 @@ ADMISSIONS = web.AppKey("admissions", Admissions)
 MODEL_OPTIONS = web.AppKey("model_options", ModelOptionsCache)
 CHAINS = web.AppKey("chains", Chains)
 SUBMITTER = web.AppKey("submitter", Submitter)
+STREAMS = web.AppKey("streams", StreamGauge)  # streaming replies still being written (/health/detailed)

@@ -15,6 +15,7 @@ from aiohttp import web
 from .dialects.record import SseRecord
 
 KEEPALIVE = b": keepalive\n\n"
+WRITE_BYTES = 65_536  # a piece of a batch: aiohttp awaits the transport's drain once 64 KiB went out
 DONE = b"data: [DONE]\n\n"
 SSE_HEADERS = {
     "Content-Type": "text/event-stream",
@@ -66,8 +67,25 @@ class SseStream:
         return True
 
     async def send(self, records: Iterable[SseRecord]) -> bool:
-        data = b"".join(encode(record) for record in records)
-        return await self._write(data) if data else not self.gone
+        """Write records in pieces of about WRITE_BYTES, each awaiting the transport's drain.
+
+        A batch is everything the journal gained since the last write, so after a client stalled it can be the
+        rest of a long turn; written whole, it would sit in the transport's buffer in full, and the encoded copy
+        with it, for as long as the client does not read. In pieces, a stalled client holds at most about the
+        high-water mark plus one piece: the turn is not held back (its events wait in the journal, which every
+        view of the turn shares), and an ordinary batch is still one write.
+        """
+        pending: list[bytes] = []
+        size = 0
+        for record in records:
+            data = encode(record)
+            pending.append(data)
+            size += len(data)
+            if size >= WRITE_BYTES:
+                if not await self._write(b"".join(pending)):
+                    return False
+                pending, size = [], 0
+        return await self._write(b"".join(pending)) if pending else not self.gone
 
     async def keepalive(self) -> bool:
         return await self._write(KEEPALIVE)

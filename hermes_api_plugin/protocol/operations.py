@@ -55,6 +55,9 @@ _RUN_OF_TURN = {"GetRun": _link("run_status", "run_id", "$response.header.X-Herm
 OPERATIONS: dict[str, Operation] = {
     "health": Operation("Liveness (no authentication)", reply=replies.HEALTH, public=True),
     "health_v1": Operation("Liveness (no authentication)", reply=replies.HEALTH, public=True),
+    "health_detailed": Operation(
+        "Readiness and this server's turn, slot and stream counts", reply=replies.HEALTH_DETAILED
+    ),
     "models": Operation("The advertised model", reply=replies.MODELS),
     "model_options": Operation(
         "Curated model list with capability hints and pricing", params=MODEL_OPTIONS_QUERY, reply=replies.MODEL_OPTIONS

@@ -50,6 +50,28 @@ HEALTH = Obj(
     name="Health",
     props=(Prop("status", Str(enum=("ok",)), True), Prop("platform", _TEXT, True), Prop("version", _TEXT)),
 )
+HEALTH_DETAILED = Obj(
+    name="HealthDetailed",
+    props=(
+        Prop("status", Str(enum=("ok", "degraded")), True),
+        Prop("gateway_state", _TEXT, True),
+        Prop("active_agents", _INT, True),
+        Prop(
+            "api_server",
+            Obj(
+                (
+                    Prop("turns", Obj((Prop("running", _INT, True), Prop("queued", _INT, True))), True),
+                    Prop("slots", _OBJECT, True),
+                    Prop("streams", Obj((Prop("open", _INT, True),)), True),
+                    Prop("store", _OBJECT, True),
+                )
+            ),
+            True,
+            "This server's own counts: turns in the registry, admitted slots, open streams, the store",
+        ),
+    ),
+    description="hermes-agent's detailed health, plus this server's counts",
+)
 MODELS = Obj(
     name="ModelList",
     props=(

@@ -1,4 +1,4 @@
-"""Health, models and capabilities (WIRE.md §1.9, §8): what a client can learn before it sends work."""
+"""Models, model options and capabilities (WIRE.md §8): what a client can learn before it sends work."""
 
 from __future__ import annotations
 
@@ -6,22 +6,17 @@ from typing import Any
 
 from aiohttp import web
 
-from .. import __version__
 from ..config import Settings
 from ..errors import ApiError
 from ..keys import MODEL_OPTIONS, RUNTIME, SETTINGS, STARTED_AT, STORE
 from ..openapi import build_openapi
 from ..protocol.operations import MODEL_OPTIONS_QUERY
 from ..protocol.params import parse_params
+from .health import PLATFORM
 from .replies import json_response
 
-PLATFORM = "hermes-agent"
 # Named routes that admit work through the idempotency mechanism (WIRE.md §5), in the §8.3 order.
 IDEMPOTENT_ROUTES = ("chat_completions", "responses", "runs", "session_chat", "session_chat_stream")
-
-
-async def health(request: web.Request) -> web.Response:
-    return json_response({"status": "ok", "platform": PLATFORM, "version": __version__})
 
 
 async def models(request: web.Request) -> web.Response:

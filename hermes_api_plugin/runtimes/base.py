@@ -83,6 +83,7 @@ class AgentTurn:
         self.compaction_callback: CompactionCallback | None = None
         self._interrupted = threading.Event()
         self._listeners: list[Callable[[], None]] = []
+        self._released = False
         self._lock = threading.Lock()
 
     @property
@@ -92,6 +93,8 @@ class AgentTurn:
     def on_interrupt(self, listener: Callable[[], None]) -> None:
         """Register a function called once when the turn is interrupted (at once if it already was)."""
         with self._lock:
+            if self._released:
+                return
             if not self._interrupted.is_set():
                 self._listeners.append(listener)
                 return
@@ -105,6 +108,15 @@ class AgentTurn:
             listeners, self._listeners = self._listeners, []
         for listener in listeners:
             listener()
+
+    def release(self) -> None:
+        """The turn has settled: drop its interrupt listeners. They close over the runtime's state of this turn
+        (the scripted playback and its final answer, the Hermes agent handle), which a settled turn kept for
+        as long as it stayed readable; and a late interrupt (a client leaving after the end) must not reach an
+        agent that may be running the conversation's next turn by then."""
+        with self._lock:
+            self._released = True
+            self._listeners = []
 
 
 class AgentRuntime(Protocol):

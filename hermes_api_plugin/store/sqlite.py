@@ -75,6 +75,10 @@ class SqliteStore(SqliteAdmissions):
     def durable(self) -> bool:
         return self.db.durable
 
+    @property
+    def kind(self) -> str:
+        return "sqlite" if self.db.durable else "memory"
+
     async def open(self) -> None:
         await self.db.open()
 

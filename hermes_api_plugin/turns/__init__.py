@@ -2,7 +2,7 @@
 
 from .bridge import COALESCE_S, TurnBridge
 from .journal import Journal, decode_journal, encode_events
-from .registry import HeldTurn, HistoryLoader, Persister, Turn, TurnRegistry
+from .registry import HeldTurn, HistoryLoader, Persister, Turn, TurnCounts, TurnRegistry
 from .tool_display import display_tool_name
 
 __all__ = [
@@ -13,6 +13,7 @@ __all__ = [
     "Persister",
     "Turn",
     "TurnBridge",
+    "TurnCounts",
     "TurnRegistry",
     "decode_journal",
     "display_tool_name",

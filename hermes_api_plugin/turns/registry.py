@@ -15,7 +15,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from types import TracebackType
 
 from ..content import Message
@@ -35,6 +35,19 @@ _CANCELLED = TurnOutcome(TurnStatus.CANCELLED, error_code="cancelled")
 
 HistoryLoader = Callable[[], Awaitable[Sequence[Message]]]
 Persister = Callable[["Turn", TurnFinished], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class TurnCounts:
+    """The registry's unsettled turns: `running`, and `queued` (held until their head is written, or waiting for
+    their session). Both hold a slot of the concurrency cap."""
+
+    running: int
+    queued: int
+
+    @property
+    def admitted(self) -> int:
+        return self.running + self.queued
 
 
 class Turn:
@@ -166,6 +179,10 @@ class TurnRegistry:
     def active(self) -> int:
         return len(self._active)
 
+    def counts(self) -> TurnCounts:
+        running = sum(1 for turn in self._active.values() if turn.started)
+        return TurnCounts(running, len(self._active) - running)
+
     def get(self, run_id: str) -> Turn | None:
         """The unsettled (running or queued) turn with this run id."""
         return self._active.get(run_id)
@@ -251,6 +268,7 @@ class TurnRegistry:
             await self._settle(turn, _CANCELLED, persist=False)
             raise
         finally:
+            turn.agent_turn.release()
             self._active.pop(turn.run_id, None)
             self._recent[turn.run_id] = (turn, time.monotonic())
             self._prune()

@@ -49,6 +49,7 @@ METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 WIRE_ROUTES = {
     ("get", "/health"),
     ("get", "/v1/health"),
+    ("get", "/health/detailed"),  # §14.3: served on every host, with the key
     ("get", "/v1/models"),
     ("get", "/api/model/options"),
     ("get", "/v1/capabilities"),

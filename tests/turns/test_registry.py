@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
+import weakref
 
 import pytest
 
@@ -171,3 +173,31 @@ async def test_stop_interrupts_an_unsettled_turn_and_knows_no_other() -> None:
     assert (await asyncio.wait_for(turn.wait(), 2)).status is TurnStatus.CANCELLED
     assert reg.stop(turn.run_id) is None
     assert reg.find(turn.run_id) is turn, "a settled run stays readable"
+
+
+async def test_a_settled_turn_lets_go_of_the_runtime_so_a_late_interrupt_reaches_nothing() -> None:
+    """A settled run stays readable for an hour; its runtime state must not stay with it. The scripted runtime's
+    interrupt listener closed over its playback (the 4 MB final answer of a big turn: the load test
+    tests/load/test_stalled_readers.py measured 170 MB kept by 20 settled turns), and the Hermes runtime's over the
+    agent handle, which a client leaving after the end would interrupt while the agent runs the next turn."""
+    interrupts: list[TurnOutcome] = []
+    answers: list[weakref.ref[TurnOutcome]] = []
+
+    class Listening(ScriptedRuntime):
+        async def run(self, turn: AgentTurn) -> TurnOutcome:
+            outcome = TurnOutcome(TurnStatus.COMPLETED, "the answer")
+            answers.append(weakref.ref(outcome))
+            turn.on_interrupt(lambda: interrupts.append(outcome))
+            return outcome
+
+    reg = TurnRegistry(
+        Listening(load_script(SCRIPT)), session_transcripts(await open_store()), PluginHooks(), max_concurrent=1
+    )
+    turn = started(reg.admit(request("x")))
+    assert (await asyncio.wait_for(turn.wait(), 2)).status is TurnStatus.COMPLETED
+    await wait_for_async(lambda: reg.active == 0, what="the turn leaving the registry")
+    assert reg.find(turn.run_id) is turn
+    turn.cancel()  # e.g. on_client_gone for a client that stalled until after the end
+    assert interrupts == []
+    gc.collect()
+    assert answers[0]() is None, "the settled turn still holds the runtime's outcome"

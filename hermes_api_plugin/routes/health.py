@@ -1,0 +1,66 @@
+"""Health: the public liveness answer (WIRE.md §1.9) and the authenticated `GET /health/detailed` (§14.3).
+
+`/health/detailed` keeps the top-level shape of hermes-agent 0.19.0's route of the same name (status, readiness,
+platform, version, gateway_state, platforms, active_agents, gateway_busy, gateway_drainable, exit_reason,
+updated_at, pid) so a dashboard written for Hermes' built-in server reads it unchanged, and adds this server's own
+numbers under `api_server`: the turns in the registry, the slots they hold against the concurrency cap, the
+streaming replies still open, and the store. Like upstream it reports status and counts only — never
+configuration values, paths or credentials — and it needs the API key (the auth middleware sees to that).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from aiohttp import web
+
+from .. import __version__
+from ..keys import STORE, STREAMS, TURNS
+from .replies import json_response
+
+PLATFORM = "hermes-agent"
+
+
+async def health(request: web.Request) -> web.Response:
+    return json_response({"status": "ok", "platform": PLATFORM, "version": __version__})
+
+
+def _check(status: str, **extra: Any) -> dict[str, Any]:
+    return {"status": status, **extra}
+
+
+async def health_detailed(request: web.Request) -> web.Response:
+    app = request.app
+    turns = app[TURNS]
+    counts = turns.counts()
+    store = app[STORE]
+    state = "draining" if turns.draining else "running"
+    checks = {
+        # The in-memory store answers, but keyed retries and stored Responses would not survive a restart.
+        "store": _check("ok" if store.durable else "degraded", kind=store.kind),
+        "gateway": _check("ok", state=state),
+        "background_queues": _check("ok", active_api_runs=counts.admitted),
+    }
+    status = "ok" if all(check["status"] == "ok" for check in checks.values()) else "degraded"
+    body = {
+        "status": status,
+        "readiness": {"status": status, "checks": checks},
+        "platform": PLATFORM,
+        "version": __version__,
+        "gateway_state": state,
+        "platforms": {},  # Hermes' runtime status file (its platforms, exit reason) is not read here
+        "active_agents": counts.running,
+        "gateway_busy": state == "running" and counts.running > 0,
+        "gateway_drainable": state == "running",
+        "exit_reason": None,
+        "updated_at": None,
+        "pid": os.getpid(),
+        "api_server": {
+            "turns": {"running": counts.running, "queued": counts.queued},
+            "slots": {"admitted": counts.admitted, "max_concurrent_runs": turns.max_concurrent},
+            "streams": {"open": app[STREAMS].open},
+            "store": {"kind": store.kind, "durable": store.durable},
+        },
+    }
+    return json_response(body)
