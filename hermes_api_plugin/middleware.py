@@ -54,7 +54,8 @@ def render_error(err: ApiError) -> web.Response:
     """The single place an error envelope becomes an HTTP response."""
     return web.Response(
         status=err.status,
-        body=json.dumps(err.envelope(), ensure_ascii=False, separators=(",", ":")).encode(),
+        # "replace": an error about undecodable input must not fail on echoing it (lone surrogates)
+        body=json.dumps(err.envelope(), ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace"),
         headers={**err.headers, "Content-Type": "application/json; charset=utf-8"},
     )
 
@@ -159,7 +160,10 @@ def percent_decodes_to_utf8(raw: str) -> bool:
 
 
 def _check_utf8(request: web.Request) -> None:
-    """400 for a header this server reads, or a query parameter, whose value is not UTF-8 (§1.6, §1.7)."""
+    """400 for a header this server reads, or a query parameter, whose value is not UTF-8 (§1.6, §1.7); 404 for a
+    path that is not (aiohttp's C parser refuses such raw bytes itself, its pure-Python fallback lets them in)."""
+    if _SURROGATE.search(request.path):
+        raise not_found("No resource has a path that is not valid UTF-8")
     for name, code in UTF8_HEADERS.items():
         if any(_SURROGATE.search(value) for value in request.headers.getall(name, ())):
             raise invalid_request(code, f"{name} is not valid UTF-8", name)

@@ -43,7 +43,7 @@ def parse_run_request(body: dict[str, Any], header_session: str | None, provider
     elif isinstance(raw, list):
         for i, item in enumerate(raw):
             param = f"input[{i}]"
-            if not isinstance(item, dict) or item.get("role") not in _ROLES:
+            if not isinstance(item, dict) or not isinstance(item.get("role"), str) or item["role"] not in _ROLES:
                 raise invalid_parameter(
                     f"'{param}' must be an object with role user, assistant, system or developer", param
                 )

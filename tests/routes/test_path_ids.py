@@ -4,11 +4,13 @@ must not alias the session literally named `%FF` (WIRE.md §1.6, §1.7)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from aiohttp.test_utils import TestClient
 
-from tests.helpers import assert_error_envelope, fetch, raw_request
-from tests.live import TEST_KEY, executions
+from tests.helpers import assert_error_envelope, fetch, raw_exchange, raw_request
+from tests.live import TEST_KEY, LiveGateway, executions
 
 BAD_IDS = ["%FF", "%ED%A0%80", "resp_%C3"]
 RESPONSE_ROUTES = [
@@ -68,3 +70,18 @@ async def test_a_session_named_with_a_percent_sign_is_reached_only_by_its_own_es
     assert reply.status == 200 and reply.json()["session"]["id"] == "%FF"
     reply = await raw_request(api, raw("GET", "/api/sessions/%FF"))
     assert_error_envelope(reply, 400, "invalid_session_id", param="session_id")
+
+
+RAW_PATHS = [b"/v1/responses/\xff", b"/v1/runs/\xed\xa0\x80/events", b"/api/sessions/\x80", b"/nope/\xff"]
+
+
+def test_raw_path_bytes_that_are_not_utf8_name_nothing_under_the_pure_python_parser(
+    gateway_factory: Callable[..., LiveGateway],
+) -> None:
+    """aiohttp's C parser refuses raw non-ASCII path bytes itself (tests/gateway/test_runner.py); its pure-Python
+    fallback (no C extension, or AIOHTTP_NO_EXTENSIONS) hands them on as lone surrogates, which used to reach SQLite."""
+    gateway = gateway_factory(extra_env={"AIOHTTP_NO_EXTENSIONS": "1"})
+    for path in RAW_PATHS:
+        request = b"GET " + path + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: Bearer "
+        reply = raw_exchange(gateway.host, gateway.port, request + TEST_KEY.encode() + b"\r\n\r\n")
+        assert_error_envelope(reply, 404, "not_found", type="not_found_error")
