@@ -29,7 +29,7 @@ from .errors import (
     not_found,
     origin_not_allowed,
 )
-from .json_body import parse_json_object
+from .json_body import LONE_SURROGATE, parse_json_object
 from .keys import SETTINGS
 
 log = logging.getLogger("hermes_api_plugin")
@@ -145,7 +145,6 @@ UTF8_HEADERS = {
     "X-Hermes-Tool-Progress": "invalid_parameter",
     "X-Hermes-Tool-Items": "invalid_parameter",
 }
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def percent_decodes_to_utf8(raw: str) -> bool:
@@ -162,10 +161,10 @@ def percent_decodes_to_utf8(raw: str) -> bool:
 def _check_utf8(request: web.Request) -> None:
     """400 for a header this server reads, or a query parameter, whose value is not UTF-8 (§1.6, §1.7); 404 for a
     path that is not (aiohttp's C parser refuses such raw bytes itself, its pure-Python fallback lets them in)."""
-    if _SURROGATE.search(request.path):
+    if LONE_SURROGATE.search(request.path):
         raise not_found("No resource has a path that is not valid UTF-8")
     for name, code in UTF8_HEADERS.items():
-        if any(_SURROGATE.search(value) for value in request.headers.getall(name, ())):
+        if any(LONE_SURROGATE.search(value) for value in request.headers.getall(name, ())):
             raise invalid_request(code, f"{name} is not valid UTF-8", name)
     for pair in request.rel_url.raw_query_string.split("&"):
         if not percent_decodes_to_utf8(pair):

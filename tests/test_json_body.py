@@ -8,9 +8,18 @@ from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hermes_api_plugin.errors import ApiError
-from hermes_api_plugin.json_body import MAX_DEPTH, MAX_INT_DIGITS, parse_json_object
+from hermes_api_plugin.json_body import (
+    LONE_SURROGATE,
+    MAX_DEPTH,
+    MAX_INT_DIGITS,
+    nesting_depth,
+    parse_json_object,
+    replace_lone_surrogates,
+)
 from hermes_api_plugin.protocol.common import identity_hash
 
 from .helpers import assert_error_envelope, fetch
@@ -63,6 +72,30 @@ def test_brackets_inside_strings_do_not_count_as_nesting() -> None:
     assert body["input"].startswith("[[[")
 
 
+def depth_of(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(depth_of, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(depth_of, value), default=0)
+    return 0
+
+
+json_trees = st.recursive(
+    st.one_of(st.none(), st.integers(), st.text(alphabet='[]{}\\"ab')),
+    lambda children: st.one_of(
+        st.lists(children, max_size=3), st.dictionaries(st.text('[]{}\\"'), children, max_size=3)
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, derandomize=True, database=None)
+@given(json_trees)
+def test_nesting_depth_on_the_bytes_equals_the_depth_of_the_value(value: Any) -> None:
+    """The byte-level count agrees with a walk of the parsed value, brackets and quotes inside strings included."""
+    assert nesting_depth(json.dumps(value).encode()) == depth_of(value)
+
+
 # -- numbers ----------------------------------------------------------------------------------------------------------
 
 
@@ -87,6 +120,19 @@ def test_lone_surrogates_become_replacement_characters_in_keys_and_strings() -> 
         "metadata": {"k\ufffd": ["\ufffd", {"x": "a\ufffdb"}]},
         "emoji": "\U0001f600",  # a proper pair stays the character it encodes
     }
+
+
+# Pieces that make escapes look alike: literal backslashes before `ud800`, lone and paired surrogates side by side.
+PIECES = ["\\", "u", "d800", "\\ud800", "\\udc00", "\ud800", "\udbff", "\udc00", "\ud83d\ude00", "a", '"', "é"]
+
+
+@settings(max_examples=300, derandomize=True, database=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=12).map("".join))
+def test_replacing_escapes_equals_replacing_the_decoded_surrogates(text: str) -> None:
+    """Text-level replacement (before parsing) matches what decoding then replacing gives, whatever backslashes, `u`s
+    and surrogate pairs surround the lone ones."""
+    encoded = json.dumps(text)  # ensure_ascii: every surrogate as an escape; adjacent high+low decode as a pair
+    assert json.loads(replace_lone_surrogates(encoded)) == LONE_SURROGATE.sub("\ufffd", json.loads(encoded))
 
 
 def test_keys_that_collide_after_replacement_keep_the_last_value_in_place() -> None:

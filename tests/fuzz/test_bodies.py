@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .strategies import SURFACES, Surface, field_bodies, hostile_documents
+from .strategies import field_bodies, hostile_documents
+from .surfaces import SURFACES, Surface
 from .target import FuzzTarget, http_request
 
 pytestmark = [pytest.mark.fuzz, pytest.mark.slow]

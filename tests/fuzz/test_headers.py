@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from .strategies import SURFACES, encode, header_sets, url_parts
+from .strategies import encode, header_sets, url_parts
+from .surfaces import SURFACES
 from .target import FuzzTarget, http_request
 from .test_bodies import fuzz_settings
 
