@@ -139,6 +139,8 @@ def parse_part(part: Any, param: str) -> Part:
     if not isinstance(part, dict):
         raise invalid_request("invalid_content_part", "A content part must be a string or an object", param)
     kind = part.get("type")
+    if not isinstance(kind, (str, type(None))):  # e.g. a list, which a set lookup cannot even hash
+        raise invalid_request("invalid_content_part", "A content part needs a string 'type'", param)
     if "file_id" in part or kind in _FILE_TYPES:
         raise _unsupported(param)
     if kind in _TEXT_TYPES:

@@ -68,6 +68,17 @@ def method_not_allowed(allowed: set[str]) -> ApiError:
     )
 
 
+def invalid_content_length(reason: str) -> ApiError:
+    return invalid_request(
+        "invalid_content_length", f"Content-Length must be one decimal number of bytes ({reason})", "Content-Length"
+    )
+
+
+def malformed_request(reason: str) -> ApiError:
+    """A request the HTTP parser refused: not HTTP/1.1 as RFC 9112 spells it."""
+    return invalid_request("malformed_request", f"Malformed HTTP request: {reason}")
+
+
 def body_too_large(limit: int) -> ApiError:
     return invalid_request("body_too_large", f"Request body exceeds {limit} bytes", status=413)
 

@@ -13,6 +13,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import unquote, unquote_to_bytes
 
 from aiohttp import web
 
@@ -28,6 +29,7 @@ from .errors import (
     not_found,
     origin_not_allowed,
 )
+from .json_body import LONE_SURROGATE, parse_json_object
 from .keys import SETTINGS
 
 log = logging.getLogger("hermes_api_plugin")
@@ -52,7 +54,8 @@ def render_error(err: ApiError) -> web.Response:
     """The single place an error envelope becomes an HTTP response."""
     return web.Response(
         status=err.status,
-        body=json.dumps(err.envelope(), ensure_ascii=False, separators=(",", ":")).encode(),
+        # "replace": an error about undecodable input must not fail on echoing it (lone surrogates)
+        body=json.dumps(err.envelope(), ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace"),
         headers={**err.headers, "Content-Type": "application/json; charset=utf-8"},
     )
 
@@ -131,21 +134,55 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     return await handler(request)
 
 
+# The request headers this server reads (§1.6) and the §1.7 code a value that is not UTF-8 gets. aiohttp decodes header
+# bytes with surrogateescape, so such bytes arrive as lone surrogates, which neither SQLite nor a UTF-8 encoder takes.
+# Authorization and Origin are not listed: their own rules already refuse such values (401, §1.3; 403, §1.4).
+UTF8_HEADERS = {
+    "X-Hermes-Session-Id": "invalid_session_id",
+    "X-Hermes-Session-Key": "invalid_session_key",
+    "Idempotency-Key": "invalid_idempotency_key",
+    "Last-Event-ID": "invalid_parameter",
+    "X-Hermes-Tool-Progress": "invalid_parameter",
+    "X-Hermes-Tool-Items": "invalid_parameter",
+}
+
+
+def percent_decodes_to_utf8(raw: str) -> bool:
+    """Whether a raw URL part (path or query, as sent) decodes to UTF-8. yarl keeps an escape that does not (`%FF`)
+    as the three characters `%FF` in a path and makes it U+FFFD in a query: either way the value the handler sees is
+    not the one the client sent."""
+    try:
+        unquote_to_bytes(raw.encode("utf-8", "surrogateescape")).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _check_utf8(request: web.Request) -> None:
+    """400 for a header this server reads, or a query parameter, whose value is not UTF-8 (§1.6, §1.7); 404 for a
+    path that is not (aiohttp's C parser refuses such raw bytes itself, its pure-Python fallback lets them in)."""
+    if LONE_SURROGATE.search(request.path):
+        raise not_found("No resource has a path that is not valid UTF-8")
+    for name, code in UTF8_HEADERS.items():
+        if any(LONE_SURROGATE.search(value) for value in request.headers.getall(name, ())):
+            raise invalid_request(code, f"{name} is not valid UTF-8", name)
+    for pair in request.rel_url.raw_query_string.split("&"):
+        if not percent_decodes_to_utf8(pair):
+            name = unquote(pair.partition("=")[0], errors="replace")
+            raise invalid_parameter(f"Query parameter '{name}' is not valid UTF-8", name)
+
+
 @web.middleware
 async def limits_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    # The HTTP parser accepts only a Content-Length of digits (anything else gets invalid_content_length from
+    # gateway/runner.py before any middleware runs), so int() cannot fail here.
     raw_length = request.headers.get("Content-Length")
-    if raw_length is not None:
-        try:
-            length = int(raw_length)
-        except ValueError:
-            raise invalid_request(
-                "invalid_content_length", "Content-Length is not a number", "Content-Length"
-            ) from None
-        if length > MAX_BODY_BYTES:
-            raise body_too_large(MAX_BODY_BYTES)
+    if raw_length is not None and int(raw_length) > MAX_BODY_BYTES:
+        raise body_too_large(MAX_BODY_BYTES)
     for name, value in request.headers.items():
         if len(value) > MAX_HEADER_BYTES:
             raise invalid_parameter(f"Header {name} is larger than {MAX_HEADER_BYTES} bytes", name)
+    _check_utf8(request)
     return await handler(request)
 
 
@@ -163,18 +200,12 @@ async def add_common_headers(request: web.Request, response: web.StreamResponse)
 
 
 async def read_json(request: web.Request) -> dict[str, Any]:
-    """The request body as a JSON object (any Content-Type), or 400 invalid_json / 413."""
+    """The request body as a JSON object (any Content-Type), or 400 invalid_json (json_body.py) / 413."""
     try:
         raw = await request.read()
     except web.HTTPRequestEntityTooLarge:
         raise body_too_large(MAX_BODY_BYTES) from None
-    try:
-        body = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise invalid_request("invalid_json", "Request body must be valid UTF-8 JSON") from None
-    if not isinstance(body, dict):
-        raise invalid_request("invalid_json", "Request body must be a JSON object")
-    return body
+    return parse_json_object(raw)
 
 
 MIDDLEWARES = (error_middleware, cors_middleware, auth_middleware, limits_middleware)

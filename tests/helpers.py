@@ -11,6 +11,7 @@ import asyncio
 import http.client
 import inspect
 import json
+import socket
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -209,11 +210,12 @@ async def fetch(
     path: str,
     *,
     json: Any = None,
+    data: bytes | None = None,
     headers: Mapping[str, str] | None = None,
     timeout: float = 30.0,
 ) -> Reply:
-    """One request through the in-process test client, read to its end."""
-    async with client.request(method, path, json=json, headers=dict(headers or {})) as resp:
+    """One request through the in-process test client (a `json` body, or raw `data` bytes), read to its end."""
+    async with client.request(method, path, json=json, data=data, headers=dict(headers or {})) as resp:
         return await read_reply(resp, timeout)
 
 
@@ -236,6 +238,55 @@ def live_request(
         return Reply(resp.status, CIMultiDictProxy(CIMultiDict(resp.getheaders())), resp.read())
     finally:
         conn.close()
+
+
+def parse_raw_reply(data: bytes) -> Reply:
+    """An HTTP/1.x reply as read off a socket: status line, headers, body (a chunked body joined)."""
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers: CIMultiDict[str] = CIMultiDict()
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers.add(name.strip(), value.strip())
+    if headers.get("Transfer-Encoding", "").lower() == "chunked":
+        joined, rest = b"", body
+        while rest:
+            size_line, _, rest = rest.partition(b"\r\n")
+            size = int(size_line.split(b";")[0], 16)
+            if size == 0:
+                break
+            joined, rest = joined + rest[:size], rest[size + 2 :]
+        body = joined
+    return Reply(status, CIMultiDictProxy(headers), body)
+
+
+def raw_exchange(host: str, port: int, request: bytes, timeout: float = 30.0) -> Reply:
+    """Send raw bytes on a new connection (what no client library would send: undecodable header bytes, a broken
+    Content-Length), read until the server closes it, and parse the reply. Send `Connection: close` to be answered
+    at once; a request the parser refuses closes the connection anyway."""
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(request)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    data = b"".join(chunks)
+    assert data, f"no reply to {request[:200]!r}"
+    return parse_raw_reply(data)
+
+
+async def raw_request(client: TestClient, request: bytes, timeout: float = 10.0) -> Reply:
+    """`raw_exchange` for the in-process app of a test client, without blocking its event loop."""
+    reader, writer = await asyncio.open_connection(client.host, client.port)
+    try:
+        writer.write(request)
+        await writer.drain()
+        data = await asyncio.wait_for(reader.read(), timeout)
+    finally:
+        writer.close()
+        await writer.wait_closed()
+    assert data, f"no reply to {request[:200]!r}"
+    return parse_raw_reply(data)
 
 
 _ANY: Any = ...

@@ -226,6 +226,9 @@ MALFORMED_PARTS: dict[str, Any] = {
     "image_url_missing": {"type": "image_url"},
     "image_url_number": {"type": "image_url", "image_url": 5},
     "input_image_missing_url": {"type": "input_image"},
+    # found by tests/fuzz: an unhashable type used to be a 500
+    "type_is_a_list": {"type": ["text"], "text": "hi"},
+    "type_is_an_object": {"type": {"text": 1}, "text": "hi"},
 }
 
 

@@ -5,7 +5,6 @@ Every test drives the real app (built through the plugin manager) over a real so
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 from collections.abc import AsyncIterator
@@ -16,7 +15,7 @@ from aiohttp.test_utils import TestClient
 
 from hermes_api_plugin import __version__
 
-from .helpers import assert_error_envelope, parse_sse, read_reply, read_until, wait_for_async
+from .helpers import assert_error_envelope, parse_sse, raw_request, read_reply, read_until, wait_for_async
 from .live import TEST_KEY, executions
 
 TYPE_BY_STATUS = {
@@ -73,44 +72,6 @@ async def assert_error(resp: Any, status: int, code: Any = ..., param: Any = ...
     reply = await read_reply(resp)
     assert_security_headers(reply.headers)
     return assert_error_envelope(reply, status, code, param=param, type=TYPE_BY_STATUS[status])
-
-
-async def raw_request(client: TestClient, request: bytes) -> tuple[int, dict[str, str], bytes]:
-    """Send raw bytes (headers the client library would refuse or re-encode); read until the server closes."""
-    reader, writer = await asyncio.open_connection(client.host, client.port)
-    try:
-        writer.write(request)
-        await writer.drain()
-        data = await asyncio.wait_for(reader.read(), 10)
-    finally:
-        writer.close()
-        await writer.wait_closed()
-    head, _, body = data.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    status = int(lines[0].split()[1])
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    if headers.get("transfer-encoding", "").lower() == "chunked":
-        out = b""
-        rest = body
-        while rest:
-            size_line, _, rest = rest.partition(b"\r\n")
-            size = int(size_line.split(b";")[0], 16)
-            if size == 0:
-                break
-            out += rest[:size]
-            rest = rest[size + 2 :]
-        body = out
-    return status, headers, body
-
-
-class LowerHeaders(dict):  # type: ignore[type-arg]
-    """Case-insensitive view of raw_request's header dict for assert_security_headers."""
-
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
-        return super().get(key.lower(), default)
 
 
 # -- W-1.3 authentication ---------------------------------------------------------------------------
@@ -173,11 +134,11 @@ async def test_non_ascii_authorization_bytes_get_401_never_500(api: TestClient, 
             + b"\r\n\r\n"
             + body
         )
-        status, headers, payload = await raw_request(api, request)
-        assert status == 401, (method, path, status, payload)
-        assert headers["content-type"] == "application/json; charset=utf-8"
-        assert json.loads(payload) == AUTH_FAILED
-        assert_security_headers(LowerHeaders(headers))
+        reply = await raw_request(api, request)
+        assert reply.status == 401, (method, path, reply.status, reply.raw)
+        assert reply.headers["content-type"] == "application/json; charset=utf-8"
+        assert reply.json() == AUTH_FAILED
+        assert_security_headers(reply.headers)
     assert executions(api.home) == []  # type: ignore[attr-defined]
 
 
@@ -736,3 +697,91 @@ async def test_content_list_of_1000_parts_is_accepted(api: TestClient, auth: dic
     assert resp.status == 200
     assert (await resp.json())["object"] == "chat.completion"
     assert len(executions(api.home)[-1]["input"]["content"]) == 1000  # type: ignore[attr-defined]
+
+
+# -- §1.6 / §1.7: header and query values that are not UTF-8 -----------------------------------------------------------
+
+# aiohttp hands such bytes to the app as lone surrogates, which SQLite and every UTF-8 encoder refuse.
+NOT_UTF8 = [b"\xff\xfe", b"\xed\xa0\x80", b"ok\x80"]
+HEADER_ROUTES = {
+    # header: (code, the routes that read it)
+    "X-Hermes-Session-Key": (
+        "invalid_session_key",
+        [("POST", "/v1/responses"), ("POST", CHAT), ("POST", "/v1/runs"), ("POST", "/api/sessions/s1/chat")],
+    ),
+    "X-Hermes-Session-Id": ("invalid_session_id", [("POST", CHAT), ("POST", "/v1/runs")]),
+    "Idempotency-Key": ("invalid_idempotency_key", [("POST", "/v1/responses"), ("POST", "/api/sessions/s1/chat")]),
+    "Last-Event-ID": (
+        "invalid_parameter",
+        [("GET", "/v1/runs/run_x/events"), ("POST", "/api/sessions/s1/chat/stream")],
+    ),
+    "X-Hermes-Tool-Items": ("invalid_parameter", [("POST", "/v1/responses")]),
+    "X-Hermes-Tool-Progress": ("invalid_parameter", [("POST", CHAT)]),
+}
+TURN_BODY = json.dumps({"input": "hello", "message": "hello", **HELLO}).encode()
+
+
+def raw_with_header(method: str, path: str, name: str, value: bytes) -> bytes:
+    body = TURN_BODY if method == "POST" else b""
+    return (
+        f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: Bearer {TEST_KEY}\r\n"
+        f"Content-Length: {len(body)}\r\n".encode()
+        + name.encode()
+        + b": "
+        + value
+        + b"\r\n\r\n"
+        + body
+    )
+
+
+@pytest.mark.parametrize("value", NOT_UTF8, ids=["latin1", "encoded_surrogate", "stray_continuation"])
+@pytest.mark.parametrize("name", list(HEADER_ROUTES))
+async def test_a_header_the_server_reads_that_is_not_utf8_gets_its_own_400(
+    api: TestClient, name: str, value: bytes
+) -> None:
+    """§1.6 / W-1.7: the header's §1.6 code (else invalid_parameter) with `param` naming it, never 500 (a bad
+    X-Hermes-Session-Key on /v1/responses used to reach SQLite); nothing runs."""
+    code, routes = HEADER_ROUTES[name]
+    for method, path in routes:
+        reply = await raw_request(api, raw_with_header(method, path, name, value))
+        assert_error_envelope(reply, 400, code, param=name, type="invalid_request_error")
+        assert_security_headers(reply.headers)
+    assert executions(api.home) == []  # type: ignore[attr-defined]
+
+
+async def test_a_header_that_is_utf8_but_not_ascii_still_works(api: TestClient, auth: dict[str, str]) -> None:
+    """Only undecodable bytes are refused: a UTF-8 session key (1-256 characters, §1.6) is echoed as sent."""
+    key = "clé-ключ-鍵"
+    request = raw_with_header("POST", "/v1/responses", "X-Hermes-Session-Key", key.encode())
+    reply = await raw_request(api, request)
+    assert reply.status == 200, reply.raw[:300]
+    assert reply.headers["X-Hermes-Session-Key"].encode("latin-1").decode() == key
+
+
+@pytest.mark.parametrize(
+    "target,param",
+    [
+        ("/api/sessions?source=%FF", "source"),
+        ("/api/sessions?limit=%ED%A0%80", "limit"),
+        ("/api/sessions/s1/messages?order=%C3", "order"),
+        ("/v1/responses/resp_x?stream=true&starting_after=%FF", "starting_after"),
+        ("/api/model/options?refresh=%FF", "refresh"),
+    ],
+)
+async def test_a_query_parameter_that_is_not_utf8_gets_400_naming_it(api: TestClient, target: str, param: str) -> None:
+    """A query value that does not decode to UTF-8 is refused rather than silently read as U+FFFD."""
+    request = (
+        f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: Bearer {TEST_KEY}\r\n\r\n"
+    )
+    reply = await raw_request(api, request.encode())
+    assert_error_envelope(reply, 400, "invalid_parameter", param=param, type="invalid_request_error")
+
+
+async def test_undecodable_origin_and_authorization_keep_their_own_answers(api: TestClient) -> None:
+    """§1.4 / §1.3 come first: an Origin that is not UTF-8 is not on any allowlist (403), such a key fails (401)."""
+    reply = await raw_request(api, raw_with_header("GET", "/v1/models", "Origin", b"http://\xff.example"))
+    assert_error_envelope(reply, 403, "origin_not_allowed")
+    request = (
+        b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: Bearer \xed\xa0\x80\r\n\r\n"
+    )
+    assert_error_envelope(await raw_request(api, request), 401, "gateway_auth_failed")

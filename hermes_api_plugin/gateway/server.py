@@ -23,6 +23,7 @@ from ..hookspecs import ENTRY_POINT_GROUP, PROJECT, GatewaySpec
 from ..runtimes import RuntimeUnavailable, select_runtime
 from ..runtimes.base import AgentRuntime, TurnHooks
 from ..runtimes.scripted import ScriptError
+from .runner import ApiRunner
 
 log = logging.getLogger("hermes_api_plugin")
 
@@ -134,7 +135,7 @@ async def start_api_server(app: web.Application, settings: Settings) -> web.AppR
             "included, sits behind this port. Prefer 127.0.0.1 and reach it through an SSH tunnel or Tailscale.",
             settings.host,
         )
-    runner = web.AppRunner(app, **runner_kwargs())
+    runner = ApiRunner(app, **runner_kwargs())
     await runner.setup()
     if not await _start_sites(runner, settings):
         await runner.cleanup()

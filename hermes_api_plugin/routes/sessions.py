@@ -10,9 +10,9 @@ from aiohttp import web
 from ..delivery import deliver
 from ..dialects.record import SseRecord, after_id
 from ..dialects.sessions import SessionStreamRenderer
-from ..errors import ApiError, not_found
+from ..errors import ApiError, invalid_request, not_found
 from ..keys import CHAINS, RUNTIME, SESSIONS, SETTINGS, STORE, SUBMITTER, TURNS
-from ..middleware import read_json
+from ..middleware import percent_decodes_to_utf8, read_json
 from ..protocol.common import (
     check_session_id,
     idempotency_key,
@@ -40,6 +40,9 @@ def session_not_found() -> ApiError:
 
 def _path_session(request: web.Request) -> str:
     session_id = request.match_info["session_id"]
+    if not percent_decodes_to_utf8(request.raw_path.partition("?")[0]):
+        # `/api/sessions/%FF` would otherwise name the session literally called "%FF" (`/api/sessions/%25FF`).
+        raise invalid_request("invalid_session_id", "session_id is not valid UTF-8", "session_id")
     check_session_id(session_id, "session_id")
     return session_id
 

@@ -223,6 +223,7 @@ async def test_post_run_without_session_key_header_does_not_echo_one(api: TestCl
             "invalid_parameter",
             "model_options.reasoning.effort",
         ),
+        ({"input": [{"role": ["user"], "content": "hi"}]}, "invalid_parameter", "input[0]"),
     ],
     ids=[
         "absent",
@@ -234,6 +235,7 @@ async def test_post_run_without_session_key_header_does_not_echo_one(api: TestCl
         "number",
         "bad-session-id",
         "bad-effort",
+        "role-is-a-list",  # found by tests/fuzz: an unhashable role used to be a 500
     ],
 )
 async def test_post_run_rejects_invalid_input_before_anything_runs(

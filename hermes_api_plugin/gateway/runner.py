@@ -1,0 +1,87 @@
+"""The AppRunner every host serves the API with: requests aiohttp's HTTP parser refuses get the §1.7 envelope.
+
+aiohttp answers a request its parser refuses (`Content-Length: abc`, a control byte in a header value, a request line
+that is not HTTP, a line over the parser limit) itself, before any middleware or signal of the application runs:
+`RequestHandler.data_received` records the `HttpProcessingError` and `RequestHandler.handle_error` renders it as
+plain text. aiohttp offers no public hook for that response, so this module — the only one that touches aiohttp
+internals — overrides `handle_error` in a `RequestHandler` subclass and makes the runner's `Server` build that
+subclass (`AppRunner._make_server`, `Server._loop`/`_kwargs`, as aiohttp's own `Server.__call__` uses them).
+tests/gateway/test_runner.py fails, naming this module, when an aiohttp upgrade breaks the hook.
+
+The CORS headers cannot be added to these answers: the parser gave up before the `Origin` header was read (and no
+browser sends such requests). The §1.5 security headers are added.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError, InvalidHeader, LineTooLong
+
+from ..errors import ApiError, internal_error, invalid_content_length, malformed_request
+from ..middleware import SECURITY_HEADERS, render_error
+
+log = logging.getLogger("hermes_api_plugin")
+
+# The parser's message starts with its own reason ("Invalid character in Content-Length"), then quotes the client's
+# bytes, which may hold a credential (a bad byte in an Authorization line): only the reason is repeated.
+_REASON = re.compile(r"[A-Za-z][A-Za-z0-9 ,.'-]{0,79}")
+
+
+def _reason(exc: HttpProcessingError) -> str:
+    match = _REASON.match(exc.message.partition(":")[0].partition("\n")[0])
+    return match.group(0).strip() if match else "not valid HTTP/1.1"
+
+
+def parser_error(exc: HttpProcessingError) -> ApiError:
+    """The §1.7 error for a request the HTTP parser refused."""
+    if isinstance(exc, LineTooLong):
+        return malformed_request("a request line or header field is longer than the parser accepts")
+    reason = _reason(exc)
+    content_length = isinstance(exc, InvalidHeader) and exc.hdr.lower() == "content-length"
+    if content_length or "content-length" in reason.lower():
+        return invalid_content_length(reason)
+    return malformed_request(reason)
+
+
+class _EnvelopeRequestHandler(web.RequestHandler):
+    __slots__ = ()
+
+    def handle_error(
+        self,
+        request: web.BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        if isinstance(exc, HttpProcessingError):
+            # Hostile or broken clients, not a fault of this server: no traceback at ERROR level per request.
+            log.debug("[API Server] refused a malformed request from %s: %s", request.remote, _reason(exc))
+            if request.writer.output_size > 0:  # as aiohttp: a started response cannot become another one
+                raise ConnectionError("Response is sent already, cannot send another response with the error message")
+            response = render_error(parser_error(exc))
+            response.headers.update(SECURITY_HEADERS)
+        else:
+            # Something escaped the error middleware (a bug): aiohttp logs it and checks the writer; the body becomes
+            # the envelope. A routed request gets its §1.5/CORS headers from the app's on_response_prepare signal.
+            super().handle_error(request, status, exc, message)
+            response = render_error(internal_error())
+        response.force_close()
+        return response
+
+
+class _EnvelopeServer(web.Server):
+    def __call__(self) -> web.RequestHandler:
+        return _EnvelopeRequestHandler(self, loop=self._loop, **self._kwargs)
+
+
+class ApiRunner(web.AppRunner):
+    """`web.AppRunner` whose connections answer parser rejections with the §1.7 envelope."""
+
+    async def _make_server(self) -> web.Server:
+        server = await super()._make_server()
+        # The Server aiohttp built for this app, with all its settings, now building our RequestHandler subclass.
+        server.__class__ = _EnvelopeServer
+        return server

@@ -1,0 +1,26 @@
+"""One live reference gateway per fuzz module, on the millisecond fuzz script, with its canary planted."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.live import SCRIPTS, start_gateway, write_home
+
+from .target import FuzzTarget
+
+
+@pytest.fixture(scope="module")
+def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FuzzTarget]:
+    # No execution log (write_home adds one to the scripts it copies): megabyte inputs would fill it.
+    home = write_home(
+        tmp_path_factory.mktemp("fuzz_home"), script=None, config={"agent": {"script": str(SCRIPTS / "fuzz.yaml")}}
+    )
+    gateway = start_gateway(home)
+    fuzz = FuzzTarget(gateway)
+    try:
+        fuzz.plant()
+        yield fuzz
+    finally:
+        gateway.stop()
