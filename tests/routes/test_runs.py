@@ -223,7 +223,7 @@ async def test_post_run_without_session_key_header_does_not_echo_one(api: TestCl
             "invalid_parameter",
             "model_options.reasoning.effort",
         ),
-        ({"input": [{"role": ["user"], "content": "hi"}]}, "invalid_parameter", "input[0]"),
+        ({"input": [{"role": ["user"], "content": "hi"}]}, "invalid_parameter", "input[0].role"),
     ],
     ids=[
         "absent",
