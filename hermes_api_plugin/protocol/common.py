@@ -27,13 +27,14 @@ _TEXT_PART = Obj(
 )
 # Rendered only (content.parse_content checks URLs, case-insensitively): the pattern is the lower-case subset.
 _IMAGE_URL = Str(pattern=r"^(https?://\S|data:image/[a-z]+;base64,)", description="http(s) or data:image URL")
+_DETAIL = Str(pattern=r"\S", description="low, high or auto")
 _IMAGE_PART = Obj(
     name="ImageUrlPart",
     props=(
         Prop("type", Str(enum=("image_url",)), True),
         Prop(
             "image_url",
-            Either((_IMAGE_URL, Obj((Prop("url", _IMAGE_URL, True), Prop("detail", Str(min_length=1)))))),
+            Either((_IMAGE_URL, Obj((Prop("url", _IMAGE_URL, True), Prop("detail", _DETAIL))))),
             True,
         ),
     ),
@@ -43,7 +44,7 @@ _INPUT_IMAGE_PART = Obj(
     props=(
         Prop("type", Str(enum=("input_image",)), True),
         Prop("image_url", _IMAGE_URL, True),
-        Prop("detail", Str(min_length=1)),
+        Prop("detail", _DETAIL),
     ),
 )
 _PART = Tagged(
