@@ -7,6 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
+# WIRE.md §1.7: the `type` of every envelope is one of these.
+ERROR_TYPES = (
+    "invalid_request_error",
+    "gateway_auth_error",
+    "not_found_error",
+    "conflict_error",
+    "rate_limit_error",
+    "server_error",
+)
+
 
 class ApiError(Exception):
     """An error with its HTTP status and envelope fields."""

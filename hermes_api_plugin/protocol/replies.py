@@ -7,6 +7,7 @@ loses a key or changes a type fails CI. Objects are open: a reply may carry more
 
 from __future__ import annotations
 
+from ..errors import ERROR_TYPES
 from .params import IntText
 from .schema import AnyJson, Arr, Bool, Obj, Prop, Str
 
@@ -23,20 +24,7 @@ ERROR = Obj(
             Obj(
                 (
                     Prop("message", _TEXT, True),
-                    Prop(
-                        "type",
-                        Str(
-                            enum=(
-                                "invalid_request_error",
-                                "gateway_auth_error",
-                                "not_found_error",
-                                "conflict_error",
-                                "rate_limit_error",
-                                "server_error",
-                            )
-                        ),
-                        True,
-                    ),
+                    Prop("type", Str(enum=ERROR_TYPES), True),
                     Prop("param", _TEXT, True, nullable=True),
                     Prop("code", _TEXT, True, nullable=True),
                 )

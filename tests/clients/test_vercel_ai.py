@@ -63,6 +63,12 @@ def assert_well_formed(parts: list[dict[str, Any]]) -> None:
 
 
 @pytest.mark.parametrize("prompt", PROMPTS)
+def _execution_of(gateway: Any, text: str) -> dict[str, Any]:
+    """The one execution the scripted runtime logged for the turn whose input is `text`."""
+    [execution] = [e for e in gateway.executions() if "".join(p.get("text", "") for p in e["input"]["content"]) == text]
+    return execution
+
+
 def test_openai_compatible_stream_text_has_reasoning_and_text_parts_and_finishes_stop(
     node_clients: NodeClients, clients_gateway: LiveGateway, prompt: str
 ) -> None:
@@ -162,11 +168,7 @@ def test_openai_responses_next_user_turn_with_the_sdk_history_gets_the_stored_to
     second = result["followUp"]
     assert_well_formed(second["parts"])
     assert (second["text"], second["finishReason"]) == (TURNS["hello"][2], "stop")
-    [execution] = [
-        e
-        for e in clients_gateway.executions()
-        if "".join(p.get("text", "") for p in e["input"]["content"]) == follow_up
-    ]
+    execution = _execution_of(clients_gateway, follow_up)
     tool_messages = [m for m in execution["history"] if m["role"] == "tool"]
     assert len(tool_messages) == 1
     assert "".join(p.get("text", "") for p in tool_messages[0]["content"]) == "README.md\nsrc/"
@@ -230,11 +232,7 @@ def test_openai_responses_follow_up_with_tool_items_off_references_the_items_it_
     second = result["followUp"]
     assert_well_formed(second["parts"])
     assert (second["text"], second["finishReason"]) == (TURNS["hello"][2], "stop")
-    [execution] = [
-        e
-        for e in clients_gateway.executions()
-        if "".join(p.get("text", "") for p in e["input"]["content"]) == follow_up
-    ]
+    execution = _execution_of(clients_gateway, follow_up)
     history = [(m["role"], "".join(p.get("text", "") for p in m["content"])) for m in execution["history"]]
     assert history == [("user", "use tool"), ("assistant", "Listed the files."), ("assistant", TURNS["use tool"][2])]
 
