@@ -62,13 +62,13 @@ def assert_well_formed(parts: list[dict[str, Any]]) -> None:
 # -- @ai-sdk/openai-compatible ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("prompt", PROMPTS)
 def _execution_of(gateway: Any, text: str) -> dict[str, Any]:
     """The one execution the scripted runtime logged for the turn whose input is `text`."""
     [execution] = [e for e in gateway.executions() if "".join(p.get("text", "") for p in e["input"]["content"]) == text]
     return execution
 
 
+@pytest.mark.parametrize("prompt", PROMPTS)
 def test_openai_compatible_stream_text_has_reasoning_and_text_parts_and_finishes_stop(
     node_clients: NodeClients, clients_gateway: LiveGateway, prompt: str
 ) -> None:
