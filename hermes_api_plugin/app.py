@@ -30,7 +30,7 @@ from .middleware import MAX_BODY_BYTES, MIDDLEWARES, add_common_headers
 from .model_options import ModelOptionsCache
 from .protocol.common import credential_scope
 from .recovery import recover
-from .routes import chat, discovery, health, responses, runs, sessions
+from .routes import chat, discovery, health, host_data, responses, runs, sessions
 from .runtimes.base import AgentRuntime, TurnHooks
 from .store.base import SessionStore, Store
 from .store.sqlite import SqliteStore
@@ -91,6 +91,8 @@ def create_app(
     app.router.add_get("/v1/capabilities", discovery.capabilities, name="capabilities")
     app.router.add_get("/api/model/options", discovery.model_options, name="model_options", allow_head=False)
     app.router.add_get("/openapi.json", discovery.openapi, name="openapi", allow_head=False)
+    app.router.add_get("/v1/skills", host_data.skills, name="skills", allow_head=False)
+    app.router.add_get("/v1/toolsets", host_data.toolsets, name="toolsets", allow_head=False)
     app.router.add_post("/v1/chat/completions", chat.chat_completions, name="chat_completions")
     app.router.add_post("/v1/responses", responses.create_response, name="responses")
     app.router.add_get("/v1/responses/{response_id}", responses.get_response, name="response", allow_head=False)

@@ -125,3 +125,7 @@ def client_gone() -> ApiError:
 
 def internal_error() -> ApiError:
     return ApiError(500, "Internal server error", type="server_error", code="internal_error")
+
+
+def not_supported_by_host() -> ApiError:
+    return ApiError(501, "Only Hermes Agent has this data", type="server_error", code="not_supported_by_host")

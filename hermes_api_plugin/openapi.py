@@ -9,6 +9,7 @@ from typing import Any
 from aiohttp import web
 
 from . import __version__
+from .keys import RUNTIME
 from .protocol.operations import OPERATIONS, Operation
 from .protocol.replies import ERROR
 from .protocol.schema import Defs
@@ -24,14 +25,17 @@ _SSE_EVENT = {
 
 def _served(app: web.Application) -> list[tuple[str, str, str]]:
     """(name, method, path) of every documented route: named routes, and /v1/health (unnamed so that
-    capabilities do not list it, §8.3). The retired 410 routes are not part of the API any more."""
+    capabilities do not list it, §8.3). The retired 410 routes are not part of the API any more, and the routes of
+    the host's own data are not served by a host without it (they answer 501 there, §14.3)."""
+    no_host_data = app[RUNTIME].host is None
     out = []
     for route in app.router.routes():
         if route.method == "HEAD" or route.resource is None:
             continue
         path = route.resource.canonical
         name = route.name or ("health_v1" if path == "/v1/health" else None)
-        if name is not None:
+        op = OPERATIONS.get(name or "")
+        if name is not None and not (no_host_data and op is not None and op.host):
             out.append((name, route.method, path))
     return out
 

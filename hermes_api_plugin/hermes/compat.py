@@ -35,8 +35,10 @@ from .compat_names import (  # noqa: F401 - re-exported: compat is the one entry
     API_SERVER,
     CLEAR_SESSION_VARS,
     COMPACTION_SUMMARY,
+    CONFIGURABLE_TOOLSETS,
     DETECT_TOOL_FAILURE,
     FALLBACK_MODEL,
+    FIND_SKILLS,
     GATEWAY_CONFIG,
     GATEWAY_MODEL,
     GATEWAY_PLATFORMS,
@@ -45,16 +47,20 @@ from .compat_names import (  # noqa: F401 - re-exported: compat is the one entry
     HERMES_HOME,
     HERMES_NAMES,
     HERMES_TOP_LEVEL_MODULES,
+    LOAD_CONFIG,
     PLATFORM_API_SERVER,
     PLATFORM_CONFIG,
     PLATFORM_TOOLS,
     REASONING_CONFIG,
     REGISTER_PLATFORM,
+    RESOLVE_TOOLSET,
     RUNTIME_KWARGS,
     RUNTIME_KWARGS_FOR_PROVIDER,
     SEND_RESULT,
     SESSION_DB,
     SET_SESSION_VARS,
+    SORT_SKILLS,
+    TOOLSET_HAS_KEYS,
     HermesName,
     _call,
     _target,
@@ -286,3 +292,32 @@ def register_platform(ctx: Any, **entry: Any) -> None:
     """Register a gateway platform with Hermes' plugin context (`entry`: PlatformEntry's fields)."""
     assert set(entry) <= set(REGISTER_PLATFORM.kwargs), sorted(set(entry) - set(REGISTER_PLATFORM.kwargs))
     ctx.register_platform(**entry)
+
+
+# -- host data (WIRE §14.3; hermes/host.py reads the public names) --------------------------------------------
+# Blocking (files, config): callers run these in a worker thread. Their exceptions propagate: the route answers 500.
+
+
+def all_skills() -> list[dict[str, Any]]:
+    """The installed skills the agent loads (disabled ones left out), sorted as the built-in `GET /v1/skills` lists
+    them."""
+    return list(SORT_SKILLS.resolve()(FIND_SKILLS.resolve()(skip_disabled=False)))
+
+
+def toolsets_listing(platform: str = API_SERVER) -> list[dict[str, Any]]:
+    """The configurable toolsets with their state for `platform`, as the built-in `GET /v1/toolsets` builds them."""
+    config = LOAD_CONFIG.resolve()()
+    enabled = PLATFORM_TOOLS.resolve()(config, platform, include_default_mcp_servers=False)
+    has_keys = TOOLSET_HAS_KEYS.resolve()
+    data = []
+    for name, label, description in CONFIGURABLE_TOOLSETS.resolve()():
+        entry = {"name": name, "label": label, "description": description, "enabled": name in enabled}
+        data.append({**entry, "configured": has_keys(name, config), "tools": _toolset_tools(name)})
+    return data
+
+
+def _toolset_tools(name: str) -> list[str]:
+    try:
+        return sorted(set(RESOLVE_TOOLSET.resolve()(name)))
+    except Exception:  # one unresolvable toolset (a broken plugin) lists no tools, as upstream
+        return []

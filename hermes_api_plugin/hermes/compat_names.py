@@ -136,7 +136,11 @@ RUNTIME_KWARGS_FOR_PROVIDER = HermesName(
 GATEWAY_MODEL = HermesName("gateway.run", "_resolve_gateway_model", args=(), fallback="model.default of config.yaml")
 GATEWAY_CONFIG = HermesName("gateway.run", "_load_gateway_config", args=(), fallback=_DEFAULT_TOOLSETS)
 PLATFORM_TOOLS = HermesName(
-    "hermes_cli.tools_config", "_get_platform_tools", args=("config", "platform"), fallback=_DEFAULT_TOOLSETS
+    "hermes_cli.tools_config",
+    "_get_platform_tools",
+    args=("config", "platform"),
+    kwargs=("include_default_mcp_servers",),
+    fallback=_DEFAULT_TOOLSETS,
 )
 REASONING_CONFIG = HermesName(
     "gateway.run",
@@ -223,6 +227,52 @@ REGISTER_PLATFORM = HermesName(
 )
 PLATFORM_ENTRY = HermesName("gateway.platform_registry", "PlatformEntry", args=(), kwargs=_PLATFORM_ENTRY_FIELDS)
 
+# The host data of WIRE §14.3 (hermes/host.py): what the built-in api_server reads for /v1/skills, /v1/toolsets,
+# /health/detailed, and the dashboard for /api/model/options. Required: a route built on a missing one fails 500.
+FIND_SKILLS = HermesName("tools.skills_tool", "_find_all_skills", args=(), kwargs=("skip_disabled",))
+SORT_SKILLS = HermesName("tools.skills_tool", "_sort_skills", args=("skills",))
+LOAD_CONFIG = HermesName("hermes_cli.config", "load_config", args=())
+CONFIGURABLE_TOOLSETS = HermesName("hermes_cli.tools_config", "_get_effective_configurable_toolsets", args=())
+TOOLSET_HAS_KEYS = HermesName("hermes_cli.tools_config", "_toolset_has_keys", args=("ts_key", "config"))
+RESOLVE_TOOLSET = HermesName("toolsets", "resolve_toolset", args=("name",))
+READ_RUNTIME_STATUS = HermesName("gateway.status", "read_runtime_status", args=())
+PARSE_ACTIVE_AGENTS = HermesName("gateway.status", "parse_active_agents", args=("raw",))
+GATEWAY_BUSY = HermesName(
+    "gateway.status", "derive_gateway_busy", args=(), kwargs=("gateway_running", "gateway_state", "active_agents")
+)
+GATEWAY_DRAINABLE = HermesName(
+    "gateway.status", "derive_gateway_drainable", args=(), kwargs=("gateway_running", "gateway_state")
+)
+RUNTIME_READINESS = HermesName(
+    "gateway.readiness",
+    "collect_runtime_readiness",
+    args=(),
+    kwargs=(
+        "configured_model",
+        "runtime_status",
+        "active_api_runs",
+        "process_completion_queue_depth",
+        "active_delegations",
+    ),
+)
+PICKER_CONTEXT = HermesName("hermes_cli.inventory", "load_picker_context", args=())
+MODELS_PAYLOAD = HermesName(
+    "hermes_cli.inventory",
+    "build_models_payload",
+    args=("ctx",),
+    kwargs=(
+        "explicit_only",
+        "include_unconfigured",
+        "picker_hints",
+        "canonical_order",
+        "pricing",
+        "capabilities",
+        "refresh",
+        "probe_custom_providers",
+        "probe_current_custom_provider",
+    ),
+)
+
 HERMES_NAMES: tuple[HermesName, ...] = (
     AIAGENT,
     RUN_CONVERSATION,
@@ -252,6 +302,19 @@ HERMES_NAMES: tuple[HermesName, ...] = (
     SEND_RESULT,
     REGISTER_PLATFORM,
     PLATFORM_ENTRY,
+    FIND_SKILLS,
+    SORT_SKILLS,
+    LOAD_CONFIG,
+    CONFIGURABLE_TOOLSETS,
+    TOOLSET_HAS_KEYS,
+    RESOLVE_TOOLSET,
+    READ_RUNTIME_STATUS,
+    PARSE_ACTIVE_AGENTS,
+    GATEWAY_BUSY,
+    GATEWAY_DRAINABLE,
+    RUNTIME_READINESS,
+    PICKER_CONTEXT,
+    MODELS_PAYLOAD,
 )
 
 # -- fallbacks ----------------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ class Operation:
     sse: bool = False  # the success reply may be (or is) text/event-stream
     links: dict[str, dict[str, Any]] = field(default_factory=dict)  # name → {operationId, parameters}
     public: bool = False  # no authentication
+    host: bool = False  # the host agent's own data: undocumented (and answered 501) on a host without it (§14.3)
 
 
 def _link(operation: str, parameter: str, expression: str) -> dict[str, Any]:
@@ -64,6 +65,8 @@ OPERATIONS: dict[str, Operation] = {
     ),
     "capabilities": Operation("Machine-readable feature document", reply=replies.CAPABILITIES),
     "openapi": Operation("This document", reply=replies.OPENAPI),
+    "skills": Operation("The host agent's installed skills (hermes-agent's shape)", reply=replies.SKILLS, host=True),
+    "toolsets": Operation("The host agent's toolsets for this platform", reply=replies.TOOLSETS, host=True),
     "chat_completions": Operation(
         "Chat Completions (JSON, or SSE with reasoning_content and hermes.tool.progress)",
         body=chat.CHAT_BODY,

@@ -75,6 +75,38 @@ MODEL_OPTIONS = Obj(
         Prop("options", Arr(_OBJECT), True),
     ),
 )
+_SKILL = Obj((Prop("name", _TEXT, True), Prop("description", _TEXT), Prop("category", AnyJson())))
+SKILLS = Obj(
+    name="SkillList",
+    props=(
+        Prop("object", Str(enum=("list",)), True),
+        Prop("data", Arr(_SKILL), True),
+    ),
+    description="hermes-agent's skill entries (name, description, category), as its built-in server lists them",
+)
+TOOLSETS = Obj(
+    name="ToolsetList",
+    props=(
+        Prop("object", Str(enum=("list",)), True),
+        Prop("platform", _TEXT, True),
+        Prop(
+            "data",
+            Arr(
+                Obj(
+                    (
+                        Prop("name", _TEXT, True),
+                        Prop("label", _TEXT, True),
+                        Prop("description", _TEXT, True),
+                        Prop("enabled", Bool(), True),
+                        Prop("configured", Bool(), True),
+                        Prop("tools", Arr(_TEXT), True),
+                    )
+                )
+            ),
+            True,
+        ),
+    ),
+)
 CAPABILITIES = Obj(
     name="Capabilities",
     props=(

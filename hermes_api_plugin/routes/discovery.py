@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from aiohttp import web
 
-from ..config import Settings
 from ..errors import ApiError
-from ..keys import MODEL_OPTIONS, RUNTIME, SETTINGS, STARTED_AT, STORE
+from ..keys import MODEL_OPTIONS, RUNTIME, SESSIONS, SETTINGS, STARTED_AT, STORE
 from ..openapi import build_openapi
-from ..protocol.operations import MODEL_OPTIONS_QUERY
+from ..parity import parity_features
+from ..protocol.operations import MODEL_OPTIONS_QUERY, OPERATIONS
 from ..protocol.params import parse_params
 from .health import PLATFORM
 from .replies import json_response
+
+log = logging.getLogger("hermes_api_plugin")
 
 # Named routes that admit work through the idempotency mechanism (WIRE.md §5), in the §8.3 order.
 IDEMPOTENT_ROUTES = ("chat_completions", "responses", "runs", "session_chat", "session_chat_stream")
@@ -32,16 +35,21 @@ async def models(request: web.Request) -> web.Response:
 
 
 def served_endpoints(app: web.Application) -> dict[str, dict[str, str]]:
-    """Named routes of this app: the capabilities `endpoints` table is exactly what is served."""
+    """Named routes of this app: the capabilities `endpoints` table is exactly what is served (the routes of the
+    host's own data only on a host that has it: elsewhere they answer 501, §14.3)."""
+    no_host_data = app[RUNTIME].host is None
     endpoints: dict[str, dict[str, str]] = {}
     for route in app.router.routes():
         name = route.name
-        if name and route.method != "HEAD":
+        op = OPERATIONS.get(name or "")
+        if name and route.method != "HEAD" and not (no_host_data and op is not None and op.host):
             endpoints[name] = {"method": route.method, "path": route.resource.canonical if route.resource else ""}
     return endpoints
 
 
-def _features(settings: Settings, served: dict[str, dict[str, str]], durable: bool) -> dict[str, Any]:
+def _features(app: web.Application, served: dict[str, dict[str, str]]) -> dict[str, Any]:
+    settings = app[SETTINGS]
+    durable = app[STORE].durable
     chat = "chat_completions" in served
     responses = "responses" in served
     runs = "runs" in served
@@ -70,9 +78,7 @@ def _features(settings: Settings, served: dict[str, dict[str, str]], durable: bo
         "run_events_sse": runs,
         "run_events_resume": runs,
         "run_stop": runs,
-        "run_approval_response": False,
         "run_steer": False,
-        "approval_events": False,
         "session_resources": sessions,
         "session_chat": sessions,
         "session_chat_streaming": sessions,
@@ -97,6 +103,12 @@ def _features(settings: Settings, served: dict[str, dict[str, str]], durable: bo
         "max_concurrent_runs": settings.max_concurrent_runs,
         "cors": bool(settings.cors_origins),
         "browser_extension_control": False,
+        # §14: the sessions are the host's when they do not live in this plugin's own store
+        **parity_features(
+            served,
+            host=app[RUNTIME].host is not None,
+            host_sessions=app[SESSIONS] is not getattr(app[STORE], "sessions", None),
+        ),
     }
 
 
@@ -117,7 +129,7 @@ async def capabilities(request: web.Request) -> web.Response:
             "split_runtime": False,
             "description": "Tools execute on the gateway host; clients never execute tool calls.",
         },
-        "features": _features(settings, endpoints, app[STORE].durable),
+        "features": _features(app, endpoints),
         "endpoints": endpoints,
     }
     return json_response(body)
@@ -127,18 +139,25 @@ async def model_options(request: web.Request) -> web.Response:
     app = request.app
     refresh = parse_params(request.query, MODEL_OPTIONS_QUERY)["refresh"]
     try:
-        options, cached = await app[MODEL_OPTIONS].get(app[RUNTIME], app[SETTINGS].model_options, refresh)
+        built, cached = await app[MODEL_OPTIONS].get(app[RUNTIME], app[SETTINGS].model_options, refresh)
     except Exception as exc:
-        raise ApiError(
-            500, f"Could not list model options: {exc}", type="server_error", code="model_options_failed"
-        ) from exc
+        # The exception may carry a provider URL or a key from a probe: it goes to the log, never to the client.
+        log.exception("[API Server] GET /api/model/options failed")
+        raise ApiError(500, "Could not list model options", type="server_error", code="model_options_failed") from exc
     model = app[SETTINGS].model
+    current = {"provider": model.provider, "model": model.default or app[SETTINGS].model_name}
+    host_payload: dict[str, Any] = {}
+    if built.inventory is not None:
+        # Hermes' dashboard shape beside the §8.2 one, so a client written for either reads it unchanged.
+        host_payload = {k: built.inventory.get(k) for k in ("providers", "model", "provider")}
+        current = {"provider": built.inventory.get("provider"), "model": built.inventory.get("model")}
     body = {
         "object": "hermes.model_options",
-        "current": {"provider": model.provider, "model": model.default or app[SETTINGS].model_name},
-        "options": options,
+        "current": current,
+        "options": built.options,
         "cached": cached,
-        "fetched_at": app[MODEL_OPTIONS].fetched_at,
+        "fetched_at": built.fetched_at,
+        **host_payload,
     }
     return json_response(body)
 

@@ -4,20 +4,27 @@
 platform, version, gateway_state, platforms, active_agents, gateway_busy, gateway_drainable, exit_reason,
 updated_at, pid) so a dashboard written for Hermes' built-in server reads it unchanged, and adds this server's own
 numbers under `api_server`: the turns in the registry, the slots they hold against the concurrency cap, the
-streaming replies still open, and the store. Like upstream it reports status and counts only — never
-configuration values, paths or credentials — and it needs the API key (the auth middleware sees to that).
+streaming replies still open, and the store. With a host that has its own data (Hermes) the top-level keys are
+Hermes' — its runtime status file, its readiness probes, its version — as the built-in server reports them; this
+server's store check joins Hermes' checks and the plugin's version is `api_server.version`. Like upstream it reports
+status and counts only — never configuration values, paths or credentials — and it needs the API key (the auth
+middleware sees to that).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
 from aiohttp import web
 
 from .. import __version__
-from ..keys import STORE, STREAMS, TURNS
+from ..host import HostData
+from ..keys import RUNTIME, STORE, STREAMS, TURNS
 from .replies import json_response
+
+log = logging.getLogger("hermes_api_plugin")
 
 PLATFORM = "hermes-agent"
 
@@ -42,25 +49,41 @@ async def health_detailed(request: web.Request) -> web.Response:
         "gateway": _check("ok", state=state),
         "background_queues": _check("ok", active_api_runs=counts.admitted),
     }
-    status = "ok" if all(check["status"] == "ok" for check in checks.values()) else "degraded"
-    body = {
-        "status": status,
-        "readiness": {"status": status, "checks": checks},
+    body: dict[str, Any] = {
         "platform": PLATFORM,
         "version": __version__,
         "gateway_state": state,
-        "platforms": {},  # Hermes' runtime status file (its platforms, exit reason) is not read here
+        "platforms": {},
         "active_agents": counts.running,
         "gateway_busy": state == "running" and counts.running > 0,
         "gateway_drainable": state == "running",
         "exit_reason": None,
         "updated_at": None,
-        "pid": os.getpid(),
-        "api_server": {
-            "turns": {"running": counts.running, "queued": counts.queued},
-            "slots": {"admitted": counts.admitted, "max_concurrent_runs": turns.max_concurrent},
-            "streams": {"open": app[STREAMS].open},
-            "store": {"kind": store.kind, "durable": store.durable},
-        },
+    }
+    host = app[RUNTIME].host
+    if host is not None:
+        hermes = await _host_health(host, counts.admitted)
+        # Hermes' probes (state.db, config, model, disk, its gateway) with this server's store check beside them.
+        checks = {**hermes.pop("readiness", {}).get("checks", {}), "store": checks["store"]}
+        body.update(hermes)
+        if body["gateway_state"] is None:  # no runtime status file yet: this server's own state
+            body["gateway_state"] = state
+    status = "ok" if all(check.get("status") == "ok" for check in checks.values()) else "degraded"
+    body = {"status": status, "readiness": {"status": status, "checks": checks}, **body, "pid": os.getpid()}
+    body["api_server"] = {
+        "version": __version__,
+        "turns": {"running": counts.running, "queued": counts.queued},
+        "slots": {"admitted": counts.admitted, "max_concurrent_runs": turns.max_concurrent},
+        "streams": {"open": app[STREAMS].open},
+        "store": {"kind": store.kind, "durable": store.durable},
     }
     return json_response(body)
+
+
+async def _host_health(host: HostData, active_api_runs: int) -> dict[str, Any]:
+    """The host's part; a failure to read it is a degraded `host` check, never a failed health answer."""
+    try:
+        return await host.health(active_api_runs=active_api_runs)
+    except Exception as exc:
+        log.warning("[API Server] reading Hermes' gateway health failed: %s", type(exc).__name__, exc_info=True)
+        return {"readiness": {"checks": {"host": _check("degraded", detail=type(exc).__name__)}}}

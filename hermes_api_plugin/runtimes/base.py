@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from ..content import Message
 from ..events import TurnStatus, Usage
+from ..host import HostData
 
 ReasoningCallback = Callable[[str], None]
 TextCallback = Callable[["str | None"], None]  # None marks the end of a streamed segment; ignored
@@ -123,6 +124,7 @@ class AgentRuntime(Protocol):
     """The one interface to "the agent"."""
 
     name: str  # "scripted" | "hermes": advertised as metadata.runtime
+    host: HostData | None  # the host agent's own data (skills, toolsets, inventory, health); None: it has none
 
     def providers(self) -> frozenset[str]:
         """Provider names a request may select with `provider`."""

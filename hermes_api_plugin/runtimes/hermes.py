@@ -24,6 +24,8 @@ from ..content import Message
 from ..events import TurnStatus, Usage
 from ..hermes import compat
 from ..hermes.compat import hermes_available  # noqa: F401 - runtime selection (runtimes/__init__) reads it here
+from ..hermes.host import HermesHost
+from ..host import HostData
 from .base import AgentTurn, TurnOutcome, TurnRequest
 
 log = logging.getLogger("hermes_api_plugin")
@@ -130,6 +132,7 @@ class HermesRuntime:
         self.interrupt_grace_s = interrupt_grace_s
         self._session_db: Any = None
         self._session_db_tried = False
+        self.host: HostData | None = HermesHost()
 
     # -- AgentRuntime ---------------------------------------------------------------------------------
     def providers(self) -> frozenset[str]:

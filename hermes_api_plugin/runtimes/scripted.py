@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from ..events import TurnStatus, Usage
+from ..host import HostData
 from .base import AgentTurn, TurnOutcome
 
 STEP_KINDS = ("reasoning", "text", "commentary", "tool", "sleep", "fail", "exhaust_budget", "usage", "final", "compact")
@@ -133,6 +134,7 @@ class ScriptedRuntime:
     """Plays the first matching script turn; interrupt cancels the playback within one event-loop tick."""
 
     name = "scripted"
+    host: HostData | None = None  # a script has no skills, toolsets or inventory of its own
 
     def __init__(self, script: Script) -> None:
         self.script = script

@@ -76,6 +76,7 @@ async def test_health_detailed_idle_has_the_upstream_shape_and_zero_counts(
     assert body["readiness"]["checks"]["background_queues"] == {"status": "ok", "active_api_runs": 0}
     assert body["readiness"]["checks"]["store"] == {"status": "ok", "kind": "sqlite"}
     assert body["api_server"] == {
+        "version": __version__,  # the plugin's own, beside Hermes' at the top on the hermes host
         "turns": {"running": 0, "queued": 0},
         "slots": {"admitted": 0, "max_concurrent_runs": 7},
         "streams": {"open": 0},

@@ -1,0 +1,44 @@
+"""The Hermes-parity features of `/v1/capabilities` (WIRE §14, W-14.5), in one table.
+
+Names follow hermes-agent 0.19.0's `_handle_capabilities` where it has one, then §14's own. Each feature is true
+only when this app serves it on this host: every named route it needs is served (`served` already leaves out the
+host-data routes of a host without that data, see `documented_routes`), and, for the host's own data, the host
+provides it. A new parity route turns its feature on by being registered under the name listed here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+_JOBS = ("jobs", "job_create", "job", "job_update", "job_delete", "job_pause", "job_resume", "job_run")
+
+# feature → the named routes it needs (all of them)
+ROUTE_FEATURES: dict[str, tuple[str, ...]] = {
+    "run_approval_response": ("run_approval",),
+    "approval_events": ("run_approval",),
+    "session_fork": ("session_fork",),
+    "skills_api": ("skills",),
+    "toolsets_api": ("toolsets",),
+    "jobs_admin": _JOBS,
+    "platform_events": ("platform_events",),
+    "cron_fire": ("cron_fire",),
+}
+
+# Served by no route of this server (upstream advertises the first four `false` as well; `profile_multiplex` is the
+# `/p/{profile}/…` mirror of §14.3, not built yet).
+UNSERVED_FEATURES = ("admin_config_rw", "memory_write_api", "audio_api", "realtime_voice", "profile_multiplex")
+
+
+def parity_features(served: Collection[str], *, host: bool, host_sessions: bool) -> dict[str, bool]:
+    """`served`: the documented route names; `host`: the runtime has the host's own data (Hermes);
+    `host_sessions`: `/api/sessions` reads and writes the host's session store (§14.1)."""
+    features = {name: all(route in served for route in routes) for name, routes in ROUTE_FEATURES.items()}
+    features.update(
+        {
+            "hermes_sessions": host and host_sessions and "sessions" in served,
+            "model_inventory": host and "model_options" in served,  # Hermes' own inventory, not the configured list
+            "health_detailed_host": host and "health_detailed" in served,  # Hermes' gateway state and readiness
+        }
+    )
+    features.update({name: False for name in UNSERVED_FEATURES})
+    return features
