@@ -95,31 +95,36 @@ def install_hook(home: Path) -> str:
     return done.stdout
 
 
+def start_gateway(home: Path) -> HermesGateway:
+    """Start `hermes gateway run -v` on `home`, its output pumped into `lines`; the caller stops it."""
+    proc = subprocess.Popen(
+        [str(BIN / "hermes"), "gateway", "run", "-v"],
+        env=clean_env(home),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        encoding="utf-8",
+    )
+    live = HermesGateway(proc, home)
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            live.lines.append(line.rstrip("\n"))
+
+    live.reader = threading.Thread(target=pump, daemon=True)
+    live.reader.start()
+    return live
+
+
 @pytest.fixture
 def run_hermes() -> Iterator[Callable[[Path], HermesGateway]]:
     started: list[HermesGateway] = []
 
     def start(home: Path) -> HermesGateway:
-        proc = subprocess.Popen(
-            [str(BIN / "hermes"), "gateway", "run", "-v"],
-            env=clean_env(home),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            encoding="utf-8",
-        )
-        live = HermesGateway(proc, home)
-
-        def pump() -> None:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                live.lines.append(line.rstrip("\n"))
-
-        live.reader = threading.Thread(target=pump, daemon=True)
-        live.reader.start()
-        started.append(live)
-        return live
+        started.append(start_gateway(home))
+        return started[-1]
 
     yield start
     for live in started:

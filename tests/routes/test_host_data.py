@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
+from hermes_api_plugin.keys import RUNTIME
 from hermes_api_plugin.parity import ROUTE_FEATURES, UNSERVED_FEATURES
 from tests.helpers import assert_error_envelope, fetch
 
@@ -32,7 +33,9 @@ async def test_host_data_routes_answer_501_not_supported_by_host(
     api: TestClient, auth: dict[str, str], path: str
 ) -> None:
     """§14.3: the route exists (not 404, not 405) and says why it has nothing, in the envelope, after auth."""
-    assert_error_envelope(await fetch(api, "GET", path, headers=auth), 501, "not_supported_by_host", type="server_error")
+    assert_error_envelope(
+        await fetch(api, "GET", path, headers=auth), 501, "not_supported_by_host", type="server_error"
+    )
     assert_error_envelope(await fetch(api, "GET", path), 401, "gateway_auth_failed")
 
 
@@ -66,3 +69,17 @@ async def test_model_options_keep_the_configured_list_without_a_host(api: TestCl
     """§8.2: without a host inventory, no Hermes dashboard keys are added."""
     body: dict[str, Any] = (await fetch(api, "GET", "/api/model/options", headers=auth)).json()
     assert set(body) == {"object", "current", "options", "cached", "fetched_at"}
+
+
+async def test_model_options_failure_is_redacted(api: TestClient, auth: dict[str, str]) -> None:
+    """§8.2, §14.3: a failing inventory answers 500 `model_options_failed` without the exception's text (a probe's
+    error can carry a provider URL or key)."""
+    secret = "sk-live-0123456789abcdef"
+
+    async def failing(refresh: bool) -> None:
+        raise RuntimeError(f"GET https://user:{secret}@models.example/v1/models failed")
+
+    api.server.app[RUNTIME].model_inventory = failing  # type: ignore[method-assign]
+    reply = await fetch(api, "GET", "/api/model/options", headers=auth)
+    assert_error_envelope(reply, 500, "model_options_failed", type="server_error")
+    assert secret.encode() not in reply.raw and b"models.example" not in reply.raw
