@@ -76,6 +76,7 @@ def _features(settings: Settings, served: dict[str, dict[str, str]], durable: bo
         "session_resources": sessions,
         "session_chat": sessions,
         "session_chat_streaming": sessions,
+        "session_fork": "session_fork" in served,
         "model_options": "model_options" in served,
         "session_continuity_header": "X-Hermes-Session-Id",
         "session_key_header": "X-Hermes-Session-Key",
