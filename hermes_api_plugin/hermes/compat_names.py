@@ -173,7 +173,7 @@ SESSION_DB = HermesName(
         "list_sessions_rich",
         "get_messages",
         "get_messages_as_conversation",
-        "resolve_resume_session_id",
+        "get_compression_tip",
         "create_session",
         "append_message",
         "archive_and_compact",

@@ -114,8 +114,9 @@ class HermesSessionStore:
     # -- reads ----------------------------------------------------------------------------------------------
     async def load_session_messages(self, session_id: str) -> list[Message]:
         def load() -> list[Message]:
-            # Compaction may have continued the session under a new id: the history is the live tip's.
-            live = self.db.resolve_resume_session_id(session_id)
+            # Compaction may have continued the session under a new id: the history is the live tip's. (Only
+            # compression continuations: resolve_resume_session_id would also follow a fork to its branch.)
+            live = self.db.get_compression_tip(session_id) or session_id
             rows = self.db.get_messages_as_conversation(live)
             return [_message(r) for r in rows if r.get("role") in _ROLES]
 
