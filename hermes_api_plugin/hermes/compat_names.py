@@ -184,6 +184,7 @@ SESSION_DB = HermesName(
         "set_meta",
         "delete_session",
         "end_session",
+        "reopen_session",
         "replace_messages",
         "get_next_title_in_lineage",
     ),

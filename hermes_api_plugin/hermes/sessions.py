@@ -291,8 +291,10 @@ class HermesSessionStore:
                 return "no_source"
             if self.db.get_session(fork_id) is not None:
                 return "exists"
-            # As Hermes' api_server and the CLI's /branch: the original ends as "branched", the fork is its child
-            # (parent_session_id) with the transcript copied, titled next in the lineage ("x" → "x #2").
+            # As Hermes' api_server and the CLI's /branch: the original ends as "branched" *before* the fork starts
+            # (Hermes lists a child started after its parent ended as a branch, one started before as a sub-agent
+            # run, hidden), the fork is its child with the transcript copied, titled next in the lineage.
+            self.db.end_session(session_id, "branched")
             self.db.create_session(
                 fork_id,
                 API_SOURCE,
@@ -304,10 +306,11 @@ class HermesSessionStore:
             name = title if title is not None else self.db.get_next_title_in_lineage(source.get("title") or "fork")
             try:
                 self.db.set_session_title(fork_id, name)
-            except ValueError as exc:
+            except ValueError as exc:  # a title in use: no fork, and the original as it was
                 self.db.delete_session(fork_id)
+                if source.get("ended_at") is None:
+                    self.db.reopen_session(session_id)
                 raise _title_error(exc) from None
-            self.db.end_session(session_id, "branched")  # last: a refused title leaves the original as it was
             return "forked"
 
         return await self._run(fork)
