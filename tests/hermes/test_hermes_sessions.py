@@ -66,7 +66,9 @@ def read_state(home: Path, session_id: str) -> tuple[dict[str, Any] | None, list
 
 
 def test_a_cli_session_is_listed_read_continued_and_forked_and_api_sessions_are_hermes_sessions(
-    hermes_home: HomeFactory, run_hermes: Callable[[Path], HermesGateway], provider: ScriptedProvider
+    hermes_home: HomeFactory,
+    run_hermes: Callable[[Path], HermesGateway],  # noqa: F811 - the fixture imported above
+    provider: ScriptedProvider,
 ) -> None:
     """W-14.2 end to end on the real `hermes gateway run` with the plugin enabled and a real state.db."""
     home = hermes_home(env={"API_SERVER_PORT": "0"}, plugins=PLUGINS)
