@@ -116,6 +116,7 @@ def create_app(
     app.router.add_get(
         "/api/sessions/{session_id}/messages", sessions.session_messages, name="session_messages", allow_head=False
     )
+    app.router.add_post("/api/sessions/{session_id}/fork", sessions.fork_session, name="session_fork")
     app.router.add_post("/api/sessions/{session_id}/chat", sessions.session_chat, name="session_chat")
     app.router.add_post(
         "/api/sessions/{session_id}/chat/stream", sessions.session_chat_stream, name="session_chat_stream"

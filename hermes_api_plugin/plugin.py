@@ -17,7 +17,9 @@ def hermes_api_gateway_startup(gateway: Gateway) -> None:
     settings = gateway.settings
     migrate_config(settings.config_file)
     store = SqliteStore(settings.store_path, max_responses=settings.responses_max_stored, fallback_to_memory=True)
-    gateway.mount(create_app(settings, gateway.runtime, store, gateway.hooks))
+    # With the hermes runtime the sessions are Hermes' own (SessionDB, WIRE §14.1); else the plugin's tables.
+    sessions = gateway.runtime.session_store()
+    gateway.mount(create_app(settings, gateway.runtime, store, gateway.hooks, session_store=sessions))
 
 
 @hookimpl

@@ -24,6 +24,7 @@ PARSERS: dict[str, tuple[Any, dict[str, Any]]] = {
     "runs": (lambda b: runs.parse_run_request(b, None, PROVIDERS), {"input": "hi"}),
     "session_create": (sessions.parse_session_create, {}),
     "session_update": (sessions.parse_session_update, {}),
+    "session_fork": (sessions.parse_session_fork, {}),
     "session_chat": (lambda b: sessions.parse_session_chat(b, PROVIDERS), {"message": "hi"}),
 }
 # A value of each JSON type: the test sends the first one whose type the field does not allow.

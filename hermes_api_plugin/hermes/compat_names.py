@@ -171,6 +171,27 @@ SESSION_DB = HermesName(
     "hermes_state",
     "SessionDB",
     args=(),
+    # the public methods hermes/sessions.py (the SessionDB-backed session store) calls
+    attrs=(
+        "get_session",
+        "list_sessions_rich",
+        "get_messages",
+        "get_messages_as_conversation",
+        "get_compression_tip",
+        "create_session",
+        "append_message",
+        "archive_and_compact",
+        "update_token_counts",
+        "set_session_title",
+        "set_session_archived",
+        "get_meta",
+        "set_meta",
+        "delete_session",
+        "end_session",
+        "reopen_session",
+        "replace_messages",
+        "get_next_title_in_lineage",
+    ),
     fallback="turns run without Hermes' session store (Hermes does not list API sessions)",
 )
 HERMES_HOME = HermesName(

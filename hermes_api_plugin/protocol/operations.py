@@ -147,6 +147,17 @@ OPERATIONS: dict[str, Operation] = {
         params=(*sessions.SESSION_PATH, *sessions.MESSAGES_QUERY),
         reply=replies.SESSION_MESSAGES,
     ),
+    "session_fork": Operation(
+        "Fork a session (its messages copied, the original as parent)",
+        body=sessions.SESSION_FORK_BODY,
+        params=sessions.SESSION_PATH,
+        status=201,
+        reply=replies.SESSION_ENVELOPE,
+        links={
+            "GetSession": _link("session", "session_id", _SESSION_ID),
+            "GetMessages": _link("session_messages", "session_id", _SESSION_ID),
+        },
+    ),
     "session_chat": Operation(
         "Chat on a session (JSON)",
         body=sessions.SESSION_CHAT_BODY,

@@ -66,6 +66,13 @@ SESSION_CREATE_BODY = Obj(
         Prop("title", Str(max_length=TITLE_MAX)),
     ),
 )
+SESSION_FORK_BODY = Obj(
+    name="SessionForkRequest",
+    props=(
+        Prop("id", SESSION_ID, description="The fork's id; generated when absent"),
+        Prop("title", Str(max_length=TITLE_MAX), description="The fork's title; derived from the original's if absent"),
+    ),
+)
 SESSION_UPDATE_BODY = Obj(
     name="SessionUpdateRequest",
     props=(Prop("title", Str(max_length=TITLE_MAX)), Prop("pinned", Bool()), Prop("archived", Bool())),
@@ -115,3 +122,18 @@ def parse_session_update(raw: dict[str, Any]) -> dict[str, Any]:
     if "title" in raw:
         fields["title"] = raw["title"] if raw["title"] is None else fields["title"]
     return fields
+
+
+@dataclass(frozen=True)
+class SessionFork:
+    id: str | None
+    title: str | None
+
+
+def parse_session_fork(raw: dict[str, Any]) -> SessionFork:
+    """POST /api/sessions/{id}/fork: an optional id (rules of X-Hermes-Session-Id) and title."""
+    body = SESSION_FORK_BODY.check(raw, "")
+    fork_id = body.get("id")
+    if fork_id is not None:
+        check_session_id(fork_id, "id")
+    return SessionFork(fork_id, body.get("title"))

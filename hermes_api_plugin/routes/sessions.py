@@ -26,6 +26,7 @@ from ..protocol.sessions import (
     MESSAGES_QUERY,
     parse_session_chat,
     parse_session_create,
+    parse_session_fork,
     parse_session_update,
 )
 from ..store.base import SessionMessageRow
@@ -66,8 +67,26 @@ async def create_session(request: web.Request) -> web.Response:
     session_id = create.id or new_session_id()
     store = request.app[SESSIONS]
     if not await store.create_session(session_id, create.title):
-        raise ApiError(409, "A session with that id exists", type="conflict_error", code="session_exists", param="id")
+        raise session_exists()
     return json_response({"object": "hermes.session", "session": await store.get_session(session_id)}, status=201)
+
+
+def session_exists() -> ApiError:
+    return ApiError(409, "A session with that id exists", type="conflict_error", code="session_exists", param="id")
+
+
+async def fork_session(request: web.Request) -> web.Response:
+    """Branch a session (WIRE §14.1): a new session with the messages copied and the original as its parent."""
+    session_id = _path_session(request)
+    fork = parse_session_fork(await read_json(request) if request.can_read_body else {})
+    fork_id = fork.id or new_session_id()
+    store = request.app[SESSIONS]
+    result = await store.fork_session(session_id, fork_id, fork.title)
+    if result == "no_source":
+        raise session_not_found()
+    if result == "exists":
+        raise session_exists()
+    return json_response({"object": "hermes.session", "session": await store.get_session(fork_id)}, status=201)
 
 
 async def update_session(request: web.Request) -> web.Response:

@@ -9,11 +9,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..content import Message
 from ..events import TurnStatus, Usage
 from ..host import HostData
+
+if TYPE_CHECKING:
+    from ..store.base import SessionStore
 
 ReasoningCallback = Callable[[str], None]
 TextCallback = Callable[["str | None"], None]  # None marks the end of a streamed segment; ignored
@@ -137,6 +140,11 @@ class AgentRuntime(Protocol):
     async def model_inventory(self, refresh: bool) -> list[dict[str, Any]] | None:
         """The host's curated model list (§8.2 entry shape), or None when it has none. `refresh` probes
         every endpoint instead of the cached list."""
+        ...
+
+    def session_store(self) -> SessionStore | None:
+        """The host's own session store when the agent keeps its sessions there itself (Hermes' SessionDB,
+        WIRE §14.1): `/api/sessions` and session history then use it. None: the plugin's own session tables."""
         ...
 
     async def close(self) -> None: ...

@@ -26,6 +26,7 @@ from ..hermes import compat
 from ..hermes.compat import hermes_available  # noqa: F401 - runtime selection (runtimes/__init__) reads it here
 from ..hermes.host import HermesHost
 from ..host import HostData
+from ..hermes.sessions import HermesSessionStore
 from .base import AgentTurn, TurnOutcome, TurnRequest
 
 log = logging.getLogger("hermes_api_plugin")
@@ -144,6 +145,12 @@ class HermesRuntime:
             return None  # api_server.model_options from config.yaml is the list
         model = self.settings.model
         return [{"provider": model.provider, "model": model.default, "label": model.default}]
+
+    def session_store(self) -> HermesSessionStore | None:
+        """Hermes' SessionDB as the session store (WIRE §14.1), the same object every AIAgent of this runtime
+        writes its turns into; None when it cannot be opened (the plugin's own tables then, compat logs why)."""
+        db = self._hermes_session_db()
+        return None if db is None else HermesSessionStore(db, agent_writes_turns=True)
 
     async def close(self) -> None:
         return None

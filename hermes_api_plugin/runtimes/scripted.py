@@ -142,6 +142,9 @@ class ScriptedRuntime:
     def providers(self) -> frozenset[str]:
         return frozenset()
 
+    def session_store(self) -> None:
+        return None  # no host: the plugin's own session tables
+
     async def close(self) -> None:
         return None
 

@@ -1,16 +1,17 @@
 """The store protocols every backend implements, and the values they exchange.
 
 Two protocols, because they can live in different places: `SessionStore` is the conversation history
-behind `/api/sessions` and `X-Hermes-Session-Id` (the plugin's own tables today, Hermes' SessionDB
-later), `Store` is the state only this plugin owns (stored Responses, conversation names, session-key
-bindings, idempotent admissions, turn journals). Neither needs the other's tables.
+behind `/api/sessions` and `X-Hermes-Session-Id` (the plugin's own tables with the scripted runtime,
+Hermes' SessionDB with the hermes runtime: `hermes/sessions.py`), `Store` is the state only this plugin
+owns (stored Responses, conversation names, session-key bindings, idempotent admissions, turn journals).
+Neither needs the other's tables.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypedDict
+from typing import Any, Literal, Protocol, TypedDict
 
 from ..content import Message
 
@@ -96,6 +97,9 @@ class SessionMessageRow(TypedDict):
     compacted: bool
 
 
+ForkResult = Literal["forked", "no_source", "exists"]  # fork_session: done, unknown original, fork id taken
+
+
 class SessionStore(Protocol):
     """Sessions and their messages. Opened and closed by whoever owns the database behind it."""
 
@@ -132,6 +136,11 @@ class SessionStore(Protocol):
 
     async def delete_session(self, session_id: str) -> bool:
         """Delete a session and its messages; False when unknown."""
+        ...
+
+    async def fork_session(self, session_id: str, fork_id: str, title: str | None) -> ForkResult:
+        """Branch a session: a new session `fork_id` whose parent is `session_id`, with its messages copied
+        (compacted ones too) and `title` (None: the backend's default fork title)."""
         ...
 
     async def session_message_rows(

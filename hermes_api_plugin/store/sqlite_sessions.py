@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..content import Message
-from .base import SessionInfo, SessionMessageRow
+from .base import ForkResult, SessionInfo, SessionMessageRow
 from .sqlite_db import SqliteDatabase, transaction
 
 _SESSION_COLUMNS = (
@@ -185,6 +185,34 @@ class SqliteSessionStore:
                 return conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount == 1
 
         return await self.db.call(delete)
+
+    async def fork_session(self, session_id: str, fork_id: str, title: str | None) -> ForkResult:
+        """A child session with the original's messages (compacted ones too, still compacted); the original
+        stays open. Default title: the original's with " (fork)"."""
+        now = time.time()
+
+        def fork(conn: sqlite3.Connection) -> ForkResult:
+            with transaction(conn):
+                source = conn.execute("SELECT title, model FROM sessions WHERE id = ?", (session_id,)).fetchone()
+                if source is None:
+                    return "no_source"
+                if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (fork_id,)).fetchone() is not None:
+                    return "exists"
+                name = title if title is not None else (f"{source['title']} (fork)" if source["title"] else None)
+                conn.execute(
+                    "INSERT INTO sessions (id, created_at, updated_at, title, model, parent_session_id) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (fork_id, now, now, name, source["model"], session_id),
+                )
+                conn.execute(
+                    "INSERT INTO messages (session_id, role, content, reasoning, extra, created_at, compacted) "
+                    "SELECT ?, role, content, reasoning, extra, created_at, compacted FROM messages "
+                    "WHERE session_id = ? ORDER BY id",
+                    (fork_id, session_id),
+                )
+                return "forked"
+
+        return await self.db.call(fork)
 
     async def session_tool_names(self, session_id: str) -> dict[str, str]:
         """tool_call_id → tool name for every tool call of a session (tool messages name their tool)."""

@@ -30,8 +30,6 @@ from .test_hermes_gateway import PLUGINS, HermesGateway, listening, start_gatewa
 NOT_YET_SERVED = {
     # approvals (§14.2)
     ("POST", "/v1/runs/{run_id}/approval"),
-    # Hermes' sessions (§14.1)
-    ("POST", "/api/sessions/{session_id}/fork"),
     # platform ingress (§14.3)
     ("POST", "/api/platforms/{platform}/events"),
     # cron jobs (§14.3)

@@ -72,6 +72,7 @@ WIRE_ROUTES = {
     ("get", "/api/sessions/{session_id}/messages"),
     ("post", "/api/sessions/{session_id}/chat"),
     ("post", "/api/sessions/{session_id}/chat/stream"),
+    ("post", "/api/sessions/{session_id}/fork"),  # §14.1: every host forks its own sessions
 }
 # WIRE §14.3: routes of the host agent's own data; 501 not_supported_by_host (undocumented) with the scripted runtime.
 HOST_DATA_ROUTES = {("GET", "/v1/skills"), ("GET", "/v1/toolsets")}
@@ -285,7 +286,10 @@ async def test_openapi_describes_streams_and_the_error_envelope(api: TestClient,
         for method, op in item.items():
             success = {code: r for code, r in op["responses"].items() if code != "default"}
             ((code, response),) = success.items()
-            expected_code = {("post", "/v1/runs"): "202", ("post", "/api/sessions"): "201"}.get((method, path), "200")
+            created = {("post", "/api/sessions"), ("post", "/api/sessions/{session_id}/fork")}
+            expected_code = (
+                "202" if (method, path) == ("post", "/v1/runs") else "201" if (method, path) in created else "200"
+            )
             assert code == expected_code, (method, path)
             assert ("text/event-stream" in response["content"]) == ((method, path) in SSE_ROUTES), (method, path)
             default = op["responses"]["default"]["content"]["application/json"]["schema"]

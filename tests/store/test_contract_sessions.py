@@ -205,6 +205,27 @@ async def test_tool_names_map_call_ids_of_the_session_only(backend: Backend) -> 
     assert await sessions.session_tool_names("unknown") == {}
 
 
+async def test_fork_copies_the_messages_under_a_new_child_session(backend: Backend) -> None:
+    """WIRE §14.1: a fork is a new session, the original its parent, every message copied (W-14.2)."""
+    sessions = backend.sessions
+    await sessions.append_session_messages("s", TOOL_TURN, model="m1")
+    assert await sessions.update_session("s", {"title": "Build"}) is True
+    assert await sessions.fork_session("s", "f", None) == "forked"
+    fork = await sessions.get_session("f")
+    assert fork is not None
+    assert (fork["parent_session_id"], fork["model"], fork["message_count"]) == ("s", "m1", 4)
+    assert fork["title"] and fork["title"] != "Build"  # titles are unique in Hermes' SessionDB
+    assert await sessions.load_session_messages("f") == TOOL_TURN
+    await sessions.append_session_messages("f", [user("only in the fork")])
+    assert await sessions.load_session_messages("s") == TOOL_TURN  # the branches are independent
+    assert await sessions.fork_session("s", "f2", "Named") == "forked"
+    named = await sessions.get_session("f2")
+    assert named is not None and named["title"] == "Named"
+    assert await sessions.fork_session("s", "f", None) == "exists"
+    assert await sessions.fork_session("nope", "f3", None) == "no_source"
+    assert await sessions.get_session("f3") is None
+
+
 def test_session_store_protocol_lists_only_session_methods() -> None:
     """The session protocol stays small enough for Hermes' SessionDB to implement."""
     methods = {name for name in vars(SessionStore) if not name.startswith("_")}
@@ -218,4 +239,5 @@ def test_session_store_protocol_lists_only_session_methods() -> None:
         "delete_session",
         "session_message_rows",
         "session_tool_names",
+        "fork_session",
     }
