@@ -25,8 +25,8 @@ from ..events import TurnStatus, Usage
 from ..hermes import compat
 from ..hermes.compat import hermes_available  # noqa: F401 - runtime selection (runtimes/__init__) reads it here
 from ..hermes.host import HermesHost
-from ..host import HostData
 from ..hermes.sessions import HermesSessionStore
+from ..host import HostData
 from .base import AgentTurn, TurnOutcome, TurnRequest
 
 log = logging.getLogger("hermes_api_plugin")
