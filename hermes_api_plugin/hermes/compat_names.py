@@ -98,6 +98,7 @@ AIAGENT = HermesName(
         "session_id",
         "platform",
         "session_db",
+        "gateway_session_key",
         "reasoning_config",
         "service_tier",
         "enabled_toolsets",
@@ -169,6 +170,38 @@ SESSION_DB = HermesName(
     args=(),
     fallback="turns run without Hermes' session store (Hermes does not list API sessions)",
 )
+_NO_APPROVALS = "no approvals: a flagged command is refused at once, as without a decision"
+APPROVAL_SET_KEY = HermesName(
+    "tools.approval", "set_current_session_key", args=("session_key",), fallback=_NO_APPROVALS
+)
+APPROVAL_RESET_KEY = HermesName(
+    "tools.approval", "reset_current_session_key", args=("token",), fallback="the key binding ends with the thread"
+)
+APPROVAL_REGISTER = HermesName(
+    "tools.approval", "register_gateway_notify", args=("session_key", "cb"), fallback=_NO_APPROVALS
+)
+APPROVAL_UNREGISTER = HermesName(
+    "tools.approval",
+    "unregister_gateway_notify",
+    args=("session_key",),
+    fallback="pending requests end with Hermes' approval timeout (denied)",
+)
+APPROVAL_RESOLVE = HermesName(
+    "tools.approval",
+    "resolve_gateway_approval",
+    args=("session_key", "choice"),
+    kwargs=("resolve_all",),
+    fallback="nothing can be decided: requests end with Hermes' approval timeout (denied)",
+)
+APPROVAL_BLOCKING = HermesName(
+    "tools.approval",
+    "has_blocking_approval",
+    args=("session_key",),
+    fallback="a request's denial by timeout is reported when the turn ends",
+)
+REDACT_APPROVAL_COMMAND = HermesName(
+    "gateway.run", "_redact_approval_command", args=("cmd",), fallback="the command is shown as [redacted]"
+)
 HERMES_HOME = HermesName(
     "hermes_constants", "get_hermes_home", args=(), fallback="$HERMES_HOME, else ~/.hermes (profiles are not resolved)"
 )
@@ -239,6 +272,13 @@ HERMES_NAMES: tuple[HermesName, ...] = (
     SET_SESSION_VARS,
     CLEAR_SESSION_VARS,
     SESSION_DB,
+    APPROVAL_SET_KEY,
+    APPROVAL_RESET_KEY,
+    APPROVAL_REGISTER,
+    APPROVAL_UNREGISTER,
+    APPROVAL_RESOLVE,
+    APPROVAL_BLOCKING,
+    REDACT_APPROVAL_COMMAND,
     HERMES_HOME,
     GATEWAY_RUNNER_REF,
     GATEWAY_RUNNER,

@@ -41,7 +41,9 @@ def served_endpoints(app: web.Application) -> dict[str, dict[str, str]]:
     return endpoints
 
 
-def _features(settings: Settings, served: dict[str, dict[str, str]], durable: bool) -> dict[str, Any]:
+def _features(
+    settings: Settings, served: dict[str, dict[str, str]], durable: bool, approvals: bool = False
+) -> dict[str, Any]:
     chat = "chat_completions" in served
     responses = "responses" in served
     runs = "runs" in served
@@ -70,9 +72,9 @@ def _features(settings: Settings, served: dict[str, dict[str, str]], durable: bo
         "run_events_sse": runs,
         "run_events_resume": runs,
         "run_stop": runs,
-        "run_approval_response": False,
+        "run_approval_response": approvals and "run_approval" in served,
         "run_steer": False,
-        "approval_events": False,
+        "approval_events": approvals,
         "session_resources": sessions,
         "session_chat": sessions,
         "session_chat_streaming": sessions,
@@ -117,7 +119,8 @@ async def capabilities(request: web.Request) -> web.Response:
             "split_runtime": False,
             "description": "Tools execute on the gateway host; clients never execute tool calls.",
         },
-        "features": _features(settings, endpoints, app[STORE].durable),
+        # only the hermes runtime waits for approvals (WIRE.md §14.2); the reference gateway never has one pending
+        "features": _features(settings, endpoints, app[STORE].durable, approvals=runtime.name == "hermes"),
         "endpoints": endpoints,
     }
     return json_response(body)
