@@ -134,7 +134,8 @@ class ChatRenderer:
         payload = self._chunk({"content": ""})
         payload.update(run_id=self.run_id, command=asked.command)
         if choice is None:
-            payload.update(description=asked.description, choices=list(asked.choices))
+            # `choices` is the chunk's own array (the SDKs read it): the approval's choices get their own name
+            payload.update(description=asked.description, approval_choices=list(asked.choices))
             status, done = f"Waiting for approval: {asked.command}", False
         else:
             payload["choice"] = choice
