@@ -170,3 +170,9 @@ def test_stop_while_waiting_denies(gateway: LiveGateway, provider: ScriptedProvi
     events = run_events(gateway, run_id)
     assert [e["choice"] for e in events if e["event"] == "approval.responded"] == ["deny"]
     assert (target / "keep.txt").exists()
+
+
+def test_capabilities_report_approvals_on_the_hermes_runtime(gateway: LiveGateway) -> None:
+    """W-14.5: `run_approval_response` and `approval_events` are true where approvals are served."""
+    features = http(gateway, "GET", "/v1/capabilities")["features"]
+    assert features["run_approval_response"] is True and features["approval_events"] is True
