@@ -30,7 +30,7 @@ from .middleware import MAX_BODY_BYTES, MIDDLEWARES, add_common_headers
 from .model_options import ModelOptionsCache
 from .protocol.common import credential_scope
 from .recovery import recover
-from .routes import chat, discovery, health, host_data, responses, runs, sessions
+from .routes import approvals, chat, discovery, health, host_data, responses, runs, sessions
 from .runtimes.base import AgentRuntime, TurnHooks
 from .store.base import SessionStore, Store
 from .store.sqlite import SqliteStore
@@ -108,6 +108,7 @@ def create_app(
     app.router.add_get("/v1/runs/{run_id}", runs.get_run, name="run_status", allow_head=False)
     app.router.add_get("/v1/runs/{run_id}/events", runs.run_events, name="run_events", allow_head=False)
     app.router.add_post("/v1/runs/{run_id}/stop", runs.stop_run, name="run_stop")
+    app.router.add_post("/v1/runs/{run_id}/approval", approvals.run_approval, name="run_approval")
     app.router.add_get("/api/sessions", sessions.list_sessions, name="sessions", allow_head=False)
     app.router.add_post("/api/sessions", sessions.create_session, name="session_create")
     app.router.add_get("/api/sessions/{session_id}", sessions.get_session, name="session", allow_head=False)

@@ -90,6 +90,22 @@ class Compacted:
 
 
 @dataclass(frozen=True, slots=True)
+class ApprovalRequested:
+    """The agent waits for a decision on a flagged command (WIRE.md §14.2); `command` is already redacted."""
+
+    command: str
+    description: str
+    choices: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalResponded:
+    """The decision on the oldest unanswered ApprovalRequested of the turn (FIFO, as Hermes resolves them)."""
+
+    choice: str
+
+
+@dataclass(frozen=True, slots=True)
 class StatusChanged:
     """The turn left the queue and started running."""
 
@@ -107,8 +123,28 @@ class TurnFinished:
 
 
 TurnEvent = Union[
-    ReasoningDelta, TextDelta, ToolStarted, ToolCompleted, Commentary, Compacted, StatusChanged, TurnFinished
+    ReasoningDelta,
+    TextDelta,
+    ToolStarted,
+    ToolCompleted,
+    Commentary,
+    Compacted,
+    ApprovalRequested,
+    ApprovalResponded,
+    StatusChanged,
+    TurnFinished,
 ]
+
+
+def unanswered_approvals(events: list[TurnEvent]) -> list[ApprovalRequested]:
+    """The approval requests of a journal still waiting for their decision, oldest first."""
+    waiting: list[ApprovalRequested] = []
+    for event in events:
+        if isinstance(event, ApprovalRequested):
+            waiting.append(event)
+        elif isinstance(event, ApprovalResponded) and waiting:
+            waiting.pop(0)
+    return waiting
 
 
 class TurnTranscript:
@@ -176,6 +212,8 @@ _EVENT_TYPES: dict[str, type] = {
         ToolCompleted,
         Commentary,
         Compacted,
+        ApprovalRequested,
+        ApprovalResponded,
         StatusChanged,
         TurnFinished,
     )
@@ -210,4 +248,6 @@ def event_from_json(data: dict[str, Any]) -> TurnEvent:
     if kind == "StatusChanged":
         return StatusChanged(TurnStatus(data["status"]))
     fields = {k: v for k, v in data.items() if k != "t"}
+    if kind == "ApprovalRequested":
+        fields["choices"] = tuple(fields["choices"])  # a JSON array: the event keeps its tuple
     return _EVENT_TYPES[kind](**fields)

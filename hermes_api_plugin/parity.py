@@ -14,8 +14,6 @@ _JOBS = ("jobs", "job_create", "job", "job_update", "job_delete", "job_pause", "
 
 # feature → the named routes it needs (all of them)
 ROUTE_FEATURES: dict[str, tuple[str, ...]] = {
-    "run_approval_response": ("run_approval",),
-    "approval_events": ("run_approval",),
     "session_fork": ("session_fork",),
     "skills_api": ("skills",),
     "toolsets_api": ("toolsets",),
@@ -35,6 +33,10 @@ def parity_features(served: Collection[str], *, host: bool, host_sessions: bool)
     features = {name: all(route in served for route in routes) for name, routes in ROUTE_FEATURES.items()}
     features.update(
         {
+            # only the hermes runtime waits for approvals (§14.2): the reference gateway serves the route, never
+            # has one pending
+            "run_approval_response": host and "run_approval" in served,
+            "approval_events": host and "run_approval" in served,
             "hermes_sessions": host and host_sessions and "sessions" in served,
             "model_inventory": host and "model_options" in served,  # Hermes' own inventory, not the configured list
             "health_detailed_host": host and "health_detailed" in served,  # Hermes' gateway state and readiness

@@ -39,6 +39,7 @@ def hermes_api_agent_turn_start(turn: AgentTurn) -> None:
     if request.commentary_enabled:
         turn.interim_assistant_callback = sink.on_commentary
     turn.compaction_callback = sink.on_compaction
+    turn.approval_callback = sink.on_approval_request
 
 
 @hookimpl

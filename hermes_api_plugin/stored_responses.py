@@ -164,6 +164,7 @@ class ResponseCreation:
             history=history,
             inputs=resolved.messages,
             bind_key=chain.bind_key,
+            session_key=self.hermes.session_key,
             durable=body.store,
             turn_id=turn_id,
             reply=self._reply,

@@ -52,6 +52,7 @@ class TurnPlan:
     persist: Persister | None = None  # the surface's own state, stored before the terminal record
     durable: bool = False  # journal kept in the store even without a key (stored Responses)
     bind_key: str | None = None  # X-Hermes-Session-Key to bind to `session_id` once admitted
+    session_key: str | None = None  # X-Hermes-Session-Key: the agent's session key and memory/approval scope
     turn_id: str = field(default_factory=new_run_id)
     reply: Callable[[Turn], Mapping[str, Any]] = lambda turn: {}  # what a keyed retry needs to re-render
     admitted: Callable[[Turn], Awaitable[None]] | None = None  # e.g. store the in-progress Response
@@ -161,6 +162,7 @@ class Submitter:
             commentary_enabled=settings.interim_assistant_messages,
             max_iterations=settings.max_turns,
             metadata=p.metadata,
+            session_key=p.session_key,
             history=() if callable(p.history) else tuple(p.history),
         )
         held = self.registry.admit(

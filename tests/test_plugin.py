@@ -39,6 +39,8 @@ class RecordingSink:
     def on_tool_complete(self, call_id, name, result, is_error) -> None: ...  # type: ignore[no-untyped-def]
     def on_commentary(self, text: str, already_streamed: bool) -> None: ...
     def on_compaction(self, summary: str) -> None: ...
+    def on_approval_request(self, command: str, description: str, choices: tuple[str, ...]) -> None: ...
+    def on_approval_response(self, choice: str) -> None: ...
 
     def close(self) -> None:
         self.closed = True
@@ -126,6 +128,7 @@ def test_hook_hermes_api_agent_turn_start() -> None:
     assert turn.tool_complete_callback == sink.on_tool_complete
     assert turn.interim_assistant_callback == sink.on_commentary
     assert turn.compaction_callback == sink.on_compaction
+    assert turn.approval_callback == sink.on_approval_request
 
 
 def test_hook_agent_turn_start_respects_reasoning_and_commentary_opt_outs() -> None:

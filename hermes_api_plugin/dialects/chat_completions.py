@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..events import (
+    ApprovalRequested,
+    ApprovalResponded,
     ReasoningDelta,
     TextDelta,
     ToolCompleted,
@@ -22,6 +24,8 @@ from ..events import (
 from .record import SseRecord
 
 TOOL_PROGRESS_EVENT = "hermes.tool.progress"
+APPROVAL_REQUEST_EVENT = "hermes.approval.request"  # WIRE.md §14.2
+APPROVAL_RESPONDED_EVENT = "hermes.approval.responded"
 # Chat `data:` payloads stay under 65 536 characters: even a delta of control characters (escaped
 # as \uXXXX, six characters each) plus the chunk envelope fits when deltas are cut at 8 192.
 MAX_DELTA_CHARS = 8192
@@ -81,6 +85,8 @@ class ChatRenderer:
         self.tool_progress = tool_progress
         self.transcript = TurnTranscript()
         self._tools: dict[str, ToolStarted] = {}
+        self._approvals: list[ApprovalRequested] = []  # waiting for their decision, oldest first
+        self.run_id: str | None = None  # known once the turn is admitted or found; approval records carry it
 
     def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
         return {
@@ -113,9 +119,29 @@ class ChatRenderer:
                 started = self._tools.pop(event.call_id, None)
                 if self.tool_progress and started is not None:
                     records.append(SseRecord(TOOL_PROGRESS_EVENT, self._progress(started, event)))
+            elif isinstance(event, ApprovalRequested):
+                self._approvals.append(event)
+                records.append(SseRecord(APPROVAL_REQUEST_EVENT, self._approval(event, None)))
+            elif isinstance(event, ApprovalResponded) and self._approvals:
+                asked = self._approvals.pop(0)
+                records.append(SseRecord(APPROVAL_RESPONDED_EVENT, self._approval(asked, event.choice)))
             elif isinstance(event, TurnFinished):
                 records.append(SseRecord(None, self.finish_chunk(event)))
         return records
+
+    def _approval(self, asked: ApprovalRequested, choice: str | None) -> dict[str, Any]:
+        """A chunk-shaped approval record with the Open WebUI status object (WIRE.md §14.2, as §3.4)."""
+        payload = self._chunk({"content": ""})
+        payload.update(run_id=self.run_id, command=asked.command)
+        if choice is None:
+            # `choices` is the chunk's own array (the SDKs read it): the approval's choices get their own name
+            payload.update(description=asked.description, approval_choices=list(asked.choices))
+            status, done = f"Waiting for approval: {asked.command}", False
+        else:
+            payload["choice"] = choice
+            status, done = f"{'Denied' if choice == 'deny' else 'Approved'}: {asked.command}", True
+        payload["event"] = {"type": "status", "data": {"description": status, "done": done}}
+        return payload
 
     def _progress(self, started: ToolStarted, completed: ToolCompleted | None) -> dict[str, Any]:
         payload = self._chunk({"content": ""})

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..events import (
+    ApprovalRequested,
+    ApprovalResponded,
     Commentary,
     ReasoningDelta,
     TextDelta,
@@ -73,6 +75,17 @@ class RunEventsRenderer(NumberedFold):
                 duration=round(event.duration_ms / 1000, 3),
                 error=event.is_error,
             )
+        elif isinstance(event, ApprovalRequested):
+            self._record(
+                records,
+                "approval.request",
+                at,
+                command=event.command,
+                description=event.description,
+                choices=list(event.choices),
+            )
+        elif isinstance(event, ApprovalResponded):
+            self._record(records, "approval.responded", at, choice=event.choice)
         elif isinstance(event, TurnFinished):
             fields: dict[str, Any] = {"output": self.transcript.answer, "usage": run_usage(event.usage)}
             extra = terminal_fields(event)

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..events import (
+    ApprovalRequested,
+    ApprovalResponded,
     Commentary,
     ReasoningDelta,
     TextDelta,
@@ -72,6 +74,17 @@ class SessionStreamRenderer(NumberedFold):
         elif isinstance(event, Commentary):
             if not event.already_streamed:
                 self._record(records, "assistant.commentary", at, message_id=self.message_id, text=event.text)
+        elif isinstance(event, ApprovalRequested):
+            self._record(
+                records,
+                "approval.request",
+                at,
+                command=event.command,
+                description=event.description,
+                choices=list(event.choices),
+            )
+        elif isinstance(event, ApprovalResponded):
+            self._record(records, "approval.responded", at, choice=event.choice)
         elif isinstance(event, TurnFinished):
             self._finish(records, event, at)
 

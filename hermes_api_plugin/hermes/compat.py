@@ -24,7 +24,7 @@ import importlib.util
 import json
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,12 @@ from .compat_names import (  # noqa: F401 - re-exported: compat is the one entry
     ADAPTER_BASE,
     AIAGENT,
     API_SERVER,
+    APPROVAL_BLOCKING,
+    APPROVAL_REGISTER,
+    APPROVAL_RESET_KEY,
+    APPROVAL_RESOLVE,
+    APPROVAL_SET_KEY,
+    APPROVAL_UNREGISTER,
     CLEAR_SESSION_VARS,
     COMPACTION_SUMMARY,
     CONFIGURABLE_TOOLSETS,
@@ -52,6 +58,7 @@ from .compat_names import (  # noqa: F401 - re-exported: compat is the one entry
     PLATFORM_CONFIG,
     PLATFORM_TOOLS,
     REASONING_CONFIG,
+    REDACT_APPROVAL_COMMAND,
     REGISTER_PLATFORM,
     RESOLVE_TOOLSET,
     RUNTIME_KWARGS,
@@ -175,16 +182,17 @@ def detect_tool_failure(tool_name: str, result: Any) -> bool:
     return data.get("exit_code") not in (None, 0) or bool(data.get("error")) or data.get("success") is False
 
 
-def bind_session_vars(session_id: str) -> list[Any] | None:
+def bind_session_vars(session_id: str, session_key: str | None = None) -> list[Any] | None:
     """Mark the calling thread's context as an api_server turn of `session_id` without async delivery, as Hermes'
-    own api_server does, so Hermes' tools know they run in a gateway turn. Returns the tokens for
+    own api_server does, so Hermes' tools know they run in a gateway turn; `session_key` (default: the session id)
+    is the channel's key (X-Hermes-Session-Key), as upstream binds it. Returns the tokens for
     clear_session_vars (None: not bound). An exception of the call itself propagates and fails the turn: it is a
     fault in Hermes, not a version difference, and tools must not run in a context bound halfway."""
     tokens = _call(
         SET_SESSION_VARS,
         platform=API_SERVER,
         chat_id=session_id,
-        session_key=session_id,
+        session_key=session_key or session_id,
         session_id=session_id,
         async_delivery=False,
     )
@@ -214,6 +222,59 @@ def session_db() -> Any | None:
         # optional for a turn: it runs without the store
         _warn_fallback(SESSION_DB, f"could not be opened ({type(exc).__name__}: {exc})")
         return None
+
+
+# -- dangerous-command approvals (tools.approval, WIRE.md §14.2) ------------------------------------------------
+
+
+def bind_approvals(key: str, notify: Callable[[dict[str, Any]], None]) -> Any | None:
+    """Make `key` the calling thread's approval session key and register `notify` for it, so a flagged command
+    blocks for a decision instead of failing. The token for unbind_approvals; None: no approvals here."""
+    token = _call(APPROVAL_SET_KEY, key)
+    if token is _MISSING:
+        return None
+    if _call(APPROVAL_REGISTER, key, notify) is _MISSING:
+        _call(APPROVAL_RESET_KEY, token)
+        return None
+    return token
+
+
+def release_approvals(key: str) -> None:
+    """Unregister the notify callback of `key`; Hermes wakes every request still waiting, denied. Idempotent."""
+    _call(APPROVAL_UNREGISTER, key)
+
+
+def unbind_approvals(key: str, token: Any) -> None:
+    """Undo bind_approvals (after the turn, in its worker thread's `finally`)."""
+    try:
+        release_approvals(key)
+    finally:
+        _call(APPROVAL_RESET_KEY, token)
+
+
+def resolve_approval(key: str, choice: str, resolve_all: bool) -> int:
+    """Decide the oldest waiting request of `key` (all of them with `resolve_all`); how many were decided."""
+    resolved = _call(APPROVAL_RESOLVE, key, choice, resolve_all=resolve_all)
+    return 0 if resolved is _MISSING else int(resolved)
+
+
+def approval_waiting(key: str) -> bool | None:
+    """Whether a request of `key` still waits in Hermes' queue; None when that cannot be asked."""
+    waiting = _call(APPROVAL_BLOCKING, key)
+    return None if waiting is _MISSING else bool(waiting)
+
+
+def redact_approval_command(command: Any) -> str:
+    """The command as the gateway shows it in an approval prompt: credentials redacted (force, as upstream)."""
+    target = _target(REDACT_APPROVAL_COMMAND, command)
+    if target is _MISSING:
+        return "[redacted]"
+    try:
+        return str(target(command))
+    except Exception as exc:
+        # never the raw command: it may hold the very credential the guard flagged
+        _warn_fallback(REDACT_APPROVAL_COMMAND, f"raised {type(exc).__name__}: {exc}")
+        return "[redacted]"
 
 
 # -- the gateway and its platform adapters ---------------------------------------------------------------------

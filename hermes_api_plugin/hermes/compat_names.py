@@ -5,78 +5,16 @@ Part of the compat boundary (see `compat.py`): only these two modules spell herm
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import inspect
 import logging
 import threading
-from dataclasses import dataclass
 from typing import Any
+
+from .compat_declare import HERMES_TOP_LEVEL_MODULES, HermesName  # noqa: F401 - re-exported with the declarations
 
 log = logging.getLogger("hermes_api_plugin")
 
 API_SERVER = "api_server"  # the platform name the plugin serves (gateway.config.Platform.API_SERVER)
-
-# hermes-agent 0.19.0's top-level modules (its wheel's top_level.txt): an absolute import of one of them is an
-# import of hermes-agent.
-HERMES_TOP_LEVEL_MODULES = frozenset(
-    [
-        "acp_adapter",
-        "agent",
-        "batch_runner",
-        "cli",
-        "cron",
-        "gateway",
-        "hermes_bootstrap",
-        "hermes_cli",
-        "hermes_constants",
-        "hermes_logging",
-        "hermes_state",
-        "hermes_time",
-        "mcp_serve",
-        "model_tools",
-        "plugins",
-        "providers",
-        "run_agent",
-        "tools",
-        "toolset_distributions",
-        "toolsets",
-        "trajectory_compressor",
-        "tui_gateway",
-        "utils",
-    ]
-)
-
-
-@dataclass(frozen=True)
-class HermesName:
-    """One hermes-agent name the plugin uses.
-
-    `args` names the positional arguments the plugin passes when it calls it (None: the plugin does not call it),
-    `kwargs` the keyword arguments it may pass, `attrs` the attributes it reads on its instances, `hooks` the
-    methods hermes-agent looks up by name on objects the plugin hands it, `fallback` what the plugin does when the
-    name is unusable (empty: required, no fallback).
-    """
-
-    module: str
-    path: str
-    args: tuple[str, ...] | None = None
-    kwargs: tuple[str, ...] = ()
-    attrs: tuple[str, ...] = ()
-    hooks: tuple[str, ...] = ()
-    fallback: str = ""
-
-    @property
-    def qualname(self) -> str:
-        return f"{self.module}.{self.path}"
-
-    def resolve(self) -> Any:
-        """Import the module and walk the attribute path (ImportError / AttributeError when either is gone)."""
-        found: Any = importlib.import_module(self.module)
-        for part in self.path.split("."):
-            found = getattr(found, part)
-        return found
-
 
 _MODEL_SECTION = "provider, base_url, api_key and model from the model: section of config.yaml"
 _DEFAULT_TOOLSETS = "AIAgent's default toolsets instead of platform_toolsets.api_server"
@@ -98,6 +36,7 @@ AIAGENT = HermesName(
         "session_id",
         "platform",
         "session_db",
+        "gateway_session_key",
         "reasoning_config",
         "service_tier",
         "enabled_toolsets",
@@ -193,6 +132,38 @@ SESSION_DB = HermesName(
         "get_next_title_in_lineage",
     ),
     fallback="turns run without Hermes' session store (Hermes does not list API sessions)",
+)
+_NO_APPROVALS = "no approvals: a flagged command is refused at once, as without a decision"
+APPROVAL_SET_KEY = HermesName(
+    "tools.approval", "set_current_session_key", args=("session_key",), fallback=_NO_APPROVALS
+)
+APPROVAL_RESET_KEY = HermesName(
+    "tools.approval", "reset_current_session_key", args=("token",), fallback="the key binding ends with the thread"
+)
+APPROVAL_REGISTER = HermesName(
+    "tools.approval", "register_gateway_notify", args=("session_key", "cb"), fallback=_NO_APPROVALS
+)
+APPROVAL_UNREGISTER = HermesName(
+    "tools.approval",
+    "unregister_gateway_notify",
+    args=("session_key",),
+    fallback="pending requests end with Hermes' approval timeout (denied)",
+)
+APPROVAL_RESOLVE = HermesName(
+    "tools.approval",
+    "resolve_gateway_approval",
+    args=("session_key", "choice"),
+    kwargs=("resolve_all",),
+    fallback="nothing can be decided: requests end with Hermes' approval timeout (denied)",
+)
+APPROVAL_BLOCKING = HermesName(
+    "tools.approval",
+    "has_blocking_approval",
+    args=("session_key",),
+    fallback="a request's denial by timeout is reported when the turn ends",
+)
+REDACT_APPROVAL_COMMAND = HermesName(
+    "gateway.run", "_redact_approval_command", args=("cmd",), fallback="the command is shown as [redacted]"
 )
 HERMES_HOME = HermesName(
     "hermes_constants", "get_hermes_home", args=(), fallback="$HERMES_HOME, else ~/.hermes (profiles are not resolved)"
@@ -310,6 +281,13 @@ HERMES_NAMES: tuple[HermesName, ...] = (
     SET_SESSION_VARS,
     CLEAR_SESSION_VARS,
     SESSION_DB,
+    APPROVAL_SET_KEY,
+    APPROVAL_RESET_KEY,
+    APPROVAL_REGISTER,
+    APPROVAL_UNREGISTER,
+    APPROVAL_RESOLVE,
+    APPROVAL_BLOCKING,
+    REDACT_APPROVAL_COMMAND,
     HERMES_HOME,
     GATEWAY_RUNNER_REF,
     GATEWAY_RUNNER,

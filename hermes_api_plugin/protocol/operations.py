@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import chat, replies, responses, runs, sessions
+from . import approvals, chat, replies, responses, runs, sessions
 from .common import (
     IDEMPOTENCY_HEADER,
     LAST_EVENT_ID_HEADER,
@@ -119,6 +119,12 @@ OPERATIONS: dict[str, Operation] = {
         sse=True,
     ),
     "run_stop": Operation("Stop a run", params=runs.RUN_PATH, reply=replies.RUN_STOPPED),
+    "run_approval": Operation(
+        "Decide a run's pending dangerous-command approval",
+        body=approvals.RUN_APPROVAL_BODY,
+        params=runs.RUN_PATH,
+        reply=replies.RUN_APPROVAL,
+    ),
     "sessions": Operation("List sessions", params=sessions.LIST_QUERY, reply=replies.SESSION_LIST),
     "session_create": Operation(
         "Create a session",

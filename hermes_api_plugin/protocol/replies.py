@@ -194,6 +194,14 @@ RUN = Obj(
     description="WIRE.md §6.2",
 )
 RUN_STOPPED = Obj((Prop("run_id", _TEXT, True), Prop("status", _TEXT, True)))
+RUN_APPROVAL = Obj(
+    (
+        Prop("object", Str(enum=("hermes.run.approval_response",)), True),
+        Prop("run_id", _TEXT, True),
+        Prop("choice", Str(enum=("once", "session", "always", "deny")), True),
+        Prop("resolved", _INT, True),
+    )
+)
 SESSION = Obj(
     name="Session",
     props=(

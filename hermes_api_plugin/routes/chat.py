@@ -86,6 +86,7 @@ class _ChatView:
             metadata=chat.metadata,
             history=history,
             queued=explicit,
+            session_key=self.hermes.session_key,
             reply=lambda turn: reply,
         )
 
@@ -131,6 +132,7 @@ class _ChatView:
     ) -> web.StreamResponse:
         """Render `journal` (live or replayed) as the requested mode; a gone client follows §5.5."""
         run = run_id or (held.turn.run_id if held is not None else None)
+        renderer.run_id = run
         return await deliver(
             self.request,
             journal,

@@ -93,6 +93,7 @@ class _RunPlanner:
             history=history,
             inputs=run.messages,
             bind_key=chain.bind_key,
+            session_key=self.session_key,
             reply=lambda turn: reply,
         )
 
@@ -115,6 +116,8 @@ async def _find(request: web.Request, run_id: str) -> RunView | None:
     if turn is not None:
         journal = turn.journal
         status = turn.status.value if journal.finished is not None or not turn.stopping else "stopping"
+        if turn.awaiting_approval and not turn.stopping:
+            status = "waiting_for_approval"  # WIRE.md §14.2
         return RunView(
             status, journal, turn.created_at, turn.request.session_id, turn.request.model or settings.model_name
         )
@@ -131,7 +134,7 @@ async def _find(request: web.Request, run_id: str) -> RunView | None:
     return RunView(status, journal, record.created_at, record.reply.get("session_id", ""), model)
 
 
-async def _found(request: web.Request) -> tuple[str, RunView]:
+async def found_run(request: web.Request) -> tuple[str, RunView]:
     run_id = request.match_info["run_id"]
     view = await _find(request, run_id)
     if view is None:
@@ -140,7 +143,7 @@ async def _found(request: web.Request) -> tuple[str, RunView]:
 
 
 async def get_run(request: web.Request) -> web.Response:
-    run_id, view = await _found(request)
+    run_id, view = await found_run(request)
     journal = view.journal
     renderer = RunEventsRenderer(run_id, journal.stamps)
     renderer.render(list(journal.events))
@@ -159,7 +162,7 @@ async def get_run(request: web.Request) -> web.Response:
 
 
 async def run_events(request: web.Request) -> web.StreamResponse:
-    run_id, view = await _found(request)
+    run_id, view = await found_run(request)
     journal = view.journal
     after = last_event_id(request.headers)
     if after:
@@ -184,5 +187,5 @@ async def stop_run(request: web.Request) -> web.Response:
     run_id = request.match_info["run_id"]
     if request.app[TURNS].stop(run_id) is not None:
         return json_response({"run_id": run_id, "status": "stopping"})
-    _, view = await _found(request)
+    _, view = await found_run(request)
     return json_response({"run_id": run_id, "status": view.status})

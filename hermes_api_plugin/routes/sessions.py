@@ -183,6 +183,7 @@ async def _session_chat(request: web.Request, *, stream: bool) -> web.StreamResp
             selection=chat.selection,
             system_prompt=chat.instructions,
             history=history,
+            session_key=hermes.session_key,
             reply=lambda turn: {"session_id": session_id, "model": model},
         )
 

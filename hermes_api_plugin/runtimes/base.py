@@ -24,6 +24,7 @@ ToolStartCallback = Callable[["str | None", str, Any], None]  # call_id, name, a
 ToolCompleteCallback = Callable[["str | None", str, Any, bool], None]  # call_id, name, result, is_error
 InterimCallback = Callable[[str, bool], None]  # text, already_streamed
 CompactionCallback = Callable[[str], None]  # summary of the archived turns
+ApprovalCallback = Callable[[str, str, "tuple[str, ...]"], None]  # redacted command, description, choices
 
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra")
 
@@ -45,6 +46,8 @@ class TurnRequest:
     commentary_enabled: bool = True  # display.[platforms.api_server.]interim_assistant_messages
     max_iterations: int = 90
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    # X-Hermes-Session-Key (WIRE.md §1.6): the agent's session key, memory and approval scope; None: the session
+    session_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,17 @@ class TurnSink(Protocol):
     def on_tool_complete(self, call_id: str | None, name: str, result: Any, is_error: bool) -> None: ...
     def on_commentary(self, text: str, already_streamed: bool) -> None: ...
     def on_compaction(self, summary: str) -> None: ...
+    def on_approval_request(self, command: str, description: str, choices: tuple[str, ...]) -> None: ...
+    def on_approval_response(self, choice: str) -> None: ...
     def close(self) -> None: ...
+
+
+class ApprovalGate(Protocol):
+    """A running turn's pending approvals, as its runtime exposes them (WIRE.md §14.2)."""
+
+    def resolve(self, choice: str, resolve_all: bool) -> int:
+        """Decide the oldest pending request (every one with `resolve_all`); how many were decided."""
+        ...
 
 
 class AgentTurn:
@@ -85,6 +98,9 @@ class AgentTurn:
         self.tool_complete_callback: ToolCompleteCallback | None = None
         self.interim_assistant_callback: InterimCallback | None = None
         self.compaction_callback: CompactionCallback | None = None
+        self.approval_callback: ApprovalCallback | None = None
+        # Set by a runtime that can wait for approvals, while the turn runs; None: no approval can be pending
+        self.approvals: ApprovalGate | None = None
         self._interrupted = threading.Event()
         self._listeners: list[Callable[[], None]] = []
         self._released = False

@@ -23,6 +23,7 @@ from ..config import Settings
 from ..content import Message
 from ..events import TurnStatus, Usage
 from ..hermes import compat
+from ..hermes.approvals import TurnApprovals, claim_key, release_key
 from ..hermes.compat import hermes_available  # noqa: F401 - runtime selection (runtimes/__init__) reads it here
 from ..hermes.host import HermesHost
 from ..hermes.sessions import HermesSessionStore
@@ -228,12 +229,20 @@ class HermesRuntime:
         agent_class = compat.agent_class()
         if turn.interrupted:
             return TurnOutcome(TurnStatus.CANCELLED, error_code="cancelled")
+        approvals = _approvals_for(turn)
         kwargs = self._agent_kwargs(request)
-        kwargs.update(self._callbacks(turn))
+        kwargs.update(self._callbacks(turn, approvals))
         if turn.compaction_callback is not None:
             kwargs["event_callback"] = _compaction_relay(handle, turn.compaction_callback)
-        tokens = compat.bind_session_vars(request.session_id)
+        tokens = compat.bind_session_vars(request.session_id, request.session_key)
+        approval_token = None
         try:
+            if approvals is not None:
+                # Bound in this thread (Hermes' guard reads the key from the context) before the agent exists
+                approval_token = compat.bind_approvals(approvals.key, approvals.notify)
+                if approval_token is not None:
+                    turn.approvals = approvals
+                    turn.on_interrupt(approvals.close)  # stop, disconnect, drain: a waiting request is denied
             agent = agent_class(**kwargs)
             handle.attach(agent)
             result = compat.run_conversation(
@@ -243,10 +252,16 @@ class HermesRuntime:
                 task_id=request.session_id,
             )
         finally:
+            if approvals is not None:
+                turn.approvals = None
+                approvals.close()
+                if approval_token is not None:
+                    compat.unbind_approvals(approvals.key, approval_token)
+                release_key(approvals.key)
             compat.clear_session_vars(tokens)
         return outcome_from_result(result, turn.interrupted)
 
-    def _callbacks(self, turn: AgentTurn) -> dict[str, Any]:
+    def _callbacks(self, turn: AgentTurn, approvals: TurnApprovals | None) -> dict[str, Any]:
         reasoning = turn.reasoning_callback
         text = turn.stream_delta_callback
         tool_start = turn.tool_start_callback
@@ -263,6 +278,8 @@ class HermesRuntime:
         if tool_complete is not None:
 
             def completed(call_id: Any, name: str, args: Any, result: Any) -> None:
+                if approvals is not None:  # a request that timed out is denied before its tool's result shows
+                    approvals.report_ended()
                 tool_complete(call_id, name, result, compat.detect_tool_failure(name, result))
 
             callbacks["tool_complete_callback"] = completed
@@ -287,6 +304,8 @@ class HermesRuntime:
             "ephemeral_system_prompt": request.system_prompt or None,
             "session_id": request.session_id,
             "platform": "api_server",
+            # the channel's long-lived key: Hermes' memory providers scope their state by it (WIRE.md §1.6)
+            "gateway_session_key": request.session_key,
             "session_db": self._hermes_session_db(),
         }
         if effort is not None:
@@ -335,6 +354,15 @@ def _requested_model(settings: Settings, request: TurnRequest) -> str | None:
     if request.provider or settings.direct_model_requests:
         return model
     return None
+
+
+def _approvals_for(turn: AgentTurn) -> TurnApprovals | None:
+    """The turn's approvals (WIRE.md §14.2), keyed by its conversation; None when nothing would report them."""
+    request, sink = turn.request, turn.sink
+    if turn.approval_callback is None:
+        return None
+    key = claim_key(request.session_key or request.session_id, request.turn_id)
+    return TurnApprovals(key, turn.approval_callback, sink.on_approval_response)
 
 
 def _compaction_relay(handle: _AgentHandle, callback: Callable[[str], None]) -> Callable[..., None]:

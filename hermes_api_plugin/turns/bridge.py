@@ -14,6 +14,8 @@ from collections import deque
 from typing import Any, NamedTuple
 
 from ..events import (
+    ApprovalRequested,
+    ApprovalResponded,
     Commentary,
     Compacted,
     ReasoningDelta,
@@ -73,7 +75,7 @@ class DeltaRun:
 
 # What a callback enqueues: delta runs, finished events for commentary and compaction, raw records for
 # tools (their ids are normalised on the loop, where the set of running tools lives).
-Pending = DeltaRun | Commentary | Compacted | ToolStart | ToolEnd
+Pending = DeltaRun | Commentary | Compacted | ApprovalRequested | ApprovalResponded | ToolStart | ToolEnd
 
 
 class TurnBridge:
@@ -116,6 +118,13 @@ class TurnBridge:
 
     def on_compaction(self, summary: str) -> None:
         self._enqueue(Compacted(summary or ""))
+
+    def on_approval_request(self, command: str, description: str, choices: tuple[str, ...]) -> None:
+        self._enqueue(ApprovalRequested(command, description, tuple(choices)))
+
+    def on_approval_response(self, choice: str) -> None:
+        # Through the same queue as the request, so the decision is journaled after it whichever thread decides.
+        self._enqueue(ApprovalResponded(choice))
 
     def close(self) -> None:
         """Stop accepting callbacks and convert what is pending (called on the loop thread)."""

@@ -20,7 +20,16 @@ from types import TracebackType
 
 from ..content import Message
 from ..errors import draining, rate_limited
-from ..events import StatusChanged, TextDelta, TurnEvent, TurnFinished, TurnStatus, TurnTranscript
+from ..events import (
+    ApprovalResponded,
+    StatusChanged,
+    TextDelta,
+    TurnEvent,
+    TurnFinished,
+    TurnStatus,
+    TurnTranscript,
+    unanswered_approvals,
+)
 from ..redact import redact
 from ..runtimes.base import AgentRuntime, AgentTurn, TurnHooks, TurnOutcome, TurnRequest, drive_turn
 from .bridge import TurnBridge
@@ -101,6 +110,11 @@ class Turn:
         if self.journal.finished is not None:
             return self.journal.finished.status
         return TurnStatus.RUNNING if self.started else TurnStatus.QUEUED
+
+    @property
+    def awaiting_approval(self) -> bool:
+        """Unsettled, with an approval request still waiting for its decision (WIRE.md §14.2)."""
+        return self.journal.finished is None and bool(unanswered_approvals(self.journal.events))
 
     @property
     def stopping(self) -> bool:
@@ -329,7 +343,9 @@ class TurnRegistry:
 
     def _closing_events(self, turn: Turn, outcome: TurnOutcome) -> list[TurnEvent]:
         turn.bridge.close()
-        events = turn.bridge.stop_open_tools()
+        # A request the turn ended without a decision was denied: its command never ran (WIRE.md §14.2).
+        events: list[TurnEvent] = [ApprovalResponded("deny") for _ in unanswered_approvals(turn.journal.events)]
+        events += turn.bridge.stop_open_tools()
         if outcome.final_text and outcome.status is not TurnStatus.CANCELLED:
             streamed = TurnTranscript().feed_all(turn.journal.events).answer
             final = outcome.final_text

@@ -9,6 +9,8 @@
   (Hermes' closing summary after the iteration budget) answers with `SUMMARY_TEXT`.
 - `[slow-stream]`: streams a reasoning delta every 0.1 s for 30 s (a long thinking phase).
 - `[slow-tool]`: asks for `terminal` `sleep 30`; a later call would answer `slept`.
+- `[danger] <path>`: asks for `terminal` `rm -rf <path>` (Hermes' dangerous-command guard flags it); the call
+  after the tool result answers `DANGER_DONE` + the tool output.
 - `[bench]`: no tool; 10 reasoning deltas, then 200 answer deltas, 5 ms apart (bench/side_by_side.py).
 
 Every request is recorded in `requests` (with whether the client dropped the stream), so tests can
@@ -33,7 +35,8 @@ REASONING_FIRST = ("I should run ", "the command ", "first.")
 REASONING_AFTER = ("The tool ", "answered.")
 ANSWER_PREFIX = "The terminal printed: "
 SUMMARY_TEXT = "Summary: I kept running commands and ran out of iterations."
-TAGS = ("always-tool", "slow-stream", "slow-tool", "bench")
+TAGS = ("always-tool", "slow-stream", "slow-tool", "danger", "bench")
+DANGER_DONE = "Dangerous command finished: "
 BENCH_DELTAS = 200
 
 
@@ -112,6 +115,12 @@ def plan(record: Recorded, count: int) -> Reply:
             text=tuple(f"w{i} " for i in range(BENCH_DELTAS)),
             delay=0.005,
         )
+    if record.scenario == "danger":
+        if after_tool:
+            return Reply(text=(DANGER_DONE + tool_output(messages).strip(),))
+        first_user = next(_text(m.get("content")) for m in messages if m.get("role") == "user")
+        target = first_user.split("[danger]", 1)[1].split()[0]
+        return Reply(tool_calls=((f"call_danger{count:04d}", "terminal", {"command": f"rm -rf {target}"}),))
     if record.scenario == "slow-tool":
         if after_tool:
             return Reply(text=("slept",))

@@ -28,8 +28,6 @@ from .test_hermes_gateway import PLUGINS, HermesGateway, listening, start_gatewa
 
 # Rows of hermes-agent 0.19.0's route table this plugin does not serve yet (issue 13). W-14.1 holds when empty.
 NOT_YET_SERVED = {
-    # approvals (§14.2)
-    ("POST", "/v1/runs/{run_id}/approval"),
     # platform ingress (§14.3)
     ("POST", "/api/platforms/{platform}/events"),
     # cron jobs (§14.3)

@@ -64,6 +64,7 @@ WIRE_ROUTES = {
     ("get", "/v1/runs/{run_id}"),
     ("get", "/v1/runs/{run_id}/events"),
     ("post", "/v1/runs/{run_id}/stop"),
+    ("post", "/v1/runs/{run_id}/approval"),  # §14.2
     ("get", "/api/sessions"),
     ("post", "/api/sessions"),
     ("get", "/api/sessions/{session_id}"),
