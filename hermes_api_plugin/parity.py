@@ -27,20 +27,22 @@ ROUTE_FEATURES: dict[str, tuple[str, ...]] = {
 UNSERVED_FEATURES = ("admin_config_rw", "memory_write_api", "audio_api", "realtime_voice", "profile_multiplex")
 
 
+# feature → the named route it needs, true only where the host provides its data (Hermes)
+HOST_FEATURES: dict[str, str] = {
+    # only the hermes runtime waits for approvals (§14.2): the reference gateway serves the route, never has one
+    # pending
+    "run_approval_response": "run_approval",
+    "approval_events": "run_approval",
+    "model_inventory": "model_options",  # Hermes' own inventory, not the configured list
+    "health_detailed_host": "health_detailed",  # Hermes' gateway state and readiness
+}
+
+
 def parity_features(served: Collection[str], *, host: bool, host_sessions: bool) -> dict[str, bool]:
     """`served`: the documented route names; `host`: the runtime has the host's own data (Hermes);
     `host_sessions`: `/api/sessions` reads and writes the host's session store (§14.1)."""
     features = {name: all(route in served for route in routes) for name, routes in ROUTE_FEATURES.items()}
-    features.update(
-        {
-            # only the hermes runtime waits for approvals (§14.2): the reference gateway serves the route, never
-            # has one pending
-            "run_approval_response": host and "run_approval" in served,
-            "approval_events": host and "run_approval" in served,
-            "hermes_sessions": host and host_sessions and "sessions" in served,
-            "model_inventory": host and "model_options" in served,  # Hermes' own inventory, not the configured list
-            "health_detailed_host": host and "health_detailed" in served,  # Hermes' gateway state and readiness
-        }
-    )
+    features.update({name: host and route in served for name, route in HOST_FEATURES.items()})
+    features["hermes_sessions"] = host and host_sessions and "sessions" in served
     features.update({name: False for name in UNSERVED_FEATURES})
     return features

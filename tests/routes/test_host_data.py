@@ -10,7 +10,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from hermes_api_plugin.keys import RUNTIME
-from hermes_api_plugin.parity import ROUTE_FEATURES, UNSERVED_FEATURES
+from hermes_api_plugin.parity import HOST_FEATURES, ROUTE_FEATURES, UNSERVED_FEATURES
 from tests.helpers import assert_error_envelope, fetch
 
 HOST_DATA = ("/v1/skills", "/v1/toolsets")
@@ -55,12 +55,12 @@ async def test_capabilities_list_every_parity_feature_false_where_not_served(
     none of the host-data ones is true, nor a feature whose routes are not served."""
     caps: dict[str, Any] = (await fetch(api, "GET", "/v1/capabilities", headers=auth)).json()
     features = caps["features"]
-    parity = {*ROUTE_FEATURES, *UNSERVED_FEATURES, "hermes_sessions", "model_inventory", "health_detailed_host"}
+    parity = {*ROUTE_FEATURES, *HOST_FEATURES, *UNSERVED_FEATURES, "hermes_sessions"}
     assert parity >= UPSTREAM_PARITY and set(features) >= parity
     assert all(isinstance(features[name], bool) for name in parity)
     for name, routes in ROUTE_FEATURES.items():
         assert features[name] is all(route in caps["endpoints"] for route in routes), name
-    for name in ("skills_api", "toolsets_api", "hermes_sessions", "model_inventory", "health_detailed_host"):
+    for name in ("skills_api", "toolsets_api", "hermes_sessions", *HOST_FEATURES):
         assert features[name] is False, name
     assert not any(features[name] for name in UNSERVED_FEATURES)
 
