@@ -124,7 +124,7 @@ def test_stateful_scenarios_follow_the_documented_links(gateway: LiveGateway, tm
             "--no-color",
         ],
         env=env,
-        cwd=ROOT,
+        cwd=tmp_path,  # the CLI keeps a cache folder (.schemathesis) in its working directory
         capture_output=True,
         text=True,
         timeout=600,
