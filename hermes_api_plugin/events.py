@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, Union, get_args
 
 
 class TurnStatus(str, enum.Enum):
@@ -203,21 +203,7 @@ class TurnTranscript:
         return "".join(self._answer)
 
 
-_EVENT_TYPES: dict[str, type] = {
-    cls.__name__: cls
-    for cls in (
-        ReasoningDelta,
-        TextDelta,
-        ToolStarted,
-        ToolCompleted,
-        Commentary,
-        Compacted,
-        ApprovalRequested,
-        ApprovalResponded,
-        StatusChanged,
-        TurnFinished,
-    )
-}
+_EVENT_TYPES: dict[str, type] = {cls.__name__: cls for cls in get_args(TurnEvent)}  # the journal's names
 
 
 def event_to_json(event: TurnEvent) -> dict[str, Any]:
