@@ -30,7 +30,7 @@ from .middleware import MAX_BODY_BYTES, MIDDLEWARES, add_common_headers
 from .model_options import ModelOptionsCache
 from .protocol.common import credential_scope
 from .recovery import recover
-from .routes import approvals, chat, discovery, health, host_data, responses, runs, sessions
+from .routes import approvals, chat, discovery, health, host_data, jobs, platform_events, responses, runs, sessions
 from .runtimes.base import AgentRuntime, TurnHooks
 from .store.base import SessionStore, Store
 from .store.sqlite import SqliteStore
@@ -122,6 +122,7 @@ def create_app(
     app.router.add_post(
         "/api/sessions/{session_id}/chat/stream", sessions.session_chat_stream, name="session_chat_stream"
     )
+    _add_host_routes(app)
 
     # Retired (410 after authentication); unnamed, so capabilities do not list them.
     app.router.add_route("*", "/v1/browser-control/register", discovery.retired)
@@ -135,6 +136,19 @@ def create_app(
     app.on_shutdown.append(_drain)
     app.on_cleanup.append(_close_store)
     return app
+
+
+def _add_host_routes(app: web.Application) -> None:
+    """The host's cron jobs and platform ingress (WIRE §14.3; 501 on a host without them)."""
+    app.router.add_get("/api/jobs", jobs.list_jobs, name="jobs", allow_head=False)
+    app.router.add_post("/api/jobs", jobs.create_job, name="job_create")
+    app.router.add_get("/api/jobs/{job_id}", jobs.get_job, name="job", allow_head=False)
+    app.router.add_patch("/api/jobs/{job_id}", jobs.update_job, name="job_update")
+    app.router.add_delete("/api/jobs/{job_id}", jobs.delete_job, name="job_delete")
+    app.router.add_post("/api/jobs/{job_id}/pause", jobs.pause_job, name="job_pause")
+    app.router.add_post("/api/jobs/{job_id}/resume", jobs.resume_job, name="job_resume")
+    app.router.add_post("/api/jobs/{job_id}/run", jobs.run_job, name="job_run")
+    app.router.add_post("/api/platforms/{platform}/events", platform_events.platform_event, name="platform_events")
 
 
 async def _open_store(app: web.Application) -> None:

@@ -1,4 +1,5 @@
-"""HostData: what only the host agent knows — its skills, toolsets, model inventory and gateway health (WIRE §14.3).
+"""HostData: what only the host agent knows — its skills, toolsets, model inventory, gateway health, cron jobs and
+platform adapters (WIRE §14.3).
 
 A runtime exposes it as `runtime.host`; None means the host has no such data (the bundled reference gateway with
 the scripted runtime), and the routes built on it answer 501 `not_supported_by_host` while `/v1/capabilities`
@@ -8,6 +9,34 @@ reports them `false`. The Hermes implementation is `hermes/host.py`. No aiohttp 
 from __future__ import annotations
 
 from typing import Any, Protocol
+
+
+class HostJobs(Protocol):
+    """The host's cron job store (hermes-agent's `cron.jobs`): jobs are the host's own dicts, returned as stored."""
+
+    async def list(self, include_disabled: bool) -> list[dict[str, Any]]: ...
+
+    async def create(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """A new job from the create call's keyword arguments (prompt, schedule, name, deliver, origin, …)."""
+        ...
+
+    async def get(self, job_id: str) -> dict[str, Any] | None: ...
+
+    async def update(self, job_id: str, fields: dict[str, Any]) -> dict[str, Any] | None: ...
+
+    async def remove(self, job_id: str) -> bool: ...
+
+    async def pause(self, job_id: str) -> dict[str, Any] | None: ...
+
+    async def resume(self, job_id: str) -> dict[str, Any] | None: ...
+
+    async def trigger(self, job_id: str) -> dict[str, Any] | None:
+        """Mark the job due now (the scheduler runs it); None: no such job."""
+        ...
+
+    async def scan_prompt(self, prompt: str) -> str:
+        """Why the host refuses this prompt (its injection and exfiltration scanner), "" when it passes."""
+        ...
 
 
 class HostData(Protocol):
@@ -27,4 +56,13 @@ class HostData(Protocol):
 
     async def health(self, *, active_api_runs: int) -> dict[str, Any]:
         """Gateway state, platforms, readiness and version as the host reports them (keys of `/health/detailed`)."""
+        ...
+
+    async def jobs(self) -> HostJobs | None:
+        """The host's cron job store; None when the host has cron but it is unavailable here (503)."""
+        ...
+
+    def platform_adapter(self, platform: str) -> Any | None:
+        """The host's live adapter of another messaging platform (`google_chat`), for its HTTP event ingress;
+        None when that platform is not connected in this process."""
         ...

@@ -37,6 +37,9 @@ log = logging.getLogger("hermes_api_plugin")
 MAX_BODY_BYTES = 10_000_000
 MAX_HEADER_BYTES = 32_768  # any single header value; larger ones get a 400 envelope
 PUBLIC_PATHS = frozenset({"/health", "/v1/health"})
+# Named routes that authenticate the request themselves, never with API_SERVER_KEY (WIRE §14.3): the platform's own
+# verifier (its handler fails closed).
+SELF_AUTHENTICATED_ROUTES = frozenset({"platform_events"})
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
@@ -127,6 +130,8 @@ def _authorized(header: str | None, key: str) -> bool:
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     if request.method in ("GET", "HEAD") and request.path in PUBLIC_PATHS:
+        return await handler(request)
+    if request.match_info.route.name in SELF_AUTHENTICATED_ROUTES:
         return await handler(request)
     key = request.app[SETTINGS].key
     if key is None or not _authorized(request.headers.get("Authorization"), key):

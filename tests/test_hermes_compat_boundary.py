@@ -15,7 +15,8 @@ from pathlib import Path
 from hermes_api_plugin.hermes import compat
 
 COMPAT = Path(compat.__file__).resolve()
-COMPAT_FILES = {COMPAT, COMPAT.with_name("compat_names.py")}  # the boundary: compat and its declarations
+# the boundary: compat, its declarations, and the host routes' declarations and calls
+COMPAT_FILES = {COMPAT, COMPAT.with_name("compat_names.py"), COMPAT.with_name("compat_host.py")}
 PACKAGE = COMPAT.parents[1]
 
 

@@ -669,7 +669,7 @@ async def test_known_path_with_other_method_gets_405(
     assert method.lower() not in header_names(resp.headers.get("Allow"))
 
 
-@pytest.mark.parametrize("path", ["/v1/nope", "/v1/embeddings", "/api/jobs", "/p/default/v1/models", "/"])
+@pytest.mark.parametrize("path", ["/v1/nope", "/v1/embeddings", "/api/cron/nope", "/p/default/v1/models", "/"])
 async def test_unknown_path_gets_404_not_found(api: TestClient, auth: dict[str, str], path: str) -> None:
     """W-1.11 / §1.1: unknown routes (including the upstream-only ones) → 404 not_found envelope."""
     resp = await api.get(path, headers=auth)

@@ -9,7 +9,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from hermes_api_plugin.errors import ApiError
-from hermes_api_plugin.protocol import approvals, chat, responses, runs, sessions
+from hermes_api_plugin.protocol import approvals, chat, jobs, responses, runs, sessions
 from hermes_api_plugin.protocol.operations import OPERATIONS
 from hermes_api_plugin.protocol.schema import AnyJson, Obj
 
@@ -27,6 +27,8 @@ PARSERS: dict[str, tuple[Any, dict[str, Any]]] = {
     "session_fork": (sessions.parse_session_fork, {}),
     "session_chat": (lambda b: sessions.parse_session_chat(b, PROVIDERS), {"message": "hi"}),
     "run_approval": (approvals.parse_run_approval, {"choice": "once"}),
+    "job_create": (jobs.parse_create, {"name": "n", "schedule": "30m"}),
+    "job_update": (jobs.parse_update, {"enabled": False}),
 }
 # A value of each JSON type: the test sends the first one whose type the field does not allow.
 _VALUES = (("integer", 7), ("string", "x"), ("array", [1]), ("object", {"a": 1}), ("boolean", True))

@@ -11,6 +11,7 @@ import threading
 from typing import Any
 
 from .compat_declare import HERMES_TOP_LEVEL_MODULES, HermesName  # noqa: F401 - re-exported with the declarations
+from .compat_host import HOST_NAMES
 
 log = logging.getLogger("hermes_api_plugin")
 
@@ -314,6 +315,7 @@ HERMES_NAMES: tuple[HermesName, ...] = (
     RUNTIME_READINESS,
     PICKER_CONTEXT,
     MODELS_PAYLOAD,
+    *HOST_NAMES,  # cron jobs and platform ingress (compat_host.py)
 )
 
 # -- fallbacks ----------------------------------------------------------------------------------------------

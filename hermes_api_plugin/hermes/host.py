@@ -1,4 +1,5 @@
-"""HermesHost: Hermes Agent's own skills, toolsets, model inventory and gateway health (WIRE §14.3).
+"""HermesHost: Hermes Agent's own skills, toolsets, model inventory, gateway health, cron jobs (`hermes/jobs.py`)
+and platform adapters (WIRE §14.3).
 
 Each read is what hermes-agent 0.19.0's built-in api_server (skills, toolsets, detailed health) or its dashboard
 (`GET /api/model/options`) calls: public names, declared in `compat_names` (checked against the pinned
@@ -12,7 +13,7 @@ import asyncio
 import importlib.metadata
 from typing import Any
 
-from . import compat
+from . import compat, compat_host
 from .compat_names import (
     GATEWAY_BUSY,
     GATEWAY_DRAINABLE,
@@ -22,6 +23,7 @@ from .compat_names import (
     READ_RUNTIME_STATUS,
     RUNTIME_READINESS,
 )
+from .jobs import HermesJobs, hermes_jobs
 
 
 def hermes_version() -> str:
@@ -97,3 +99,11 @@ class HermesHost:
 
     async def health(self, *, active_api_runs: int) -> dict[str, Any]:
         return await asyncio.to_thread(_health, active_api_runs)
+
+    async def jobs(self) -> HermesJobs | None:
+        return await hermes_jobs()
+
+    def platform_adapter(self, platform: str) -> Any | None:
+        """Among the adapters of the `hermes gateway` running in this process (none outside one)."""
+        runner = compat.gateway_runner()
+        return None if runner is None else compat_host.platform_adapter(runner, platform)

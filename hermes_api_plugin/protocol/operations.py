@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import approvals, chat, replies, responses, runs, sessions
+from . import approvals, chat, jobs, replies, responses, runs, sessions
 from .common import (
     IDEMPOTENCY_HEADER,
     LAST_EVENT_ID_HEADER,
@@ -19,7 +19,7 @@ from .common import (
     TOOL_PROGRESS_HEADER,
 )
 from .params import Param
-from .schema import Bool, Node, Obj
+from .schema import Bool, Node, Obj, Str
 
 MODEL_OPTIONS_QUERY = (Param("refresh", Bool(), default=False, description="Probe the providers again"),)
 
@@ -33,7 +33,7 @@ class Operation:
     reply: Node | None = None  # None: no JSON body on success (a stream only)
     sse: bool = False  # the success reply may be (or is) text/event-stream
     links: dict[str, dict[str, Any]] = field(default_factory=dict)  # name → {operationId, parameters}
-    public: bool = False  # no authentication
+    public: bool = False  # no API_SERVER_KEY: unauthenticated, or authenticated by the handler itself (§14.3)
     host: bool = False  # the host agent's own data: undocumented (and answered 501) on a host without it (§14.3)
 
 
@@ -51,6 +51,15 @@ _RESPONSE_LINKS = {
     "DeleteResponse": _link("response_delete", "response_id", _RESPONSE_ID),
 }
 _TURN_HEADERS = (IDEMPOTENCY_HEADER, SESSION_KEY_HEADER)
+_JOB_ID = "$response.body#/job/id"
+_JOB_LINKS = {
+    "GetJob": _link("job", "job_id", _JOB_ID),
+    "UpdateJob": _link("job_update", "job_id", _JOB_ID),
+    "PauseJob": _link("job_pause", "job_id", _JOB_ID),
+    "ResumeJob": _link("job_resume", "job_id", _JOB_ID),
+    "RunJob": _link("job_run", "job_id", _JOB_ID),
+    "DeleteJob": _link("job_delete", "job_id", _JOB_ID),
+}
 _RUN_OF_TURN = {"GetRun": _link("run_status", "run_id", "$response.header.X-Hermes-Run-Id")}
 
 OPERATIONS: dict[str, Operation] = {
@@ -176,5 +185,30 @@ OPERATIONS: dict[str, Operation] = {
         body=sessions.SESSION_CHAT_BODY,
         params=(*sessions.SESSION_PATH, *_TURN_HEADERS, LAST_EVENT_ID_HEADER),
         sse=True,
+    ),
+    # Hermes' cron jobs (§14.3)
+    "jobs": Operation("List cron jobs", params=jobs.LIST_QUERY, reply=replies.JOB_LIST, host=True),
+    "job_create": Operation(
+        "Create a cron job", body=jobs.JOB_CREATE_BODY, reply=replies.JOB, links=_JOB_LINKS, host=True
+    ),
+    "job": Operation("A cron job", params=jobs.JOB_PATH, reply=replies.JOB, host=True),
+    "job_update": Operation(
+        "Change a cron job's name, schedule, prompt, delivery, skills, repeat or enabled",
+        body=jobs.JOB_UPDATE_BODY,
+        params=jobs.JOB_PATH,
+        reply=replies.JOB,
+        host=True,
+    ),
+    "job_delete": Operation("Delete a cron job", params=jobs.JOB_PATH, reply=replies.JOB_DELETED, host=True),
+    "job_pause": Operation("Pause a cron job", params=jobs.JOB_PATH, reply=replies.JOB, host=True),
+    "job_resume": Operation("Resume a paused cron job", params=jobs.JOB_PATH, reply=replies.JOB, host=True),
+    "job_run": Operation("Run a cron job now", params=jobs.JOB_PATH, reply=replies.JOB, host=True),
+    # Authenticated by the target adapter's own verifier, never API_SERVER_KEY (§14.3)
+    "platform_events": Operation(
+        "A messaging platform's HTTP event (e.g. Google Chat), verified by that platform's adapter",
+        params=(Param("platform", Str(pattern=r"^[A-Za-z0-9_-]+$"), "path"),),
+        reply=replies.PLATFORM_EVENT,
+        public=True,
+        host=True,
     ),
 }

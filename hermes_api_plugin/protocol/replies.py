@@ -252,3 +252,14 @@ SESSION_CHAT = Obj(
         Prop("message", _OBJECT, True),
     ),
 )
+# Cron jobs (§14.3): the host's own job records, in hermes-agent's shape.
+_JOB = Obj(
+    name="Job",
+    props=(Prop("id", _TEXT, True), Prop("name", _TEXT), Prop("schedule", AnyJson()), Prop("enabled", Bool())),
+    description="A cron job as hermes-agent's store keeps it",
+)
+JOB = Obj(name="JobReply", props=(Prop("job", _JOB, True),))
+JOB_LIST = Obj(name="JobList", props=(Prop("jobs", Arr(_JOB), True),))
+JOB_DELETED = Obj((Prop("ok", Bool(), True),))
+PLATFORM_EVENT = Obj((), description="What the platform adapter answers its event with ({} when nothing)")
+CRON_FIRE = Obj((Prop("status", Str(enum=("accepted",)), True), Prop("job_id", _TEXT, True)))

@@ -76,7 +76,19 @@ WIRE_ROUTES = {
     ("post", "/api/sessions/{session_id}/fork"),  # §14.1: every host forks its own sessions
 }
 # WIRE §14.3: routes of the host agent's own data; 501 not_supported_by_host (undocumented) with the scripted runtime.
-HOST_DATA_ROUTES = {("GET", "/v1/skills"), ("GET", "/v1/toolsets")}
+HOST_DATA_ROUTES = {
+    ("GET", "/v1/skills"),
+    ("GET", "/v1/toolsets"),
+    ("GET", "/api/jobs"),
+    ("POST", "/api/jobs"),
+    ("GET", "/api/jobs/{job_id}"),
+    ("PATCH", "/api/jobs/{job_id}"),
+    ("DELETE", "/api/jobs/{job_id}"),
+    ("POST", "/api/jobs/{job_id}/pause"),
+    ("POST", "/api/jobs/{job_id}/resume"),
+    ("POST", "/api/jobs/{job_id}/run"),
+    ("POST", "/api/platforms/{platform}/events"),
+}
 SSE_ROUTES = {
     ("post", "/v1/chat/completions"),
     ("post", "/v1/responses"),

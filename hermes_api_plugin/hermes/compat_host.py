@@ -1,0 +1,93 @@
+"""The compat boundary for the host routes of WIRE §14.3 that `compat.py` has no room for: Hermes' cron jobs
+(`cron.jobs`), the `/api/cron/fire` verifier and scheduler, and the platform adapters' HTTP event ingress.
+
+Part of the compat boundary (with `compat.py` and `compat_names.py`, which lists these declarations in
+`HERMES_NAMES`): only these modules spell hermes-agent's private names. Blocking (files, config, imports): callers
+run every function here in a worker thread.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .compat_declare import HermesName
+
+_CRON = "cron.jobs"
+# The cron store, as the built-in api_server imports it: a missing one makes its `/api/jobs` routes answer that
+# cron is unavailable, and so do ours (no fallback: `cron_functions` reports it).
+CRON_LIST = HermesName(_CRON, "list_jobs", args=(), kwargs=("include_disabled",))
+CRON_GET = HermesName(_CRON, "get_job", args=("job_id",))
+CRON_CREATE = HermesName(
+    _CRON, "create_job", args=(), kwargs=("prompt", "schedule", "name", "deliver", "origin", "skills", "repeat")
+)
+CRON_UPDATE = HermesName(_CRON, "update_job", args=("job_id", "updates"))
+CRON_REMOVE = HermesName(_CRON, "remove_job", args=("job_id",))
+CRON_PAUSE = HermesName(_CRON, "pause_job", args=("job_id",))
+CRON_RESUME = HermesName(_CRON, "resume_job", args=("job_id",))
+CRON_TRIGGER = HermesName(_CRON, "trigger_job", args=("job_id",))
+CRON_FUNCTIONS = {
+    "list": CRON_LIST,
+    "get": CRON_GET,
+    "create": CRON_CREATE,
+    "update": CRON_UPDATE,
+    "remove": CRON_REMOVE,
+    "pause": CRON_PAUSE,
+    "resume": CRON_RESUME,
+    "trigger": CRON_TRIGGER,
+}
+SCAN_CRON_PROMPT = HermesName(
+    "tools.cronjob_tools",
+    "_scan_cron_prompt",
+    args=("prompt",),
+    fallback="job prompts are stored unscanned (as the built-in server does without the scanner)",
+)
+NOTIFY_JOBS_CHANGED = HermesName(
+    "cron.scheduler",
+    "_notify_provider_jobs_changed",
+    args=(),
+    fallback="an external cron scheduler provider learns of REST changes at its next read of the job store",
+)
+
+HOST_NAMES: tuple[HermesName, ...] = (
+    *CRON_FUNCTIONS.values(),
+    SCAN_CRON_PROMPT,
+    NOTIFY_JOBS_CHANGED,
+)
+
+
+def cron_functions() -> dict[str, Any] | None:
+    """The cron store's functions by operation (`list`, `get`, `create`, …); None when `cron.jobs` does not import
+    here, where the built-in server reports cron unavailable."""
+    try:
+        return {operation: name.resolve() for operation, name in CRON_FUNCTIONS.items()}
+    except (ImportError, AttributeError):
+        return None
+
+
+def scan_cron_prompt(prompt: str) -> str:
+    """Hermes' cron prompt scanner (the cronjob tool's): the reason a prompt is refused, "" when it passes."""
+    from .compat_names import _MISSING, _call
+
+    found = _call(SCAN_CRON_PROMPT, prompt)
+    return "" if found is _MISSING else str(found or "")
+
+
+def notify_jobs_changed() -> None:
+    """Tell the active cron scheduler provider the job set changed (best effort, as upstream: never raises)."""
+    from .compat_names import _call, _warn_fallback
+
+    try:
+        _call(NOTIFY_JOBS_CHANGED)
+    except Exception as exc:
+        _warn_fallback(NOTIFY_JOBS_CHANGED, f"raised {type(exc).__name__}: {exc}")
+
+
+def platform_adapter(runner: Any, platform: str) -> Any | None:
+    """The live adapter of `platform` (its `Platform` value, e.g. `google_chat`) among the gateway runner's; None
+    when that platform is not connected."""
+    from .compat import gateway_adapters
+
+    for key, adapter in gateway_adapters(runner).items():
+        if getattr(key, "value", key) == platform:
+            return adapter
+    return None
