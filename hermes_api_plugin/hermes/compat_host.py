@@ -47,11 +47,20 @@ NOTIFY_JOBS_CHANGED = HermesName(
     args=(),
     fallback="an external cron scheduler provider learns of REST changes at its next read of the job store",
 )
+# The HTTP event ingress an adapter offers (`routes/platform_events.py` reads these by name on any adapter; an adapter
+# without them answers 503): Google Chat's, the one hermes-agent 0.19.0 ships, is checked against the installed one.
+PLATFORM_EVENT_ADAPTER = HermesName(
+    "plugins.platforms.google_chat.adapter",
+    "GoogleChatAdapter",
+    attrs=("verify_http_event_request", "dispatch_http_event"),
+    fallback="the platform answers 503 platform_http_events_unsupported",
+)
 
 HOST_NAMES: tuple[HermesName, ...] = (
     *CRON_FUNCTIONS.values(),
     SCAN_CRON_PROMPT,
     NOTIFY_JOBS_CHANGED,
+    PLATFORM_EVENT_ADAPTER,
 )
 
 

@@ -28,17 +28,6 @@ from .test_hermes_gateway import PLUGINS, HermesGateway, listening, start_gatewa
 
 # Rows of hermes-agent 0.19.0's route table this plugin does not serve yet (issue 13). W-14.1 holds when empty.
 NOT_YET_SERVED = {
-    # platform ingress (§14.3)
-    ("POST", "/api/platforms/{platform}/events"),
-    # cron jobs (§14.3)
-    ("GET", "/api/jobs"),
-    ("POST", "/api/jobs"),
-    ("GET", "/api/jobs/{job_id}"),
-    ("PATCH", "/api/jobs/{job_id}"),
-    ("DELETE", "/api/jobs/{job_id}"),
-    ("POST", "/api/jobs/{job_id}/pause"),
-    ("POST", "/api/jobs/{job_id}/resume"),
-    ("POST", "/api/jobs/{job_id}/run"),
     ("POST", "/api/cron/fire"),  # a row only where upstream's cron import succeeds
 }
 SKILL = """---
@@ -169,7 +158,8 @@ def test_health_detailed_is_hermes_gateway_health(gateway: HermesGateway) -> Non
 
 
 def test_capabilities_report_the_host_features(gateway: HermesGateway) -> None:
-    """W-14.5: skills, toolsets, Hermes' inventory and health are true and listed on the hermes host."""
+    """W-14.5: skills, toolsets, Hermes' inventory and health, jobs and platform ingress are true and listed on the
+    hermes host."""
     status, body = call(gateway, "GET", "/v1/capabilities")
     assert status == 200, body
     features = body["features"]
@@ -177,4 +167,6 @@ def test_capabilities_report_the_host_features(gateway: HermesGateway) -> None:
         assert features[name] is True, name
     assert body["endpoints"]["skills"] == {"method": "GET", "path": "/v1/skills"}
     assert body["endpoints"]["toolsets"] == {"method": "GET", "path": "/v1/toolsets"}
-    assert features["jobs_admin"] is False and features["platform_events"] is False
+    assert features["jobs_admin"] is True and features["platform_events"] is True
+    assert body["endpoints"]["jobs"] == {"method": "GET", "path": "/api/jobs"}
+    assert body["endpoints"]["platform_events"] == {"method": "POST", "path": "/api/platforms/{platform}/events"}
