@@ -2,13 +2,18 @@
 
 One reference gateway (`hermes` runtime) whose Hermes home sets `approvals.mode: manual` and a short
 `approvals.timeout`; the scripted provider makes the agent call `terminal` with `rm -rf <dir>`, which Hermes'
-guard (tools/approval.py) flags. The directory on disk says whether the command ran.
+guard (tools/approval.py) flags. The directory on disk says whether the command ran. Every deny path of §14.2 —
+`deny`, the timeout, a stop, a disconnect that cancels the turn, a drain (SIGTERM) — leaves it in place; a second
+gateway with a long approval timeout makes sure a disconnect or drain, not the timeout, is what denied. §1.6:
+`X-Hermes-Session-Key` is the approval session key, so a `session` approval covers that key's later turns only.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import threading
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -17,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from hermes_api_plugin.turns.registry import DRAIN_GRACE_S
 from tests.live import LiveGateway, start_gateway
 
 from .conftest import HomeFactory
@@ -24,11 +30,20 @@ from .provider import DANGER_DONE, ScriptedProvider
 from .test_reference_gateway import http, wait_for
 
 APPROVAL_TIMEOUT_S = 4
+PATIENT_TIMEOUT_S = 300  # long enough that only the event under test (disconnect, drain, a decision) decides
 
 
 @pytest.fixture(scope="module")
 def gateway(hermes_home: HomeFactory) -> Any:
     live = start_gateway(hermes_home(approvals={"mode": "manual", "timeout": APPROVAL_TIMEOUT_S}), timeout=60)
+    yield live
+    live.stop()
+
+
+@pytest.fixture(scope="module")
+def patient(hermes_home: HomeFactory) -> Any:
+    """A gateway whose approval timeout never fires within a test: a deny there comes from the test's event."""
+    live = start_gateway(hermes_home(approvals={"mode": "manual", "timeout": PATIENT_TIMEOUT_S}), timeout=60)
     yield live
     live.stop()
 
@@ -40,13 +55,15 @@ def victim(tmp_path: Path) -> Path:
     return target
 
 
-def post(gateway: LiveGateway, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+def post(
+    gateway: LiveGateway, path: str, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, Any]]:
     """POST returning (status, JSON body) for error statuses too."""
     request = urllib.request.Request(
         gateway.url + path,
         data=json.dumps(body).encode(),
         method="POST",
-        headers={**gateway.headers, "Content-Type": "application/json"},
+        headers={**gateway.headers, **(headers or {}), "Content-Type": "application/json"},
     )
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
@@ -65,42 +82,69 @@ def run_events(gateway: LiveGateway, run_id: str) -> list[dict[str, Any]]:
     return [json.loads(line[5:]) for line in raw.splitlines() if line.startswith("data:")]
 
 
-def submit_run(gateway: LiveGateway, target: Path) -> str:
-    run_id = http(gateway, "POST", "/v1/runs", {"input": f"Clean up [danger] {target}"})["run_id"]
+def submit_run(gateway: LiveGateway, target: Path, headers: dict[str, str] | None = None) -> str:
+    run_id = post(gateway, "/v1/runs", {"input": f"Clean up [danger] {target}"}, headers)[1]["run_id"]
     assert wait_for(lambda: status(gateway, run_id) == "waiting_for_approval", 30), run_events(gateway, run_id)
     return str(run_id)
 
 
-def test_approved_once_runs_the_command_and_shows_on_the_chat_stream(gateway: LiveGateway, tmp_path: Path) -> None:
-    """W-14.3: the chat stream carries `hermes.approval.request` (chunk-shaped, Open WebUI status), the run
-    waits, `approve` (= once) lets the command run, and `hermes.approval.responded` closes the status."""
-    target = victim(tmp_path)
-    body = {"model": "hermes-agent", "stream": True, "messages": [{"role": "user", "content": f"[danger] {target}"}]}
-    request = urllib.request.Request(
-        gateway.url + "/v1/chat/completions",
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={**gateway.headers, "Content-Type": "application/json"},
-    )
-    records: list[tuple[str | None, dict[str, Any]]] = []
-    head: dict[str, str] = {}
+class ChatStream:
+    """A streamed chat completion read in a thread: its response headers and `(event name, data)` records.
+    With `until`, the client closes the connection right after the first record of that name (a disconnect)."""
 
-    def read() -> None:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            head.update(response.headers)
+    def __init__(
+        self, gateway: LiveGateway, prompt: str, headers: dict[str, str] | None = None, until: str | None = None
+    ) -> None:
+        body = {"model": "hermes-agent", "stream": True, "messages": [{"role": "user", "content": prompt}]}
+        self.request = urllib.request.Request(
+            gateway.url + "/v1/chat/completions",
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={**gateway.headers, **(headers or {}), "Content-Type": "application/json"},
+        )
+        self.until = until
+        self.records: list[tuple[str | None, dict[str, Any]]] = []
+        self.head: dict[str, str] = {}
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        with urllib.request.urlopen(self.request, timeout=60) as response:
+            self.head.update(response.headers)
             name = None
             for raw in response:
                 line = raw.decode().rstrip("\n")
                 if line.startswith("event:"):
                     name = line[6:].strip()
                 elif line.startswith("data:") and line[5:].strip() != "[DONE]":
-                    records.append((name, json.loads(line[5:])))
+                    self.records.append((name, json.loads(line[5:])))
+                    if name is not None and name == self.until:
+                        return  # leaving the `with` closes the connection mid-turn
                     name = None
 
-    reader = threading.Thread(target=read)
-    reader.start()
-    assert wait_for(lambda: any(n == "hermes.approval.request" for n, _ in records), 30), records
-    run_id = head["X-Hermes-Run-Id"]
+    @property
+    def asked(self) -> bool:
+        return any(n == "hermes.approval.request" for n, _ in self.records)
+
+    def wait_for(self, name: str, timeout: float = 30) -> bool:
+        return wait_for(lambda: any(n == name for n, _ in self.records), timeout)
+
+    def join(self, timeout: float = 60) -> None:
+        self.reader.join(timeout)
+        assert not self.reader.is_alive(), "the chat stream did not end"
+
+    @property
+    def run_id(self) -> str:
+        return self.head["X-Hermes-Run-Id"]
+
+
+def test_approved_once_runs_the_command_and_shows_on_the_chat_stream(gateway: LiveGateway, tmp_path: Path) -> None:
+    """W-14.3: the chat stream carries `hermes.approval.request` (chunk-shaped, Open WebUI status), the run
+    waits, `approve` (= once) lets the command run, and `hermes.approval.responded` closes the status."""
+    target = victim(tmp_path)
+    chat = ChatStream(gateway, f"[danger] {target}")
+    assert chat.wait_for("hermes.approval.request"), chat.records
+    records, run_id = chat.records, chat.run_id
     asked = next(d for n, d in records if n == "hermes.approval.request")
     assert asked["object"] == "chat.completion.chunk" and asked["choices"][0]["delta"] == {"content": ""}
     assert asked["run_id"] == run_id and f"rm -rf {target}" in asked["command"]
@@ -116,7 +160,7 @@ def test_approved_once_runs_the_command_and_shows_on_the_chat_stream(gateway: Li
         200,
         {"object": "hermes.run.approval_response", "run_id": run_id, "choice": "once", "resolved": 1},
     )
-    reader.join(60)
+    chat.join()
     assert not target.exists()  # approved once: the command ran
     responded = next(d for n, d in records if n == "hermes.approval.responded")
     assert responded["event"]["data"] == {"description": f"Approved: {asked['command']}", "done": True}
@@ -170,6 +214,99 @@ def test_stop_while_waiting_denies(gateway: LiveGateway, provider: ScriptedProvi
     events = run_events(gateway, run_id)
     assert [e["choice"] for e in events if e["event"] == "approval.responded"] == ["deny"]
     assert (target / "keep.txt").exists()
+
+
+def test_disconnect_while_waiting_denies(patient: LiveGateway, provider: ScriptedProvider, tmp_path: Path) -> None:
+    """W-14.3, §14.2, §5.5: a chat stream (no key: a disconnect cancels its turn) whose client closes the
+    connection while the approval waits: the turn settles `cancelled` long before Hermes' approval timeout, its
+    events end the approval with `approval.responded` deny, and the command never runs."""
+    target = victim(tmp_path)
+    prompt = f"[danger] {target}"
+    chat = ChatStream(patient, prompt, until="hermes.approval.request")
+    chat.join(30)  # the client saw the request and hung up
+    run_id = chat.run_id
+    assert wait_for(lambda: status(patient, run_id) == "cancelled", 15), run_events(patient, run_id)
+    events = run_events(patient, run_id)
+    names = [e["event"] for e in events]
+    assert names[-1] == "run.cancelled", names
+    approvals = [e for e in events if e["event"].startswith("approval.")]
+    assert [e["event"] for e in approvals] == ["approval.request", "approval.responded"]
+    assert approvals[-1]["choice"] == "deny"
+    time.sleep(1.0)  # a command let through late would be gone by now
+    assert (target / "keep.txt").exists()
+    assert len(provider.calls(marker=prompt)) == 1  # the agent did not go on after the interrupt
+
+
+def test_drain_while_waiting_denies(hermes_home: HomeFactory, tmp_path: Path) -> None:
+    """W-14.3, §14.2: SIGTERM (a drain) while the approval waits: the gateway exits within its drain grace —
+    the waiting request is denied, not left to Hermes' approval timeout — and the command never runs. The run
+    has an Idempotency-Key, so its journal outlives the process: after a restart it ends `approval.responded`
+    deny, `run.cancelled`."""
+    home = hermes_home(approvals={"mode": "manual", "timeout": PATIENT_TIMEOUT_S})
+    live = start_gateway(home, timeout=60)
+    try:
+        target = victim(tmp_path)
+        run_id = submit_run(live, target, {"Idempotency-Key": f"drain-{uuid.uuid4().hex}"})
+        started = time.monotonic()
+        code = live.stop(timeout=DRAIN_GRACE_S + 20)
+        took = time.monotonic() - started
+    finally:
+        live.stop(signal.SIGKILL)
+    assert code == 0, live.output()[-3000:]
+    assert took < DRAIN_GRACE_S, f"the drain waited {took:.1f} s for the approval\n{live.output()[-3000:]}"
+    time.sleep(1.0)
+    assert (target / "keep.txt").exists()
+
+    again = start_gateway(home, timeout=60)
+    try:
+        events = run_events(again, run_id)
+    finally:
+        again.stop()
+    names = [e["event"] for e in events]
+    assert names[-1] == "run.cancelled", names
+    approvals = [e for e in events if e["event"].startswith("approval.")]
+    assert [e["event"] for e in approvals] == ["approval.request", "approval.responded"]
+    assert approvals[-1]["choice"] == "deny"
+    assert (target / "keep.txt").exists()
+
+
+def test_session_approval_is_scoped_by_the_session_key(patient: LiveGateway, tmp_path: Path) -> None:
+    """§1.6, §14.2: X-Hermes-Session-Key is the agent's approval session key. `session` on a turn sent with key
+    k1 approves the pattern for k1: a later turn on k1 runs the same dangerous command without a request, a
+    turn on another key k2 asks again (tools.approval keeps session approvals per approval session key)."""
+    k1, k2 = (f"approvals-{name}-{uuid.uuid4().hex[:8]}" for name in ("k1", "k2"))
+
+    first = victim(tmp_path)
+    chat = ChatStream(patient, f"[danger] {first}", {"X-Hermes-Session-Key": k1})
+    assert chat.wait_for("hermes.approval.request"), chat.records
+    assert chat.head["X-Hermes-Session-Key"] == k1
+    decided = post(patient, f"/v1/runs/{chat.run_id}/approval", {"choice": "session"})
+    assert decided == (
+        200,
+        {"object": "hermes.run.approval_response", "run_id": chat.run_id, "choice": "session", "resolved": 1},
+    )
+    chat.join()
+    assert not first.exists()
+
+    second = victim(tmp_path)
+    chat = ChatStream(patient, f"[danger] {second}", {"X-Hermes-Session-Key": k1})
+    assert wait_for(lambda: chat.asked or not chat.reader.is_alive(), 30), chat.records
+    asked = chat.asked
+    if asked:  # let the turn end before failing
+        post(patient, f"/v1/runs/{chat.run_id}/approval", {"choice": "deny"})
+    chat.join()
+    assert not asked, "a turn on the same X-Hermes-Session-Key asked again after a `session` approval"
+    assert not second.exists()  # approved for the session: ran without asking
+    names = [e["event"] for e in run_events(patient, chat.run_id)]
+    assert "approval.request" not in names and names[-1] == "run.completed", names
+
+    third = victim(tmp_path)
+    chat = ChatStream(patient, f"[danger] {third}", {"X-Hermes-Session-Key": k2})
+    assert chat.wait_for("hermes.approval.request"), chat.records  # another key: asked again
+    assert (third / "keep.txt").exists()
+    assert post(patient, f"/v1/runs/{chat.run_id}/approval", {"choice": "deny"})[0] == 200
+    chat.join()
+    assert (third / "keep.txt").exists()
 
 
 def test_capabilities_report_approvals_on_the_hermes_runtime(gateway: LiveGateway) -> None:
