@@ -18,6 +18,8 @@ LEAKED = "sk-abcdefghijklmnopqrstuv"  # what tests/scripts/chat.yaml's "fail lea
     [
         ("key sk-abcdefghijklmn0123 used", "key *** used"),
         ("token ghp_abcdefghijklmnop0123 here", "token *** here"),
+        ("slack xoxb-1234567890-0987654321-AbCdEfGhIjKl ok", "slack *** ok"),
+        ("user xoxp-1234567890-0987654321-1122334455-abcdef ok", "user *** ok"),
         ("Authorization: Bearer abcdefghijklmnop.qrs", "Authorization: ***"),
         ("OPENAI_API_KEY=abc123 rest", "OPENAI_API_KEY=*** rest"),
         ('password: "two words" end', "password: *** end"),
