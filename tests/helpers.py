@@ -11,6 +11,7 @@ import asyncio
 import http.client
 import inspect
 import json
+import re
 import socket
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -40,6 +41,33 @@ ERROR_TYPES = {
     "conflict_error",
     "rate_limit_error",
     "server_error",
+}
+# WIRE.md §4.5: the keys of every Response object, of its usage, and the shape of each output item's id.
+RESPONSE_KEYS = {
+    "id",
+    "object",
+    "created_at",
+    "status",
+    "background",
+    "model",
+    "output",
+    "parallel_tool_calls",
+    "tool_choice",
+    "tools",
+    "instructions",
+    "metadata",
+    "error",
+    "incomplete_details",
+    "previous_response_id",
+    "store",
+    "usage",
+}
+USAGE_KEYS = {"input_tokens", "output_tokens", "total_tokens", "input_tokens_details", "output_tokens_details"}
+ITEM_ID = {
+    "reasoning": re.compile(r"^rs_[0-9a-f]{24}$"),
+    "message": re.compile(r"^msg_[0-9a-f]{24}$"),
+    "function_call": re.compile(r"^fc_[0-9a-f]{24}$"),
+    "function_call_output": re.compile(r"^fco_[0-9a-f]{24}$"),
 }
 
 

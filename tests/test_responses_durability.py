@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.helpers import Reply, SseRecord, execution_for, live_request, parse_sse, wait_for
+from tests.helpers import USAGE_KEYS, Reply, SseRecord, execution_for, live_request, parse_sse, wait_for
 from tests.live import SCRIPTS, LiveGateway, start_gateway, write_home
 
 # slow (left out by ./test --fast): real gateway processes restarted and killed with SIGKILL.
@@ -37,7 +37,6 @@ TOOL_RESULT = "README.md\nsrc/"
 USE_TOOL_ANSWER = "Your project has README.md and src/."
 RESTART_ERROR = {"code": "unknown_execution", "message": "The gateway restarted before this turn settled."}
 TERMINALS = {"response.completed", "response.incomplete", "response.failed", "response.cancelled"}
-USAGE_KEYS = {"input_tokens", "output_tokens", "total_tokens", "input_tokens_details", "output_tokens_details"}
 
 
 # -- HTTP helpers ----------------------------------------------------------------------------------------

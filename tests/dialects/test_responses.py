@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
@@ -20,34 +19,9 @@ from hermes_api_plugin.events import (
     TurnStatus,
     Usage,
 )
+from tests.helpers import ITEM_ID, RESPONSE_KEYS, USAGE_KEYS
 
 RESPONSE_ID = "resp_" + "0123456789abcdef" * 2
-RESPONSE_KEYS = {
-    "id",
-    "object",
-    "created_at",
-    "status",
-    "background",
-    "model",
-    "output",
-    "parallel_tool_calls",
-    "tool_choice",
-    "tools",
-    "instructions",
-    "metadata",
-    "error",
-    "incomplete_details",
-    "previous_response_id",
-    "store",
-    "usage",
-}
-USAGE_KEYS = {"input_tokens", "output_tokens", "total_tokens", "input_tokens_details", "output_tokens_details"}
-ITEM_ID = {
-    "reasoning": re.compile(r"^rs_[0-9a-f]{24}$"),
-    "message": re.compile(r"^msg_[0-9a-f]{24}$"),
-    "function_call": re.compile(r"^fc_[0-9a-f]{24}$"),
-    "function_call_output": re.compile(r"^fco_[0-9a-f]{24}$"),
-}
 TERMINALS = {"response.completed", "response.incomplete", "response.failed", "response.cancelled"}
 REASONING_BURST = [
     "response.output_item.added",

@@ -18,6 +18,9 @@ from multidict import CIMultiDictProxy
 
 from hermes_api_plugin.keys import TURNS
 from tests.helpers import (
+    ITEM_ID,
+    RESPONSE_KEYS,
+    USAGE_KEYS,
     Reply,
     assert_error_envelope,
     complete_records,
@@ -31,32 +34,6 @@ from tests.live import executions
 RESPONSES = "/v1/responses"
 RUN_ID = re.compile(r"^run_[0-9a-f]{32}$")
 RESPONSE_ID = re.compile(r"^resp_[0-9a-f]{32}$")
-ITEM_ID = {
-    "reasoning": re.compile(r"^rs_[0-9a-f]{24}$"),
-    "message": re.compile(r"^msg_[0-9a-f]{24}$"),
-    "function_call": re.compile(r"^fc_[0-9a-f]{24}$"),
-    "function_call_output": re.compile(r"^fco_[0-9a-f]{24}$"),
-}
-RESPONSE_KEYS = {
-    "id",
-    "object",
-    "created_at",
-    "status",
-    "background",
-    "model",
-    "output",
-    "parallel_tool_calls",
-    "tool_choice",
-    "tools",
-    "instructions",
-    "metadata",
-    "error",
-    "incomplete_details",
-    "previous_response_id",
-    "store",
-    "usage",
-}
-USAGE_KEYS = {"input_tokens", "output_tokens", "total_tokens", "input_tokens_details", "output_tokens_details"}
 TERMINALS = ("response.completed", "response.incomplete", "response.failed", "response.cancelled")
 DELTAS = ("response.reasoning_summary_text.delta", "response.output_text.delta")
 
