@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ..events import ToolCompleted, ToolStarted, TurnEvent, TurnTranscript
+from ..events import ApprovalRequested, ApprovalResponded, ToolCompleted, ToolStarted, TurnEvent, TurnTranscript
 
 
 class SseRecord(NamedTuple):
@@ -25,6 +25,17 @@ class SseRecord(NamedTuple):
 def after_id(records: Sequence[SseRecord], last_seen: int) -> list[SseRecord]:
     """The records a client that saw ids up to `last_seen` has not seen yet."""
     return [r for r in records if r.id is None or r.id > last_seen]
+
+
+def approval_record(event: ApprovalRequested | ApprovalResponded) -> tuple[str, dict[str, Any]]:
+    """The named-event form of an approval event, the same on run events and session streams (WIRE §14.2)."""
+    if isinstance(event, ApprovalRequested):
+        return "approval.request", {
+            "command": event.command,
+            "description": event.description,
+            "choices": list(event.choices),
+        }
+    return "approval.responded", {"choice": event.choice}
 
 
 class NumberedFold:

@@ -22,7 +22,7 @@ from ..events import (
     TurnStatus,
     Usage,
 )
-from .record import NumberedFold, SseRecord
+from .record import NumberedFold, SseRecord, approval_record
 
 
 def run_usage(usage: Usage) -> dict[str, int]:
@@ -75,17 +75,9 @@ class RunEventsRenderer(NumberedFold):
                 duration=round(event.duration_ms / 1000, 3),
                 error=event.is_error,
             )
-        elif isinstance(event, ApprovalRequested):
-            self._record(
-                records,
-                "approval.request",
-                at,
-                command=event.command,
-                description=event.description,
-                choices=list(event.choices),
-            )
-        elif isinstance(event, ApprovalResponded):
-            self._record(records, "approval.responded", at, choice=event.choice)
+        elif isinstance(event, (ApprovalRequested, ApprovalResponded)):
+            name, approval = approval_record(event)
+            self._record(records, name, at, **approval)
         elif isinstance(event, TurnFinished):
             fields: dict[str, Any] = {"output": self.transcript.answer, "usage": run_usage(event.usage)}
             extra = terminal_fields(event)

@@ -21,7 +21,7 @@ from ..events import (
     TurnEvent,
     TurnFinished,
 )
-from .record import NumberedFold, SseRecord
+from .record import NumberedFold, SseRecord, approval_record
 from .runs import run_usage, terminal_fields
 
 
@@ -74,17 +74,9 @@ class SessionStreamRenderer(NumberedFold):
         elif isinstance(event, Commentary):
             if not event.already_streamed:
                 self._record(records, "assistant.commentary", at, message_id=self.message_id, text=event.text)
-        elif isinstance(event, ApprovalRequested):
-            self._record(
-                records,
-                "approval.request",
-                at,
-                command=event.command,
-                description=event.description,
-                choices=list(event.choices),
-            )
-        elif isinstance(event, ApprovalResponded):
-            self._record(records, "approval.responded", at, choice=event.choice)
+        elif isinstance(event, (ApprovalRequested, ApprovalResponded)):
+            name, approval = approval_record(event)
+            self._record(records, name, at, **approval)
         elif isinstance(event, TurnFinished):
             self._finish(records, event, at)
 
