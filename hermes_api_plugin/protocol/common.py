@@ -16,7 +16,7 @@ from typing import Any
 
 from ..config import parse_bool
 from ..content import Message, canonical_json, parse_content
-from ..errors import invalid_parameter, invalid_request
+from ..errors import invalid_parameter
 from ..runtimes.base import REASONING_EFFORTS
 from .params import Param
 from .schema import Arr, Bool, Checked, Either, Obj, Prop, Str, Tagged
@@ -93,14 +93,15 @@ CONVERSATION_HISTORY = Prop(
     ),
     description="Explicit earlier messages (system/developer entries dropped)",
 )
-# WIRE.md §1.6 (check_session_id has the rule and its message; the pattern tells generators about it).
+# WIRE.md §1.6: the session id rule, for body fields, path ids and X-Hermes-Session-Id (check_session_id) alike;
+# rendered as a pattern so that generators know it.
 _SESSION_ID_PATTERN = r"^(?!\.\.?$)[^/\\\s\x00-\x1f\x7f](?:[^/\\\x00-\x08\x0a-\x1f\x7f]*[^/\\\s\x00-\x1f\x7f])?$"
 SESSION_ID = Str(
     min_length=1,
     max_length=256,
     code="invalid_session_id",
     pattern=_SESSION_ID_PATTERN,
-    message="a session id is 1-256 characters without '/', '\\', CR, LF, NUL or surrounding spaces",
+    message="{param} must be 1-256 characters without '/', '\\', CR, LF, NUL or surrounding spaces",
 )
 
 # CR, LF, NUL (WIRE.md §1.6) and the other control characters but tab: these ids are echoed in response headers,
@@ -119,9 +120,7 @@ _IDEMPOTENCY = Str(
     message="Idempotency-Key must be 1-255 visible ASCII characters",
 )
 IDEMPOTENCY_HEADER = Param("Idempotency-Key", _IDEMPOTENCY, "header", description="Makes the request idempotent (§5)")
-SESSION_ID_HEADER = Param(
-    "X-Hermes-Session-Id", Str(max_length=256, pattern=_SESSION_ID_PATTERN), "header", description="§1.6"
-)
+SESSION_ID_HEADER = Param("X-Hermes-Session-Id", SESSION_ID, "header", description="§1.6")
 SESSION_KEY_HEADER = Param("X-Hermes-Session-Key", _SESSION_KEY, "header", description="Memory scope and conversation")
 TOOL_PROGRESS_HEADER = Param("X-Hermes-Tool-Progress", _SWITCH, "header", description="off: no hermes.tool.progress")
 TOOL_ITEMS_HEADER = Param("X-Hermes-Tool-Items", _SWITCH, "header", description="off: no server tool items (§1.6)")
@@ -137,20 +136,9 @@ class HermesHeaders:
 
 
 def check_session_id(sid: str, param: str) -> None:
-    """Session id rules (WIRE.md §1.6): 1-256 chars, no CR/LF/NUL, no slashes, not `.`/`..`, no outer spaces."""
-    if (
-        not 1 <= len(sid) <= 256
-        or _CONTROL.search(sid)
-        or "/" in sid
-        or "\\" in sid
-        or sid in (".", "..")
-        or sid != sid.strip()
-    ):
-        raise invalid_request(
-            "invalid_session_id",
-            f"{param} must be 1-256 characters without '/', '\\', CR, LF, NUL or surrounding spaces",
-            param,
-        )
+    """Session id rules (WIRE.md §1.6): 1-256 chars, no control characters but tab, no slashes, not `.`/`..`, no
+    outer whitespace — the SESSION_ID node, for ids that do not come in a checked body (paths, the header)."""
+    SESSION_ID.check(sid, param)
 
 
 def parse_hermes_headers(headers: Mapping[str, str]) -> HermesHeaders:

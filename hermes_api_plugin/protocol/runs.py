@@ -17,7 +17,6 @@ from .common import (
     MODEL_SELECTION,
     SESSION_ID,
     ModelSelection,
-    check_session_id,
     conversation_history,
     identity_hash,
     parse_model_selection,
@@ -72,9 +71,7 @@ def parse_run_request(raw: dict[str, Any], header_session: str | None, providers
             "missing_user_message", "The last input message must be a user message with text or an image", "input"
         )
     instructions = body.get("instructions")
-    session_id = body.get("session_id")
-    if session_id is not None:
-        check_session_id(session_id, "session_id")
+    session_id = body.get("session_id")  # the SESSION_ID rule, checked with the body
     selection = parse_model_selection(body, providers, alias_effort=body.get("reasoning_effort"))
     previous = body.get("previous_response_id")
     prompt = "\n".join(s for s in ([instructions] if instructions else []) + system if s) or None

@@ -13,6 +13,7 @@ value with booleans folded (`"yes"` → True) and absent optional fields left ou
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -46,6 +47,15 @@ def _json_type(value: Any) -> str:
     return "null"
 
 
+@functools.cache
+def _pattern(pattern: str) -> re.Pattern[str]:
+    """A JSON Schema `pattern` with its ECMA meaning: a final `$` is the end of the text (Python's `$` would also
+    match before a final newline, letting an id that ends in a newline through)."""
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + r"\Z"
+    return re.compile(pattern)
+
+
 class Node:
     """A schema node: `check(value, param)` validates and normalises; `render(defs)` is its JSON Schema."""
 
@@ -61,7 +71,7 @@ class Node:
         raise NotImplementedError
 
     def fail(self, param: str, message: str | None = None) -> ApiError:
-        text = message or f"'{param}' must be {self.expected}"
+        text = message.replace("{param}", param) if message else f"'{param}' must be {self.expected}"
         if self.code == "invalid_parameter":
             return invalid_parameter(text, param)
         return invalid_request(self.code, text, param)
@@ -79,7 +89,7 @@ class Str(Node):
     max_length: int | None = None
     description: str = ""
     code: str = "invalid_parameter"
-    message: str | None = None  # a clearer error than "must be a string" where one helps
+    message: str | None = None  # a clearer error than "must be a string" where one helps; `{param}`: the path
     pattern: str | None = None
     types = ("string",)
 
@@ -97,7 +107,7 @@ class Str(Node):
             or (self.enum and value not in self.enum)
             or len(value) < self.min_length
             or (self.max_length is not None and len(value) > self.max_length)
-            or (self.pattern is not None and not re.search(self.pattern, value))
+            or (self.pattern is not None and not _pattern(self.pattern).search(value))
         ):
             raise self.fail(param, self.message)
         return value

@@ -14,7 +14,6 @@ from .common import (
     MODEL_SELECTION,
     SESSION_ID,
     ModelSelection,
-    check_session_id,
     identity_hash,
     parse_model_selection,
 )
@@ -110,10 +109,7 @@ class SessionCreate:
 
 def parse_session_create(raw: dict[str, Any]) -> SessionCreate:
     body = SESSION_CREATE_BODY.check(raw, "")
-    session_id = body.get("id")
-    if session_id is not None:
-        check_session_id(session_id, "id")
-    return SessionCreate(session_id, body.get("title"))
+    return SessionCreate(body.get("id"), body.get("title"))  # `id`: the SESSION_ID rule, checked with the body
 
 
 def parse_session_update(raw: dict[str, Any]) -> dict[str, Any]:
@@ -133,7 +129,4 @@ class SessionFork:
 def parse_session_fork(raw: dict[str, Any]) -> SessionFork:
     """POST /api/sessions/{id}/fork: an optional id (rules of X-Hermes-Session-Id) and title."""
     body = SESSION_FORK_BODY.check(raw, "")
-    fork_id = body.get("id")
-    if fork_id is not None:
-        check_session_id(fork_id, "id")
-    return SessionFork(fork_id, body.get("title"))
+    return SessionFork(body.get("id"), body.get("title"))  # `id`: the SESSION_ID rule, checked with the body

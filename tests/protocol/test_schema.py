@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from hermes_api_plugin.errors import ApiError
+from hermes_api_plugin.protocol.common import SESSION_ID, check_session_id
 from hermes_api_plugin.protocol.params import IntText, Param, parse_params
 from hermes_api_plugin.protocol.schema import AnyJson, Arr, Bool, Either, Obj, Prop, Str, Tagged
 
@@ -91,3 +92,27 @@ def test_parameters_take_their_defaults_when_absent() -> None:
     params = (Param("limit", IntText(1, 500), default=500), Param("flag", Bool(), default=False))
     assert parse_params({}, params) == {"limit": 500, "flag": False}
     assert parse_params({"limit": "7", "flag": "1"}, params) == {"limit": 7, "flag": True}
+
+
+def test_a_pattern_ending_in_dollar_means_the_end_of_the_text_as_in_json_schema() -> None:
+    """ECMA `$` (what /openapi.json promises) ends the text; Python's would also match before a final newline."""
+    node = Str(pattern=r"^[a-z]+$")
+    assert node.check("abc", "p") == "abc"
+    with pytest.raises(ApiError) as caught:
+        node.check("abc\n", "p")
+    assert (caught.value.code, caught.value.param) == ("invalid_parameter", "p")
+
+
+@pytest.mark.parametrize("sid", ["ok", "a b", "tab\there", "é"])
+def test_session_ids_in_a_body_a_path_and_the_header_share_one_rule(sid: str) -> None:
+    check_session_id(sid, "X-Hermes-Session-Id")
+    assert SESSION_ID.check(sid, "id") == sid
+
+
+@pytest.mark.parametrize("sid", ["", ".", "..", "a/b", "a\\b", " a", "a ", "a\n", "a\x01", "\u3000a", "x" * 257])
+def test_a_bad_session_id_is_400_invalid_session_id_naming_where_it_came_from(sid: str) -> None:
+    for param in ("X-Hermes-Session-Id", "session_id"):
+        with pytest.raises(ApiError) as caught:
+            check_session_id(sid, param)
+        assert (caught.value.code, caught.value.param) == ("invalid_session_id", param)
+        assert caught.value.message.startswith(f"{param} must be 1-256 characters")
