@@ -5,6 +5,10 @@ from the moment its head is prepared until its handler returns. So the count is 
 handler has not returned": incremented by the prepare signal, decremented by a middleware whenever the handler
 ends (returned, raised, or cancelled because the client went away). Whole replies (`web.Response`) are written
 at once and never counted.
+
+It also sums what those streams hold unsent in their transports' write buffers — the memory a client that reads
+slowly or not at all costs the server (`SseStream.send` awaits the drain, so it stays near 64 KiB a stream). It is
+read when asked, never tracked per write: the hot path stays untouched.
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-_COUNTED = web.RequestKey("stream_counted", bool)
 
 
 class StreamGauge:
@@ -25,7 +28,7 @@ class StreamGauge:
     """
 
     def __init__(self) -> None:
-        self.open = 0
+        self._requests: dict[int, web.Request] = {}  # by id(): a Request is a mutable mapping, not hashable
 
         @web.middleware
         async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -33,15 +36,24 @@ class StreamGauge:
             try:
                 return await handler(request)
             finally:
-                if request.get(_COUNTED):
-                    request[_COUNTED] = False
-                    self.open -= 1
+                self._requests.pop(id(request), None)
 
         self.middleware = middleware
 
+    @property
+    def open(self) -> int:
+        """Streaming replies whose handler is still running."""
+        return len(self._requests)
+
+    def buffered_bytes(self) -> int:
+        """Bytes those streams wrote that their transports have not sent yet (a closed transport holds none)."""
+        return sum(
+            transport.get_write_buffer_size()
+            for request in self._requests.values()
+            if (transport := request.transport) is not None and not transport.is_closing()
+        )
+
     async def on_prepare(self, request: web.Request, response: web.StreamResponse) -> None:
         """`on_response_prepare`: a streaming reply's head is going out."""
-        if isinstance(response, web.Response) or request.get(_COUNTED):
-            return
-        request[_COUNTED] = True
-        self.open += 1
+        if not isinstance(response, web.Response):
+            self._requests[id(request)] = request

@@ -50,7 +50,16 @@ HEALTH_DETAILED = Obj(
                 (
                     Prop("turns", Obj((Prop("running", _INT, True), Prop("queued", _INT, True))), True),
                     Prop("slots", _OBJECT, True),
-                    Prop("streams", Obj((Prop("open", _INT, True),)), True),
+                    Prop(
+                        "streams",
+                        Obj(
+                            (
+                                Prop("open", _INT, True, "Streaming replies whose handler still runs"),
+                                Prop("buffered_bytes", _INT, True, "Bytes written that their clients have not taken"),
+                            )
+                        ),
+                        True,
+                    ),
                     Prop("store", _OBJECT, True),
                 )
             ),

@@ -74,7 +74,7 @@ async def health_detailed(request: web.Request) -> web.Response:
         "version": __version__,
         "turns": {"running": counts.running, "queued": counts.queued},
         "slots": {"admitted": counts.admitted, "max_concurrent_runs": turns.max_concurrent},
-        "streams": {"open": app[STREAMS].open},
+        "streams": {"open": app[STREAMS].open, "buffered_bytes": app[STREAMS].buffered_bytes()},
         "store": {"kind": store.kind, "durable": store.durable},
     }
     return json_response(body)

@@ -79,7 +79,7 @@ async def test_health_detailed_idle_has_the_upstream_shape_and_zero_counts(
         "version": __version__,  # the plugin's own, beside Hermes' at the top on the hermes host
         "turns": {"running": 0, "queued": 0},
         "slots": {"admitted": 0, "max_concurrent_runs": 7},
-        "streams": {"open": 0},
+        "streams": {"open": 0, "buffered_bytes": 0},
         "store": {"kind": "sqlite", "durable": True},
     }
 
@@ -95,9 +95,9 @@ async def test_health_detailed_counts_a_running_stream_until_its_client_leaves(
         assert body["active_agents"] == 1 and body["gateway_busy"] is True
         assert body["api_server"]["turns"] == {"running": 1, "queued": 0}
         assert body["api_server"]["slots"]["admitted"] == 1
-        assert body["api_server"]["streams"] == {"open": 1}
+        assert body["api_server"]["streams"]["open"] == 1
         resp.close()
-    idle = {"turns": {"running": 0, "queued": 0}, "streams": {"open": 0}}
+    idle = {"turns": {"running": 0, "queued": 0}, "streams": {"open": 0, "buffered_bytes": 0}}
     await wait_for_async(
         lambda: numbers(api, auth),
         until=lambda n: {k: n[k] for k in idle} == idle and n["slots"]["admitted"] == 0,
@@ -121,7 +121,7 @@ async def test_health_detailed_counts_a_turn_waiting_for_its_session_as_queued(
         )
         assert counted["turns"] == {"running": 1, "queued": 1}
         assert counted["slots"]["admitted"] == 2
-        assert counted["streams"] == {"open": 2}
+        assert counted["streams"]["open"] == 2
         second.cancel()  # both clients leave: neither turn is keyed, so both are cancelled (§5.5)
         first.close()
     await wait_for_async(
