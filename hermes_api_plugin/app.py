@@ -28,6 +28,7 @@ from .keys import (
 )
 from .middleware import MAX_BODY_BYTES, MIDDLEWARES, add_common_headers
 from .model_options import ModelOptionsCache
+from .profiles import PROFILES, Profile, Profiles, profile_builder, profile_middleware
 from .protocol.common import credential_scope
 from .recovery import recover
 from .routes import approvals, chat, discovery, health, host_data, jobs, platform_events, responses, runs, sessions
@@ -57,7 +58,9 @@ def create_app(
         session_store = store.sessions
     # Slack above the body limit so the 413 comes from our own check, with the envelope.
     streams = StreamGauge()
-    app = web.Application(middlewares=[*MIDDLEWARES, streams.middleware], client_max_size=MAX_BODY_BYTES)
+    app = web.Application(
+        middlewares=[*MIDDLEWARES, streams.middleware, profile_middleware], client_max_size=MAX_BODY_BYTES
+    )
     app[STREAMS] = streams
     app[SETTINGS] = settings
     app[RUNTIME] = runtime
@@ -83,6 +86,8 @@ def create_app(
     )
     app[CHAINS] = Chains(store, session_store, app[SCOPE])
     app[SUBMITTER] = Submitter(settings, app[SCOPE], app[TURNS], app[ADMISSIONS], store, app[JOURNALS])
+    own = Profile(settings.profile, None, app[SCOPE], settings.model_name, session_store, app[SUBMITTER], app[CHAINS])
+    app[PROFILES] = Profiles(own, profile_builder(app[SUBMITTER], runtime.session_store, session_store))
 
     app.router.add_get("/health", health.health, name="health")
     app.router.add_get("/v1/health", health.health)

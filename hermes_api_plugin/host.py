@@ -8,6 +8,9 @@ reports them `false`. The Hermes implementation is `hermes/host.py`. No aiohttp 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any, Protocol
 
 
@@ -65,4 +68,20 @@ class HostData(Protocol):
     def platform_adapter(self, platform: str) -> Any | None:
         """The host's live adapter of another messaging platform (`google_chat`), for its HTTP event ingress;
         None when that platform is not connected in this process."""
+        ...
+
+    def multiplexing(self) -> bool:
+        """Whether this process serves several host profiles under `/p/{profile}/…` (`gateway.multiplex_profiles`);
+        when it does not, a profile prefix is ignored, as the built-in server ignores it."""
+        ...
+
+    def served_profiles(self) -> Mapping[str, Path]:
+        """The profiles a multiplexing host serves, by name, each with its home (empty: none can be served here).
+        Reads the profiles folder: call it in a worker thread."""
+        ...
+
+    def profile_scope(self, home: Path | None) -> AbstractContextManager[Any]:
+        """The host's scope for one profile's home (None: the gateway's own profile): config, skills, memory, jobs
+        and credentials read inside it are that profile's. Context variables: enter and leave it in one task or
+        thread."""
         ...

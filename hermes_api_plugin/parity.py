@@ -22,9 +22,8 @@ ROUTE_FEATURES: dict[str, tuple[str, ...]] = {
     "cron_fire": ("cron_fire",),
 }
 
-# Served by no route of this server (upstream advertises the first four `false` as well; `profile_multiplex` is the
-# `/p/{profile}/…` mirror of §14.3, not built yet).
-UNSERVED_FEATURES = ("admin_config_rw", "memory_write_api", "audio_api", "realtime_voice", "profile_multiplex")
+# Served by no route of this server (upstream advertises them `false` as well).
+UNSERVED_FEATURES = ("admin_config_rw", "memory_write_api", "audio_api", "realtime_voice")
 
 
 # feature → the named route it needs, true only where the host provides its data (Hermes)
@@ -38,11 +37,13 @@ HOST_FEATURES: dict[str, str] = {
 }
 
 
-def parity_features(served: Collection[str], *, host: bool, host_sessions: bool) -> dict[str, bool]:
+def parity_features(served: Collection[str], *, host: bool, host_sessions: bool, profiles: bool) -> dict[str, bool]:
     """`served`: the documented route names; `host`: the runtime has the host's own data (Hermes);
-    `host_sessions`: `/api/sessions` reads and writes the host's session store (§14.1)."""
+    `host_sessions`: `/api/sessions` reads and writes the host's session store (§14.1); `profiles`: the host
+    multiplexes its profiles, each served under `/p/{profile}/…` (§14.3)."""
     features = {name: all(route in served for route in routes) for name, routes in ROUTE_FEATURES.items()}
     features.update({name: host and route in served for name, route in HOST_FEATURES.items()})
     features["hermes_sessions"] = host and host_sessions and "sessions" in served
+    features["profile_multiplex"] = profiles
     features.update({name: False for name in UNSERVED_FEATURES})
     return features

@@ -94,8 +94,10 @@ class ResponseCreation:
         journals: JournalSaver,
         body: ResponsesRequest,
         hermes: HermesHeaders,
+        model_name: str,
     ) -> None:
         self.settings = settings
+        self.model_name = model_name  # the advertised name (the profile's, WIRE §14.3) a request without one gets
         self.store = store
         self.chains = chains
         self.journals = journals
@@ -106,7 +108,7 @@ class ResponseCreation:
         self.session_id = ""
 
     async def plan(self) -> TurnPlan:
-        body, settings, chains = self.body, self.settings, self.chains
+        body, chains = self.body, self.chains
         response_id = new_response_id()
         resolved = await resolve_input(body.input, self.store, chains.scope, response_id)
         previous = await chains.previous(body.previous_response_id, body.conversation)
@@ -129,7 +131,7 @@ class ResponseCreation:
         head = ResponseHead(
             id=response_id,
             created_at=int(time.time()),
-            model=body.selection.model or settings.model_name,
+            model=body.selection.model or self.model_name,
             background=body.background,
             store=body.store,
             instructions=instructions,

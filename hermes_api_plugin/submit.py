@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
 from .admissions import Admissions, Slot, error_for
@@ -96,13 +97,19 @@ class Submitter:
         admissions: Admissions,
         store: Store,
         journals: JournalSaver,
+        profile_home: Path | None = None,
     ) -> None:
         self.settings = settings
-        self.scope = scope  # the credential scope (WIRE.md §1.3) of every request this process admits
+        self.scope = scope  # the credential scope (WIRE.md §1.3) of every request this submitter admits
         self.registry = registry
         self.admissions = admissions
         self.store = store
         self.journals = journals
+        self.profile_home = profile_home  # the host profile its turns run in (WIRE §14.3); None: the gateway's
+
+    def for_profile(self, scope: str, profile_home: Path) -> Submitter:
+        """The same submission path for a multiplexed host profile: its credential scope, its home."""
+        return Submitter(self.settings, scope, self.registry, self.admissions, self.store, self.journals, profile_home)
 
     def slot(self, surface: str, key: str | None, identity: Callable[[], str], target: Any) -> Slot | None:
         """The idempotency slot of a request (None without `Idempotency-Key`); the identity hash is computed
@@ -164,6 +171,7 @@ class Submitter:
             metadata=p.metadata,
             session_key=p.session_key,
             history=() if callable(p.history) else tuple(p.history),
+            profile_home=self.profile_home,
         )
         held = self.registry.admit(
             request,

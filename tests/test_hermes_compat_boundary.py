@@ -15,8 +15,13 @@ from pathlib import Path
 from hermes_api_plugin.hermes import compat
 
 COMPAT = Path(compat.__file__).resolve()
-# the boundary: compat, its declarations, and the host routes' declarations and calls
-COMPAT_FILES = {COMPAT, COMPAT.with_name("compat_names.py"), COMPAT.with_name("compat_host.py")}
+# the boundary: compat, its declarations, and the host routes' and profile multiplexing's declarations and calls
+COMPAT_FILES = {
+    COMPAT,
+    COMPAT.with_name("compat_names.py"),
+    COMPAT.with_name("compat_host.py"),
+    COMPAT.with_name("compat_profiles.py"),
+}
 PACKAGE = COMPAT.parents[1]
 
 

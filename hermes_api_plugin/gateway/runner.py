@@ -16,11 +16,15 @@ from __future__ import annotations
 
 import logging
 import re
+from typing import Any
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError, InvalidHeader, LineTooLong
+from aiohttp.http_parser import RawRequestMessage
+from yarl import URL
 
 from ..errors import ApiError, internal_error, invalid_content_length, malformed_request
+from ..keys import PROFILE_PREFIX
 from ..middleware import SECURITY_HEADERS, render_error
 
 log = logging.getLogger("hermes_api_plugin")
@@ -77,11 +81,41 @@ class _EnvelopeServer(web.Server):
         return _EnvelopeRequestHandler(self, loop=self._loop, **self._kwargs)
 
 
+_PROFILE_PATH = re.compile(r"/p/([^/?#]+)(/[^?#]*)")
+
+
+def without_profile_prefix(message: RawRequestMessage) -> tuple[str | None, RawRequestMessage]:
+    """`/p/{profile}/v1/models?x` → (`profile`, the message for `/v1/models?x`); (None, message) without one.
+
+    WIRE §14.3 mirrors every route under `/p/{profile}`: stripped here, before routing, the app has one route table
+    and its route names stay canonical; `profiles.py` decides what the prefix means on this host. A name that is
+    not a profile name stays as it came (percent-decoded): no served profile has it, so it is 404 there."""
+    match = _PROFILE_PATH.fullmatch(message.url.raw_path)
+    if match is None:
+        return None, message
+    url = message.url
+    rest = URL.build(path=match.group(2), query_string=url.raw_query_string, fragment=url.raw_fragment, encoded=True)
+    path = rest.raw_path_qs
+    profile = URL.build(path="/" + match.group(1), encoded=True).path[1:]
+    return profile, message._replace(path=path, url=rest)
+
+
 class ApiRunner(web.AppRunner):
-    """`web.AppRunner` whose connections answer parser rejections with the §1.7 envelope."""
+    """`web.AppRunner` whose connections answer parser rejections with the §1.7 envelope, and whose requests come
+    with any `/p/{profile}` prefix stripped into `PROFILE_PREFIX`."""
 
     async def _make_server(self) -> web.Server:
         server = await super()._make_server()
         # The Server aiohttp built for this app, with all its settings, now building our RequestHandler subclass.
         server.__class__ = _EnvelopeServer
+        make_request = server.request_factory
+
+        def request_factory(message: RawRequestMessage, *args: Any) -> web.BaseRequest:
+            profile, message = without_profile_prefix(message)
+            request = make_request(message, *args)
+            if profile is not None:
+                request[PROFILE_PREFIX] = profile
+            return request
+
+        server.request_factory = request_factory
         return server

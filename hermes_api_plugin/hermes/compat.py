@@ -210,14 +210,15 @@ def clear_session_vars(tokens: list[Any] | None) -> None:
         _warn_fallback(CLEAR_SESSION_VARS, f"raised {type(exc).__name__}: {exc}")
 
 
-def session_db() -> Any | None:
-    """Hermes' session store (`$HERMES_HOME/state.db`), so API sessions show where Hermes lists sessions; None
-    when unavailable."""
-    target = _target(SESSION_DB)
+def session_db(home: Path | None = None) -> Any | None:
+    """Hermes' session store (`$HERMES_HOME/state.db`, or a profile's `home/state.db`), so API sessions show where
+    Hermes lists sessions; None when unavailable."""
+    kwargs = {} if home is None else {"db_path": home / "state.db"}
+    target = _target(SESSION_DB, **kwargs)
     if target is _MISSING:
         return None
     try:
-        return target()
+        return target(**kwargs)
     except Exception as exc:
         # optional for a turn: it runs without the store
         _warn_fallback(SESSION_DB, f"could not be opened ({type(exc).__name__}: {exc})")

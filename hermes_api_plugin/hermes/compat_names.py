@@ -12,6 +12,7 @@ from typing import Any
 
 from .compat_declare import HERMES_TOP_LEVEL_MODULES, HermesName  # noqa: F401 - re-exported with the declarations
 from .compat_host import HOST_NAMES
+from .compat_profiles import PROFILE_NAMES
 
 log = logging.getLogger("hermes_api_plugin")
 
@@ -111,6 +112,7 @@ SESSION_DB = HermesName(
     "hermes_state",
     "SessionDB",
     args=(),
+    kwargs=("db_path",),
     # the public methods hermes/sessions.py (the SessionDB-backed session store) calls
     attrs=(
         "get_session",
@@ -316,6 +318,7 @@ HERMES_NAMES: tuple[HermesName, ...] = (
     PICKER_CONTEXT,
     MODELS_PAYLOAD,
     *HOST_NAMES,  # cron jobs and platform ingress (compat_host.py)
+    *PROFILE_NAMES,  # profile multiplexing (compat_profiles.py)
 )
 
 # -- fallbacks ----------------------------------------------------------------------------------------------

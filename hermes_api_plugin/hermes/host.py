@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import importlib.metadata
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any
 
-from . import compat, compat_host
+from . import compat, compat_host, compat_profiles
 from .compat_names import (
     GATEWAY_BUSY,
     GATEWAY_DRAINABLE,
@@ -86,6 +89,22 @@ def _health(active_api_runs: int) -> dict[str, Any]:
 
 class HermesHost:
     """HostData read from the installed hermes-agent and `$HERMES_HOME`."""
+
+    def __init__(self) -> None:
+        self._multiplexing: bool | None = None
+
+    def multiplexing(self) -> bool:
+        # The gateway runner marks its process a multiplexer before any adapter connects; read once, on the first
+        # request, so the hot path does not ask hermes-agent again.
+        if self._multiplexing is None:
+            self._multiplexing = compat_profiles.multiplexing()
+        return self._multiplexing
+
+    def served_profiles(self) -> Mapping[str, Path]:
+        return compat_profiles.served_profiles()
+
+    def profile_scope(self, home: Path | None) -> AbstractContextManager[Any]:
+        return compat_profiles.profile_scope(home)
 
     async def skills(self) -> list[dict[str, Any]]:
         return await asyncio.to_thread(compat.all_skills)

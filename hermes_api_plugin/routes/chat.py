@@ -11,8 +11,9 @@ from aiohttp import web
 from ..delivery import deliver, open_stream
 from ..dialects.chat_completions import ChatRenderer
 from ..events import TurnFinished, TurnStatus
-from ..keys import CHAINS, RUNTIME, SETTINGS, SUBMITTER
+from ..keys import RUNTIME, SETTINGS
 from ..middleware import read_json
+from ..profiles import profile_of
 from ..protocol.chat import ChatRequest, parse_chat_request
 from ..protocol.common import HermesHeaders, idempotency_key, new_completion_id, parse_hermes_headers
 from ..sse import SseStream
@@ -26,9 +27,10 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     hermes = parse_hermes_headers(request.headers)
     chat = parse_chat_request(await read_json(request), app[RUNTIME].providers())
     key = idempotency_key(request.headers)
-    session_id = hermes.session_id or app[CHAINS].derived_chat_session(chat.system_prompt, chat.first_user_content)
+    profile = profile_of(request)
+    session_id = hermes.session_id or profile.chains.derived_chat_session(chat.system_prompt, chat.first_user_content)
     view = _ChatView(request, chat, hermes, session_id, keyed=key is not None)
-    submitter = app[SUBMITTER]
+    submitter = profile.submitter
     slot = submitter.slot("chat", key, partial(chat.identity, hermes.session_id), [session_id, hermes.session_key])
     # A keyed chat stream writes its head right after admission and reports a refused reservation
     # in-stream (WIRE.md §5.3).
@@ -53,8 +55,9 @@ class _ChatView:
         self.hermes = hermes
         self.session_id = session_id
         self.keyed = keyed
+        self.profile = profile_of(request)
         self.renderer = self._renderer(
-            new_completion_id(), int(time.time()), chat.selection.model or self.settings.model_name
+            new_completion_id(), int(time.time()), chat.selection.model or self.profile.model_name
         )
 
     def _renderer(self, completion_id: str, created: int, model: str) -> ChatRenderer:
@@ -70,7 +73,7 @@ class _ChatView:
         explicit = self.hermes.session_id is not None
         # An explicit session brings its own history and runs one turn at a time; a derived session
         # takes the history the client sent and is not queued (WIRE.md §1.8, §3.1).
-        history = self.request.app[CHAINS].session_history(self.session_id) if explicit else chat.history
+        history = self.profile.chains.session_history(self.session_id) if explicit else chat.history
         renderer = self.renderer
         reply = {
             "completion_id": renderer.completion_id,

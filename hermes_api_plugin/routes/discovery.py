@@ -11,6 +11,7 @@ from ..errors import ApiError
 from ..keys import MODEL_OPTIONS, RUNTIME, SESSIONS, SETTINGS, STARTED_AT, STORE
 from ..openapi import build_openapi
 from ..parity import parity_features
+from ..profiles import profile_of
 from ..protocol.operations import MODEL_OPTIONS_QUERY, OPERATIONS
 from ..protocol.params import parse_params
 from .health import PLATFORM
@@ -25,7 +26,7 @@ IDEMPOTENT_ROUTES = ("chat_completions", "responses", "runs", "session_chat", "s
 async def models(request: web.Request) -> web.Response:
     app = request.app
     entry = {
-        "id": app[SETTINGS].model_name,
+        "id": profile_of(request).model_name,
         "object": "model",
         "created": app[STARTED_AT],
         "owned_by": "hermes",
@@ -49,6 +50,7 @@ def served_endpoints(app: web.Application) -> dict[str, dict[str, str]]:
 
 def _features(app: web.Application, served: dict[str, dict[str, str]]) -> dict[str, Any]:
     settings = app[SETTINGS]
+    host = app[RUNTIME].host
     durable = app[STORE].durable
     chat = "chat_completions" in served
     responses = "responses" in served
@@ -106,21 +108,21 @@ def _features(app: web.Application, served: dict[str, dict[str, str]]) -> dict[s
         # §14: the sessions are the host's when they do not live in this plugin's own store
         **parity_features(
             served,
-            host=app[RUNTIME].host is not None,
+            host=host is not None,
             host_sessions=app[SESSIONS] is not getattr(app[STORE], "sessions", None),
+            profiles=host is not None and host.multiplexing(),
         ),
     }
 
 
 async def capabilities(request: web.Request) -> web.Response:
     app = request.app
-    settings = app[SETTINGS]
     runtime = app[RUNTIME]
     endpoints = served_endpoints(app)
     body = {
         "object": "hermes.api_server.capabilities",
         "platform": PLATFORM,
-        "model": settings.model_name,
+        "model": profile_of(request).model_name,
         "auth": {"type": "bearer", "required": True},
         "runtime": {
             "mode": "server_agent",

@@ -16,8 +16,9 @@ from ..delivery import deliver, open_stream, pump, start_detached
 from ..dialects.record import SseRecord
 from ..dialects.responses import ResponseHead, ResponsesRenderer, without_tool_items
 from ..errors import ApiError, invalid_parameter, invalid_request
-from ..keys import CHAINS, JOURNALS, RUNTIME, SCOPE, SETTINGS, STORE, SUBMITTER, TURNS
+from ..keys import JOURNALS, RUNTIME, SETTINGS, STORE, TURNS
 from ..middleware import read_json
+from ..profiles import profile_of
 from ..protocol.common import idempotency_key, parse_hermes_headers, tool_items_shown
 from ..protocol.params import parse_params
 from ..protocol.responses import GET_QUERY, INPUT_ITEMS_QUERY, ResponsesRequest, parse_responses_request
@@ -35,8 +36,11 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     app = request.app
     hermes = parse_hermes_headers(request.headers)
     body = parse_responses_request(await read_json(request), app[RUNTIME].providers())
-    submitter = app[SUBMITTER]
-    creation = ResponseCreation(app[SETTINGS], app[STORE], app[CHAINS], app[JOURNALS], body, hermes)
+    profile = profile_of(request)
+    submitter = profile.submitter
+    creation = ResponseCreation(
+        app[SETTINGS], app[STORE], profile.chains, app[JOURNALS], body, hermes, profile.model_name
+    )
     slot = submitter.slot("responses", idempotency_key(request.headers), body.identity, [hermes.session_key])
     outcome: Outcome[None] = await submitter.submit(slot, creation.plan)
     if isinstance(outcome, NewTurn):
@@ -89,7 +93,7 @@ async def _deliver(
 
 
 async def _stored(request: web.Request) -> StoredResponse:
-    record = await request.app[STORE].get_response(request.app[SCOPE], request.match_info["response_id"])
+    record = await request.app[STORE].get_response(profile_of(request).scope, request.match_info["response_id"])
     if record is None:
         raise response_not_found()
     return record
@@ -137,7 +141,7 @@ async def delete_response(request: web.Request) -> web.Response:
     record = await _stored(request)
     if app[TURNS].get(record.turn_id) is not None:
         raise ApiError(409, "response_in_progress", type="conflict_error", code="response_in_progress")
-    await app[STORE].delete_response(app[SCOPE], record.id)
+    await app[STORE].delete_response(profile_of(request).scope, record.id)
     return json_response({"id": record.id, "object": "response", "deleted": True})
 
 
@@ -159,7 +163,7 @@ async def cancel_response(request: web.Request) -> web.Response:
         await asyncio.wait_for(asyncio.shield(turn.wait()), CANCEL_WAIT_S)
     except TimeoutError:
         return json_response(live_snapshot(app[SETTINGS], record, turn))
-    settled = await app[STORE].get_response(app[SCOPE], record.id)
+    settled = await app[STORE].get_response(profile_of(request).scope, record.id)
     return json_response(settled.snapshot if settled is not None else live_snapshot(app[SETTINGS], record, turn))
 
 

@@ -19,8 +19,9 @@ from ..delivery import open_stream, pump, start_detached
 from ..dialects.record import SseRecord, after_id
 from ..dialects.runs import RunEventsRenderer, run_object
 from ..errors import ApiError, not_found
-from ..keys import CHAINS, RUNTIME, SCOPE, SETTINGS, STORE, SUBMITTER, TURNS
+from ..keys import RUNTIME, SETTINGS, STORE, TURNS
 from ..middleware import read_json
+from ..profiles import profile_of
 from ..protocol.common import idempotency_key, last_event_id, new_session_id, parse_hermes_headers
 from ..protocol.runs import RunRequest, parse_run_request
 from ..store.base import StoreError
@@ -38,10 +39,11 @@ async def create_run(request: web.Request) -> web.Response:
     app = request.app
     hermes = parse_hermes_headers(request.headers)
     run = parse_run_request(await read_json(request), hermes.session_id, app[RUNTIME].providers())
-    submitter = app[SUBMITTER]
+    profile = profile_of(request)
+    submitter = profile.submitter
     slot = submitter.slot("runs", idempotency_key(request.headers), run.identity, [run.session_id, hermes.session_key])
-    model = run.selection.model or app[SETTINGS].model_name
-    planner = _RunPlanner(app[CHAINS], run, hermes.session_key, model)
+    model = run.selection.model or profile.model_name
+    planner = _RunPlanner(profile.chains, run, hermes.session_key, model)
     outcome: Outcome[None] = await submitter.submit(slot, planner.plan)
     headers = {"X-Hermes-Session-Key": hermes.session_key} if hermes.session_key is not None else {}
     if isinstance(outcome, NewTurn):
@@ -111,7 +113,7 @@ class RunView:
 
 async def _find(request: web.Request, run_id: str) -> RunView | None:
     app = request.app
-    settings = app[SETTINGS]
+    profile = profile_of(request)
     turn = app[TURNS].find(run_id)
     if turn is not None:
         journal = turn.journal
@@ -119,18 +121,18 @@ async def _find(request: web.Request, run_id: str) -> RunView | None:
         if turn.awaiting_approval and not turn.stopping:
             status = "waiting_for_approval"  # WIRE.md §14.2
         return RunView(
-            status, journal, turn.created_at, turn.request.session_id, turn.request.model or settings.model_name
+            status, journal, turn.created_at, turn.request.session_id, turn.request.model or profile.model_name
         )
     store = app[STORE]
     try:
-        record = await store.admission_for_turn(app[SCOPE], run_id)
+        record = await store.admission_for_turn(profile.scope, run_id)
         if record is None:
             return None
         journal = await stored_journal(store, run_id)
     except StoreError:
         raise error_for("storage_unavailable") from None
     status = journal.finished.status.value if journal.finished is not None else "failed"
-    model = record.reply.get("model") or record.reply.get("head", {}).get("model") or settings.model_name
+    model = record.reply.get("model") or record.reply.get("head", {}).get("model") or profile.model_name
     return RunView(status, journal, record.created_at, record.reply.get("session_id", ""), model)
 
 

@@ -11,8 +11,9 @@ from ..delivery import deliver
 from ..dialects.record import SseRecord, after_id
 from ..dialects.sessions import SessionStreamRenderer
 from ..errors import ApiError, invalid_request, not_found
-from ..keys import CHAINS, RUNTIME, SESSIONS, SETTINGS, STORE, SUBMITTER, TURNS
+from ..keys import RUNTIME, STORE, TURNS
 from ..middleware import percent_decodes_to_utf8, read_json
+from ..profiles import profile_of
 from ..protocol.common import (
     check_session_id,
     idempotency_key,
@@ -51,12 +52,12 @@ def _path_session(request: web.Request) -> str:
 async def list_sessions(request: web.Request) -> web.Response:
     query = parse_params(request.query, LIST_QUERY)
     limit, offset = query["limit"], query["offset"]
-    data, more = await request.app[SESSIONS].list_sessions(limit, offset, query["source"])
+    data, more = await profile_of(request).sessions.list_sessions(limit, offset, query["source"])
     return json_response({"object": "list", "data": data, "limit": limit, "offset": offset, "has_more": more})
 
 
 async def get_session(request: web.Request) -> web.Response:
-    session = await request.app[SESSIONS].get_session(_path_session(request))
+    session = await profile_of(request).sessions.get_session(_path_session(request))
     if session is None:
         raise session_not_found()
     return json_response({"object": "hermes.session", "session": session})
@@ -65,7 +66,7 @@ async def get_session(request: web.Request) -> web.Response:
 async def create_session(request: web.Request) -> web.Response:
     create = parse_session_create(await read_json(request))
     session_id = create.id or new_session_id()
-    store = request.app[SESSIONS]
+    store = profile_of(request).sessions
     if not await store.create_session(session_id, create.title):
         raise session_exists()
     return json_response({"object": "hermes.session", "session": await store.get_session(session_id)}, status=201)
@@ -80,7 +81,7 @@ async def fork_session(request: web.Request) -> web.Response:
     session_id = _path_session(request)
     fork = parse_session_fork(await read_json(request) if request.can_read_body else {})
     fork_id = fork.id or new_session_id()
-    store = request.app[SESSIONS]
+    store = profile_of(request).sessions
     result = await store.fork_session(session_id, fork_id, fork.title)
     if result == "no_source":
         raise session_not_found()
@@ -92,7 +93,7 @@ async def fork_session(request: web.Request) -> web.Response:
 async def update_session(request: web.Request) -> web.Response:
     session_id = _path_session(request)
     fields = parse_session_update(await read_json(request))
-    store = request.app[SESSIONS]
+    store = profile_of(request).sessions
     if not await store.update_session(session_id, fields):
         raise session_not_found()
     return json_response({"object": "hermes.session", "session": await store.get_session(session_id)})
@@ -102,7 +103,7 @@ async def delete_session(request: web.Request) -> web.Response:
     session_id = _path_session(request)
     if request.app[TURNS].active_on(session_id):
         raise ApiError(409, "A turn is running on this session", type="conflict_error", code="session_active_turn")
-    deleted = await request.app[SESSIONS].delete_session(session_id)
+    deleted = await profile_of(request).sessions.delete_session(session_id)
     await request.app[STORE].unbind_session(session_id)  # session keys no longer lead to it
     if not deleted:
         raise session_not_found()
@@ -135,7 +136,7 @@ def _message_view(row: SessionMessageRow, tool_names: dict[str, str], inline_ima
 
 async def session_messages(request: web.Request) -> web.Response:
     session_id = _path_session(request)
-    store = request.app[SESSIONS]
+    store = profile_of(request).sessions
     if await store.get_session(session_id) is None:
         raise session_not_found()
     query = parse_params(request.query, MESSAGES_QUERY)
@@ -169,12 +170,13 @@ async def _session_chat(request: web.Request, *, stream: bool) -> web.StreamResp
     session_id = _path_session(request)
     hermes = parse_hermes_headers(request.headers)
     chat = parse_session_chat(await read_json(request), app[RUNTIME].providers())
-    submitter = app[SUBMITTER]
+    profile = profile_of(request)
+    submitter = profile.submitter
     slot = submitter.slot(
         "session_chat", idempotency_key(request.headers), chat.identity, [session_id, hermes.session_key]
     )
-    history = app[CHAINS].session_history(session_id)
-    model = chat.selection.model or app[SETTINGS].model_name
+    history = profile.chains.session_history(session_id)
+    model = chat.selection.model or profile.model_name
 
     async def plan() -> TurnPlan:
         return TurnPlan(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..content import Message
@@ -48,6 +49,8 @@ class TurnRequest:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     # X-Hermes-Session-Key (WIRE.md §1.6): the agent's session key, memory and approval scope; None: the session
     session_key: str | None = None
+    # the Hermes profile the turn runs in (`/p/{profile}/…`, WIRE §14.3): its home; None: the gateway's own
+    profile_home: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -158,9 +161,10 @@ class AgentRuntime(Protocol):
         every endpoint instead of the cached list."""
         ...
 
-    def session_store(self) -> SessionStore | None:
+    def session_store(self, profile_home: Path | None = None) -> SessionStore | None:
         """The host's own session store when the agent keeps its sessions there itself (Hermes' SessionDB,
-        WIRE §14.1): `/api/sessions` and session history then use it. None: the plugin's own session tables."""
+        WIRE §14.1): `/api/sessions` and session history then use it. None: the plugin's own session tables.
+        `profile_home`: the store of that multiplexed profile (WIRE §14.3) rather than the gateway's own."""
         ...
 
     async def close(self) -> None: ...

@@ -17,12 +17,13 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from ..config import Settings
 from ..content import Message
 from ..events import TurnStatus, Usage
-from ..hermes import compat
+from ..hermes import compat, compat_profiles
 from ..hermes.approvals import TurnApprovals, claim_key, release_key
 from ..hermes.compat import hermes_available  # noqa: F401 - runtime selection (runtimes/__init__) reads it here
 from ..hermes.host import HermesHost
@@ -132,8 +133,8 @@ class HermesRuntime:
     def __init__(self, settings: Settings, *, interrupt_grace_s: float = INTERRUPT_GRACE_S) -> None:
         self.settings = settings
         self.interrupt_grace_s = interrupt_grace_s
-        self._session_db: Any = None
-        self._session_db_tried = False
+        self._session_dbs: dict[Path | None, Any] = {}  # by profile home (None: the gateway's own), opened once
+        self._session_dbs_lock = threading.Lock()  # opened from worker threads and the event loop alike
         self.host: HostData | None = HermesHost()
 
     # -- AgentRuntime ---------------------------------------------------------------------------------
@@ -147,10 +148,11 @@ class HermesRuntime:
         model = self.settings.model
         return [{"provider": model.provider, "model": model.default, "label": model.default}]
 
-    def session_store(self) -> HermesSessionStore | None:
+    def session_store(self, profile_home: Path | None = None) -> HermesSessionStore | None:
         """Hermes' SessionDB as the session store (WIRE §14.1), the same object every AIAgent of this runtime
-        writes its turns into; None when it cannot be opened (the plugin's own tables then, compat logs why)."""
-        db = self._hermes_session_db()
+        writes its turns into; None when it cannot be opened (the plugin's own tables then, compat logs why).
+        `profile_home`: a multiplexed profile's (§14.3), whose own state.db it is."""
+        db = self._hermes_session_db(profile_home)
         return None if db is None else HermesSessionStore(db, agent_writes_turns=True)
 
     async def close(self) -> None:
@@ -183,7 +185,10 @@ class HermesRuntime:
 
         def work() -> None:
             try:
-                outcome: TurnOutcome | BaseException = self._run_blocking(turn, handle)
+                # The turn's profile (WIRE §14.3) holds for all of it — config, credentials, memory, state.db —
+                # entered in this thread: the scope is context variables, which threads do not inherit.
+                with compat_profiles.profile_scope(turn.request.profile_home):
+                    outcome: TurnOutcome | BaseException = self._run_blocking(turn, handle)
             except BaseException as exc:
                 outcome = exc
             try:
@@ -306,7 +311,7 @@ class HermesRuntime:
             "platform": "api_server",
             # the channel's long-lived key: Hermes' memory providers scope their state by it (WIRE.md §1.6)
             "gateway_session_key": request.session_key,
-            "session_db": self._hermes_session_db(),
+            "session_db": self._hermes_session_db(request.profile_home),
         }
         if effort is not None:
             kwargs["reasoning_config"] = effort
@@ -314,12 +319,13 @@ class HermesRuntime:
             kwargs["service_tier"] = options["service_tier"]
         return {k: v for k, v in kwargs.items() if v is not None}
 
-    def _hermes_session_db(self) -> Any:
-        """Hermes' session store (state.db), opened once per runtime; None when unavailable (compat logs why)."""
-        if not self._session_db_tried:
-            self._session_db_tried = True
-            self._session_db = compat.session_db()
-        return self._session_db
+    def _hermes_session_db(self, profile_home: Path | None) -> Any:
+        """Hermes' session store (state.db) of the gateway or of a profile, opened once per runtime; None when
+        unavailable (compat logs why)."""
+        with self._session_dbs_lock:
+            if profile_home not in self._session_dbs:
+                self._session_dbs[profile_home] = compat.session_db(profile_home)
+            return self._session_dbs[profile_home]
 
 
 def _hermes_gateway_settings(settings: Settings, request: TurnRequest) -> dict[str, Any]:

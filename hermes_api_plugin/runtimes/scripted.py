@@ -142,7 +142,7 @@ class ScriptedRuntime:
     def providers(self) -> frozenset[str]:
         return frozenset()
 
-    def session_store(self) -> None:
+    def session_store(self, profile_home: Path | None = None) -> None:
         return None  # no host: the plugin's own session tables
 
     async def close(self) -> None:

@@ -10,8 +10,12 @@ import inspect
 import aiohttp
 import pytest
 from aiohttp import web
+from aiohttp.http import HttpVersion11
+from aiohttp.http_parser import RawRequestMessage
+from multidict import CIMultiDict, CIMultiDictProxy
+from yarl import URL
 
-from hermes_api_plugin.gateway.runner import ApiRunner
+from hermes_api_plugin.gateway.runner import ApiRunner, without_profile_prefix
 from tests.helpers import JSON_TYPE, Reply, assert_error_envelope, live_request, raw_exchange
 from tests.live import TEST_KEY, LiveGateway
 
@@ -125,3 +129,39 @@ async def test_the_aiohttp_hook_still_holds() -> None:
         await runner.cleanup()
     assert reply.headers.get("Content-Type") == JSON_TYPE, HOOK_BROKEN.format(version=version)
     assert_parser_envelope(reply, "invalid_content_length", "Content-Length")
+
+
+@pytest.mark.parametrize(
+    ("target", "profile", "rest"),
+    [
+        ("/p/work/v1/models", "work", "/v1/models"),
+        ("/p/work/api/sessions?limit=2&source=a%20b", "work", "/api/sessions?limit=2&source=a%20b"),
+        ("/p/work/api/sessions/a%2Fb/messages", "work", "/api/sessions/a%2Fb/messages"),
+        ("/p/w%C3%A9rk/v1/models", "wérk", "/v1/models"),
+        ("/p/work/", "work", "/"),
+        ("/p/work", None, "/p/work"),
+        ("/p//v1/models", None, "/p//v1/models"),
+        ("/v1/p/work/models", None, "/v1/p/work/models"),
+    ],
+)
+def test_a_profile_prefix_is_split_off_the_path_with_the_rest_kept_as_sent(
+    target: str, profile: str | None, rest: str
+) -> None:
+    """§14.3: `/p/{profile}` mirrors every route; the runner strips it before routing, the query and the
+    percent-encoding of the rest untouched."""
+    message = RawRequestMessage(
+        "GET", target, HttpVersion11, CIMultiDictProxy(CIMultiDict()), (), False, None, False, False, URL(target)
+    )
+    found, stripped = without_profile_prefix(message)
+    assert found == profile
+    assert stripped.path == rest and str(stripped.url) == rest
+
+
+def test_the_reference_gateway_has_no_profiles_to_serve(live_gateway: LiveGateway) -> None:
+    """§14.3 on a host without profiles: a prefixed route is 501 not_supported_by_host (after authentication);
+    the same route without the prefix is served."""
+    reply = live_request(live_gateway, "GET", "/p/work/v1/models", headers={"Authorization": "Bearer wrong-key-123456"})
+    assert_error_envelope(reply, 401)
+    for method, path in (("GET", "/p/work/v1/models"), ("POST", "/p/default/v1/chat/completions")):
+        assert_error_envelope(live_request(live_gateway, method, path, {}), 501, "not_supported_by_host")
+    assert live_request(live_gateway, "GET", "/v1/models").status == 200

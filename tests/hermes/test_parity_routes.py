@@ -102,6 +102,15 @@ def test_every_upstream_route_is_served_or_listed_as_not_yet(gateway: HermesGate
     )
 
 
+def test_every_upstream_route_is_mirrored_under_a_profile_prefix(gateway: HermesGateway) -> None:
+    """§14.3: the built-in server registers `/p/{profile}{path}` beside every row; with multiplexing off (this
+    gateway) the prefix is ignored, so each mirror is served exactly where its row is (tests/hermes/test_profiles.py
+    covers multiplexing on)."""
+    rows = upstream_routes()
+    unserved = {row for row in sorted(rows) if not served(gateway, row[0], f"/p/default{row[1]}")}
+    assert unserved == NOT_YET_SERVED & rows
+
+
 def test_skills_list_the_skill_installed_under_hermes_home(gateway: HermesGateway) -> None:
     """W-14.4: the SKILL.md written under $HERMES_HOME/skills/devops is listed, in Hermes' entry shape."""
     status, body = call(gateway, "GET", "/v1/skills")

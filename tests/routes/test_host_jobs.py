@@ -102,6 +102,9 @@ class Host:
     def platform_adapter(self, platform: str) -> Any:
         return self.adapters.get(platform)
 
+    def multiplexing(self) -> bool:
+        return False
+
 
 @pytest.fixture
 def host(api: TestClient, monkeypatch: pytest.MonkeyPatch) -> Host:
