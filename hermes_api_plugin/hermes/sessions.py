@@ -142,7 +142,9 @@ class HermesSessionStore:
     async def get_session(self, session_id: str) -> SessionInfo | None:
         return await self._run(self._session_sync, session_id)
 
-    async def list_sessions(self, limit: int, offset: int, source: str | None) -> tuple[list[SessionInfo], bool]:
+    async def list_sessions(
+        self, limit: int, offset: int, source: str | None, include_children: bool = False
+    ) -> tuple[list[SessionInfo], bool]:
         def rows() -> list[dict[str, Any]]:
             # One row beyond the page tells whether more follow. Archived sessions stay listed (with
             # `archived: true`, WIRE §7.1); compression chains show as their live tip, as in Hermes' own list.
@@ -153,6 +155,7 @@ class HermesSessionStore:
                 order_by_last_active=True,
                 include_archived=True,
                 compact_rows=True,
+                include_children=include_children,
             )
 
         def page() -> list[SessionInfo]:
@@ -271,6 +274,8 @@ class HermesSessionStore:
                 self.db.set_session_archived(session_id, bool(fields["archived"]))
             if "pinned" in fields:
                 self.db.set_meta(_PINNED_META + session_id, "1" if fields["pinned"] else "")
+            if "end_reason" in fields:
+                self.db.end_session(session_id, fields["end_reason"])
             return True
 
         return await self._run(update)

@@ -21,12 +21,19 @@ from .params import IntText, Param
 from .schema import Bool, Obj, Prop, Str
 
 TITLE_MAX = 200
+END_REASON_MAX = 64  # Hermes writes short words: user_exit, compression, branched
 OFFSET_MAX = 1_000_000_000  # far past any store; keeps the value a machine integer for SQL
 SESSION_PATH = (Param("session_id", SESSION_ID, "path"),)
 LIST_QUERY = (
     Param("limit", IntText(1, 200), default=50),
     Param("offset", IntText(0, OFFSET_MAX), default=0),
     Param("source", Str(), description="Only sessions of this source"),
+    Param(
+        "include_children",
+        Bool(),
+        default=False,
+        description="Also the sessions Hermes hides from its list: sub-agent runs and compression continuations",
+    ),
 )
 MESSAGES_QUERY = (
     Param("limit", IntText(1, 500), default=500),
@@ -74,9 +81,14 @@ SESSION_FORK_BODY = Obj(
 )
 SESSION_UPDATE_BODY = Obj(
     name="SessionUpdateRequest",
-    props=(Prop("title", Str(max_length=TITLE_MAX)), Prop("pinned", Bool()), Prop("archived", Bool())),
+    props=(
+        Prop("title", Str(max_length=TITLE_MAX)),
+        Prop("pinned", Bool()),
+        Prop("archived", Bool()),
+        Prop("end_reason", Str(max_length=END_REASON_MAX), description="Ends the session, for this reason"),
+    ),
     closed=True,
-    description="Send any of title (null clears it), pinned, archived",
+    description="Send any of title (null clears it), pinned, archived, end_reason",
 )
 
 
@@ -113,10 +125,13 @@ def parse_session_create(raw: dict[str, Any]) -> SessionCreate:
 
 
 def parse_session_update(raw: dict[str, Any]) -> dict[str, Any]:
-    """The fields a PATCH changes (title, pinned, archived); anything else is 400. `title: null` clears it."""
+    """The fields a PATCH changes (title, pinned, archived, end_reason); anything else is 400. `title: null` clears
+    it; an empty `end_reason` changes nothing (as upstream)."""
     fields = SESSION_UPDATE_BODY.check(raw, "")
     if "title" in raw:
         fields["title"] = raw["title"] if raw["title"] is None else fields["title"]
+    if not fields.get("end_reason", True):
+        del fields["end_reason"]
     return fields
 
 

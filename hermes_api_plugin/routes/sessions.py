@@ -52,7 +52,8 @@ def _path_session(request: web.Request) -> str:
 async def list_sessions(request: web.Request) -> web.Response:
     query = parse_params(request.query, LIST_QUERY)
     limit, offset = query["limit"], query["offset"]
-    data, more = await profile_of(request).sessions.list_sessions(limit, offset, query["source"])
+    sessions = profile_of(request).sessions
+    data, more = await sessions.list_sessions(limit, offset, query["source"], query["include_children"])
     return json_response({"object": "list", "data": data, "limit": limit, "offset": offset, "has_more": more})
 
 

@@ -120,8 +120,12 @@ class SessionStore(Protocol):
         `compaction` summary the live transcript is archived first (WIRE.md §7.2)."""
         ...
 
-    async def list_sessions(self, limit: int, offset: int, source: str | None) -> tuple[list[SessionInfo], bool]:
-        """A page of sessions, most recently active first, and whether more follow."""
+    async def list_sessions(
+        self, limit: int, offset: int, source: str | None, include_children: bool = False
+    ) -> tuple[list[SessionInfo], bool]:
+        """A page of sessions, most recently active first, and whether more follow. `include_children`: also the
+        sessions a host hides from its list (Hermes' sub-agent runs and compression continuations; the plugin's
+        tables have none)."""
         ...
 
     async def get_session(self, session_id: str) -> SessionInfo | None: ...
@@ -131,7 +135,8 @@ class SessionStore(Protocol):
         ...
 
     async def update_session(self, session_id: str, fields: dict[str, Any]) -> bool:
-        """Set `title`, `pinned`, `archived` (other keys are ignored); False for an unknown session."""
+        """Set `title`, `pinned`, `archived`; `end_reason` ends the session (`ended_at`, kept when it already
+        ended); other keys are ignored. False for an unknown session."""
         ...
 
     async def delete_session(self, session_id: str) -> bool:

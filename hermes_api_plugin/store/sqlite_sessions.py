@@ -130,7 +130,10 @@ class SqliteSessionStore:
 
         await self.db.call(append)
 
-    async def list_sessions(self, limit: int, offset: int, source: str | None) -> tuple[list[SessionInfo], bool]:
+    async def list_sessions(
+        self, limit: int, offset: int, source: str | None, include_children: bool = False
+    ) -> tuple[list[SessionInfo], bool]:
+        # include_children: this store has no sub-agent runs nor compression continuations to hide
         def rows(conn: sqlite3.Connection) -> list[sqlite3.Row]:
             where, args = ("WHERE s.source = ?", [source]) if source else ("", [])
             # One row beyond the page tells whether more follow.
@@ -165,10 +168,15 @@ class SqliteSessionStore:
         # Column names come from the fixed _UPDATABLE list, never from the request.
         columns = {k: (int(v) if isinstance(v, bool) else v) for k, v in fields.items() if k in _UPDATABLE}
 
+        if "end_reason" in fields:  # this store keeps no reason, only that the session ended
+            columns["ended_at"] = time.time()
+
         def update(conn: sqlite3.Connection) -> bool:
             if not columns:
                 return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
-            assignments = ", ".join(f"{k} = ?" for k in columns)
+            assignments = ", ".join(
+                "ended_at = COALESCE(ended_at, ?)" if k == "ended_at" else f"{k} = ?" for k in columns
+            )
             return (
                 conn.execute(
                     f"UPDATE sessions SET {assignments} WHERE id = ?", (*columns.values(), session_id)

@@ -1,7 +1,7 @@
-"""Approvals (WIRE.md §14.2, W-14.3) with the real Hermes `AIAgent` and its real dangerous-command guard.
+"""Approvals (WIRE.md §14.2, W-14.3) with the real Hermes `AIAgent` and its real dangerous-command guard, on both
+hosts: the real `hermes gateway run` with the plugin enabled, and the reference gateway with the `hermes` runtime.
 
-One reference gateway (`hermes` runtime) whose Hermes home sets `approvals.mode: manual` and a short
-`approvals.timeout`; the scripted provider makes the agent call `terminal` with `rm -rf <dir>`, which Hermes'
+One gateway whose Hermes home sets `approvals.mode: manual` and a short `approvals.timeout`; the scripted provider makes the agent call `terminal` with `rm -rf <dir>`, which Hermes'
 guard (tools/approval.py) flags. The directory on disk says whether the command ran. Every deny path of §14.2 —
 `deny`, the timeout, a stop, a disconnect that cancels the turn, a drain (SIGTERM) — leaves it in place; a second
 gateway with a long approval timeout makes sure a disconnect or drain, not the timeout, is what denied. §1.6:
@@ -27,23 +27,52 @@ from tests.live import LiveGateway, start_gateway
 
 from .conftest import HomeFactory
 from .provider import DANGER_DONE, ScriptedProvider
+from .test_hermes_gateway import PLUGINS, HermesGateway, listening
+from .test_hermes_gateway import start_gateway as start_hermes_gateway
 from .test_reference_gateway import http, wait_for
 
 APPROVAL_TIMEOUT_S = 4
 PATIENT_TIMEOUT_S = 300  # long enough that only the event under test (disconnect, drain, a decision) decides
 
 
+HOSTS = ("hermes gateway", "reference gateway")
+
+
+def home_with_approvals(hermes_home: HomeFactory, timeout_s: int) -> Path:
+    """One home both hosts start from: the plugin enabled as a Hermes plugin, any free port, manual approvals."""
+    return hermes_home(
+        env={"API_SERVER_PORT": "0"}, plugins=PLUGINS, approvals={"mode": "manual", "timeout": timeout_s}
+    )
+
+
+def start(host: str, home: Path) -> LiveGateway | HermesGateway:
+    if host == "reference gateway":
+        return start_gateway(home, timeout=60)
+    live = start_hermes_gateway(home)
+    try:
+        listening(live)
+    except BaseException:
+        live.stop()
+        raise
+    return live
+
+
+@pytest.fixture(scope="module", params=HOSTS)
+def host(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
-def gateway(hermes_home: HomeFactory) -> Any:
-    live = start_gateway(hermes_home(approvals={"mode": "manual", "timeout": APPROVAL_TIMEOUT_S}), timeout=60)
+def gateway(host: str, hermes_home: HomeFactory) -> Any:
+    live = start(host, home_with_approvals(hermes_home, APPROVAL_TIMEOUT_S))
     yield live
     live.stop()
 
 
 @pytest.fixture(scope="module")
-def patient(hermes_home: HomeFactory) -> Any:
+def patient(host: str, hermes_home: HomeFactory) -> Any:
     """A gateway whose approval timeout never fires within a test: a deny there comes from the test's event."""
-    live = start_gateway(hermes_home(approvals={"mode": "manual", "timeout": PATIENT_TIMEOUT_S}), timeout=60)
+    live = start(host, home_with_approvals(hermes_home, PATIENT_TIMEOUT_S))
     yield live
     live.stop()
 
@@ -89,15 +118,23 @@ def submit_run(gateway: LiveGateway, target: Path, headers: dict[str, str] | Non
 
 
 class ChatStream:
-    """A streamed chat completion read in a thread: its response headers and `(event name, data)` records.
-    With `until`, the client closes the connection right after the first record of that name (a disconnect)."""
+    """A streamed chat completion (or another SSE stream: `path`, `body`) read in a thread: its response headers
+    and `(event name, data)` records. With `until`, the client closes the connection right after the first record
+    of that name (a disconnect)."""
 
     def __init__(
-        self, gateway: LiveGateway, prompt: str, headers: dict[str, str] | None = None, until: str | None = None
+        self,
+        gateway: LiveGateway,
+        prompt: str,
+        headers: dict[str, str] | None = None,
+        until: str | None = None,
+        path: str = "/v1/chat/completions",
+        body: dict[str, Any] | None = None,
     ) -> None:
-        body = {"model": "hermes-agent", "stream": True, "messages": [{"role": "user", "content": prompt}]}
+        if body is None:
+            body = {"model": "hermes-agent", "stream": True, "messages": [{"role": "user", "content": prompt}]}
         self.request = urllib.request.Request(
-            gateway.url + "/v1/chat/completions",
+            gateway.url + path,
             data=json.dumps(body).encode(),
             method="POST",
             headers={**gateway.headers, **(headers or {}), "Content-Type": "application/json"},
@@ -237,13 +274,13 @@ def test_disconnect_while_waiting_denies(patient: LiveGateway, provider: Scripte
     assert len(provider.calls(marker=prompt)) == 1  # the agent did not go on after the interrupt
 
 
-def test_drain_while_waiting_denies(hermes_home: HomeFactory, tmp_path: Path) -> None:
+def test_drain_while_waiting_denies(host: str, hermes_home: HomeFactory, tmp_path: Path) -> None:
     """W-14.3, §14.2: SIGTERM (a drain) while the approval waits: the gateway exits within its drain grace —
     the waiting request is denied, not left to Hermes' approval timeout — and the command never runs. The run
     has an Idempotency-Key, so its journal outlives the process: after a restart it ends `approval.responded`
     deny, `run.cancelled`."""
-    home = hermes_home(approvals={"mode": "manual", "timeout": PATIENT_TIMEOUT_S})
-    live = start_gateway(home, timeout=60)
+    home = home_with_approvals(hermes_home, PATIENT_TIMEOUT_S)
+    live = start(host, home)
     try:
         target = victim(tmp_path)
         run_id = submit_run(live, target, {"Idempotency-Key": f"drain-{uuid.uuid4().hex}"})
@@ -257,7 +294,7 @@ def test_drain_while_waiting_denies(hermes_home: HomeFactory, tmp_path: Path) ->
     time.sleep(1.0)
     assert (target / "keep.txt").exists()
 
-    again = start_gateway(home, timeout=60)
+    again = start(host, home)
     try:
         events = run_events(again, run_id)
     finally:
@@ -307,6 +344,27 @@ def test_session_approval_is_scoped_by_the_session_key(patient: LiveGateway, tmp
     assert post(patient, f"/v1/runs/{chat.run_id}/approval", {"choice": "deny"})[0] == 200
     chat.join()
     assert (third / "keep.txt").exists()
+
+
+def test_a_session_stream_carries_the_approval_events(patient: LiveGateway, tmp_path: Path) -> None:
+    """W-14.3, §14.2: session chat streams carry `approval.request` and `approval.responded` as named events; the
+    command waits for the decision and runs after `once`."""
+    target = victim(tmp_path)
+    session_id = f"approvals-{uuid.uuid4().hex[:8]}"
+    assert post(patient, "/api/sessions", {"id": session_id})[0] == 201
+    stream = ChatStream(
+        patient, "", path=f"/api/sessions/{session_id}/chat/stream", body={"message": f"[danger] {target}"}
+    )
+    assert stream.wait_for("approval.request"), stream.records
+    asked = next(d for n, d in stream.records if n == "approval.request")
+    assert f"rm -rf {target}" in asked["command"] and asked["choices"][0] == "once" and asked["description"]
+    assert (target / "keep.txt").exists()
+    assert post(patient, f"/v1/runs/{stream.run_id}/approval", {"choice": "once"})[0] == 200
+    stream.join()
+    names = [n for n, _ in stream.records]
+    assert names.index("approval.request") < names.index("approval.responded")
+    assert next(d for n, d in stream.records if n == "approval.responded")["choice"] == "once"
+    assert not target.exists()
 
 
 def test_capabilities_report_approvals_on_the_hermes_runtime(gateway: LiveGateway) -> None:

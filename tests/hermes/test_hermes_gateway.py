@@ -15,6 +15,7 @@ import json
 import os
 import re
 import secrets
+import signal
 import socket
 import subprocess
 import sys
@@ -66,8 +67,17 @@ class HermesGateway:
             time.sleep(0.05)
         return None
 
-    def stop(self) -> int:
-        return stop_process(self.proc, self.reader)
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
+        return stop_process(self.proc, self.reader, sig, timeout)
+
+    # what tests written against tests.live.LiveGateway read
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {TEST_KEY}"}
 
     def get(self, path: str, key: str = TEST_KEY) -> tuple[int, dict[str, Any]]:
         request = urllib.request.Request(

@@ -20,6 +20,7 @@ from tests.store.conftest import Backend
 from tests.store.test_contract_sessions import (  # noqa: F401 - collected here, on the SessionDB backend
     test_create_get_and_duplicate,
     test_delete_removes_the_session_and_its_messages,
+    test_end_reason_ends_the_session_once,
     test_fork_copies_the_messages_under_a_new_child_session,
     test_list_filters_by_source,
     test_list_pages_most_recently_active_first,
@@ -94,3 +95,17 @@ async def test_appends_are_left_to_the_agent_when_it_writes_the_turns(tmp_path: 
         assert await sessions.get_session("s") is None
     finally:
         db.close()
+
+
+async def test_include_children_lists_what_hermes_hides(backend: Backend, tmp_path: Path) -> None:
+    """Upstream's `include_children`: a sub-agent run (a child session started while its parent is live) is left
+    out of the list unless asked for; a fork (a branch) is listed either way."""
+    sessions = backend.sessions
+    assert isinstance(sessions, HermesSessionStore)
+    await sessions.append_session_messages("parent", [contract.user("hi")])
+    sessions.db.create_session("subagent", "api_server", parent_session_id="parent")
+    assert await sessions.fork_session("parent", "branch", None) == "forked"
+    default = {s["id"] for s in (await sessions.list_sessions(10, 0, None))[0]}
+    everything = {s["id"] for s in (await sessions.list_sessions(10, 0, None, include_children=True))[0]}
+    assert "subagent" not in default and {"parent", "branch"} <= default
+    assert everything == default | {"subagent"}

@@ -306,6 +306,15 @@ async def test_list_sessions_filters_by_source(api: TestClient, auth: dict[str, 
     assert (await list_sessions(api, auth, "?source=cli"))["data"] == []
 
 
+async def test_list_sessions_accepts_include_children(api: TestClient, auth: dict[str, str]) -> None:
+    """§14 (upstream's query): `include_children` is a boolean; this store has no hidden children to add."""
+    await create_session(api, auth, id="root")
+    listed = await list_sessions(api, auth, "?include_children=true")
+    assert [s["id"] for s in listed["data"]] == ["root"]
+    refused = await fetch(api, "GET", f"{SESSIONS}?include_children=perhaps", headers=auth)
+    assert assert_error_envelope(refused, 400, "invalid_parameter")["param"] == "include_children"
+
+
 @pytest.mark.parametrize("query", ["?limit=0", "?limit=201", "?limit=x", "?offset=-1"])
 async def test_list_sessions_rejects_bad_paging(api: TestClient, auth: dict[str, str], query: str) -> None:
     """§7.1: `limit` is 1–200 and `offset` ≥ 0, else 400 invalid_parameter."""
@@ -407,8 +416,20 @@ async def test_patch_sets_title_pinned_and_archived(api: TestClient, auth: dict[
         ({"title": "t" * 201}, "title"),
         ({"pinned": "maybe"}, "pinned"),
         ({"archived": 2}, "archived"),
+        ({"end_reason": 1}, "end_reason"),
+        ({"end_reason": "r" * 65}, "end_reason"),
     ],
-    ids=["counter", "id", "extra-key", "title-type", "title-length", "pinned-type", "archived-type"],
+    ids=[
+        "counter",
+        "id",
+        "extra-key",
+        "title-type",
+        "title-length",
+        "pinned-type",
+        "archived-type",
+        "end-reason-type",
+        "end-reason-length",
+    ],
 )
 async def test_patch_rejects_other_keys_and_bad_values(
     api: TestClient, auth: dict[str, str], body: dict[str, Any], param: str
@@ -420,6 +441,16 @@ async def test_patch_rejects_other_keys_and_bad_values(
     error = assert_error_envelope(refused, 400, "invalid_parameter")
     assert error["param"] == param
     assert await get_session(api, auth, "patch-strict") == before
+
+
+async def test_patch_end_reason_ends_the_session(api: TestClient, auth: dict[str, str]) -> None:
+    """§14 (upstream's PATCH field): `end_reason` sets `ended_at`; an empty one changes nothing."""
+    await create_session(api, auth, id="patch-end")
+    status, body = await call(api, auth, "PATCH", f"{SESSIONS}/patch-end", {"end_reason": ""})
+    assert status == 200 and body["session"]["ended_at"] is None
+    status, body = await call(api, auth, "PATCH", f"{SESSIONS}/patch-end", {"end_reason": "user_exit"})
+    assert status == 200 and isinstance(body["session"]["ended_at"], float)
+    assert (await get_session(api, auth, "patch-end"))["ended_at"] == body["session"]["ended_at"]
 
 
 # -- W-7.4: DELETE ---------------------------------------------------------------------------------------------------

@@ -113,6 +113,22 @@ async def test_update_sets_title_and_flags_only(backend: Backend) -> None:
     assert await sessions.update_session("s", {}) is True  # nothing to change, but the session exists
 
 
+async def test_end_reason_ends_the_session_once(backend: Backend) -> None:
+    """PATCH `end_reason` (upstream's field): the session gets `ended_at`; a later end keeps the first."""
+    sessions = backend.sessions
+    assert await sessions.update_session("nope", {"end_reason": "user_exit"}) is False
+    await sessions.create_session("s", None)
+    info = await sessions.get_session("s")
+    assert info is not None and info["ended_at"] is None
+    assert await sessions.update_session("s", {"end_reason": "user_exit"}) is True
+    info = await sessions.get_session("s")
+    assert info is not None and isinstance(info["ended_at"], float)
+    first = info["ended_at"]
+    assert await sessions.update_session("s", {"end_reason": "again", "title": "kept going"}) is True
+    info = await sessions.get_session("s")
+    assert info is not None and (info["ended_at"], info["title"]) == (first, "kept going")
+
+
 async def test_delete_removes_the_session_and_its_messages(backend: Backend) -> None:
     sessions = backend.sessions
     await sessions.append_session_messages("s", [user("hi")])
