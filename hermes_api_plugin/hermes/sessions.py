@@ -17,6 +17,7 @@ transcript is then not appended a second time by the plugin: `append_session_mes
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -107,6 +108,9 @@ class HermesSessionStore:
     def __init__(self, db: Any, *, agent_writes_turns: bool) -> None:
         self.db = db
         self.agent_writes_turns = agent_writes_turns
+        # SessionDB's insert is an upsert: "does it exist, then create" must not interleave, or two creates of one
+        # id both succeed (both answer 201).
+        self._create_lock = threading.Lock()
 
     async def _run(self, fn: Callable[..., _T], *args: Any) -> _T:
         return await asyncio.to_thread(fn, *args)
@@ -248,9 +252,10 @@ class HermesSessionStore:
 
     async def create_session(self, session_id: str, title: str | None) -> bool:
         def create() -> bool:
-            if self.db.get_session(session_id) is not None:
-                return False
-            self.db.create_session(session_id, API_SOURCE)
+            with self._create_lock:
+                if self.db.get_session(session_id) is not None:
+                    return False
+                self.db.create_session(session_id, API_SOURCE)
             if title:
                 try:
                     self.db.set_session_title(session_id, title)

@@ -18,6 +18,7 @@ from hermes_api_plugin.store import MemoryStore
 from tests.store import test_contract_sessions as contract
 from tests.store.conftest import Backend
 from tests.store.test_contract_sessions import (  # noqa: F401 - collected here, on the SessionDB backend
+    test_concurrent_creates_of_one_id_succeed_once,
     test_create_get_and_duplicate,
     test_delete_removes_the_session_and_its_messages,
     test_end_reason_ends_the_session_once,

@@ -113,6 +113,15 @@ async def test_update_sets_title_and_flags_only(backend: Backend) -> None:
     assert await sessions.update_session("s", {}) is True  # nothing to change, but the session exists
 
 
+async def test_concurrent_creates_of_one_id_succeed_once(backend: Backend) -> None:
+    """Two clients creating the same session id at once: one 201, the others 409 — never two 201s."""
+    for session_id in (f"same-{n}" for n in range(20)):  # a race shows in some rounds, not in each
+        created = await asyncio.gather(
+            *(backend.sessions.create_session(session_id, f"{session_id} t{n}") for n in range(16))
+        )
+        assert created.count(True) == 1, session_id
+
+
 async def test_end_reason_ends_the_session_once(backend: Backend) -> None:
     """PATCH `end_reason` (upstream's field): the session gets `ended_at`; a later end keeps the first."""
     sessions = backend.sessions
