@@ -289,7 +289,8 @@ def test_drain_while_waiting_denies(host: str, hermes_home: HomeFactory, tmp_pat
         took = time.monotonic() - started
     finally:
         live.stop(signal.SIGKILL)
-    assert code == 0, live.output()[-3000:]
+    # hermes-agent exits 1 after a signal-initiated shutdown on purpose (so systemd's Restart=on-failure revives it)
+    assert code == (1 if host == "hermes gateway" else 0), live.output()[-3000:]
     assert took < DRAIN_GRACE_S, f"the drain waited {took:.1f} s for the approval\n{live.output()[-3000:]}"
     time.sleep(1.0)
     assert (target / "keep.txt").exists()
