@@ -116,12 +116,17 @@ class HermesSessionStore:
         return await asyncio.to_thread(fn, *args)
 
     # -- reads ----------------------------------------------------------------------------------------------
+    def _live(self, session_id: str) -> str:
+        # Only compression continuations: resolve_resume_session_id would also follow a fork to its branch.
+        return str(self.db.get_compression_tip(session_id) or session_id)
+
+    async def live_session_id(self, session_id: str) -> str:
+        return await self._run(self._live, session_id)
+
     async def load_session_messages(self, session_id: str) -> list[Message]:
         def load() -> list[Message]:
-            # Compaction may have continued the session under a new id: the history is the live tip's. (Only
-            # compression continuations: resolve_resume_session_id would also follow a fork to its branch.)
-            live = self.db.get_compression_tip(session_id) or session_id
-            rows = self.db.get_messages_as_conversation(live)
+            # Compaction may have continued the session under a new id: the history is the live tip's.
+            rows = self.db.get_messages_as_conversation(self._live(session_id))
             return [_message(r) for r in rows if r.get("role") in _ROLES]
 
         return await self._run(load)

@@ -136,10 +136,11 @@ def _message_view(row: SessionMessageRow, tool_names: dict[str, str], inline_ima
 
 
 async def session_messages(request: web.Request) -> web.Response:
-    session_id = _path_session(request)
+    requested = _path_session(request)
     store = profile_of(request).sessions
-    if await store.get_session(session_id) is None:
+    if await store.get_session(requested) is None:
         raise session_not_found()
+    session_id = await store.live_session_id(requested)  # a compacted Hermes session goes on under its tip
     query = parse_params(request.query, MESSAGES_QUERY)
     limit, offset, order = query["limit"], query["offset"], query["order"]
     include_compacted, inline_images = query["include_compacted"], query["inline_images"]
@@ -168,14 +169,16 @@ async def session_chat_stream(request: web.Request) -> web.StreamResponse:
 
 async def _session_chat(request: web.Request, *, stream: bool) -> web.StreamResponse:
     app = request.app
-    session_id = _path_session(request)
+    requested = _path_session(request)
     hermes = parse_hermes_headers(request.headers)
     chat = parse_session_chat(await read_json(request), app[RUNTIME].providers())
     profile = profile_of(request)
     submitter = profile.submitter
     slot = submitter.slot(
-        "session_chat", idempotency_key(request.headers), chat.identity, [session_id, hermes.session_key]
+        "session_chat", idempotency_key(request.headers), chat.identity, [requested, hermes.session_key]
     )
+    # A compacted Hermes session goes on under its live tip: the turn runs there, the reply names it (as upstream)
+    session_id = await profile.sessions.live_session_id(requested)
     history = profile.chains.session_history(session_id)
     model = chat.selection.model or profile.model_name
 

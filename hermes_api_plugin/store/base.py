@@ -130,6 +130,11 @@ class SessionStore(Protocol):
 
     async def get_session(self, session_id: str) -> SessionInfo | None: ...
 
+    async def live_session_id(self, session_id: str) -> str:
+        """The session a conversation goes on in: Hermes continues a compacted session under a new id (a compression
+        continuation) and reads and chats go to that live tip, as upstream's do; the plugin's tables never split."""
+        ...
+
     async def create_session(self, session_id: str, title: str | None) -> bool:
         """False when the id exists."""
         ...

@@ -145,6 +145,9 @@ class SqliteSessionStore:
         found = [s for s in map(_session, await self.db.call(rows)) if s is not None]
         return found[:limit], len(found) > limit
 
+    async def live_session_id(self, session_id: str) -> str:
+        return session_id  # compaction here archives in place: a session never continues under another id
+
     async def get_session(self, session_id: str) -> SessionInfo | None:
         return await self.db.call(
             lambda c: _session(

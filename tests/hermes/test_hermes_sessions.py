@@ -21,6 +21,7 @@ from tests.live import TEST_KEY
 from .conftest import HomeFactory
 from .provider import MODEL, ScriptedProvider
 from .test_hermes_gateway import PLUGINS, HermesGateway, listening, run_hermes  # noqa: F401 - the fixture
+from .test_session_store_contract import write_compression_split
 
 CLI_ID = "20260101_120000_cli0001"
 CLI_QUESTION = "Remember the code word PAPAYA for later."
@@ -55,6 +56,17 @@ def write_cli_session(home: Path) -> None:
         db.close()
 
 
+def write_split_session(home: Path) -> None:
+    """A TUI session an earlier Hermes compacted by splitting it: `old` ended, the conversation goes on in `tip`."""
+    from hermes_state import SessionDB
+
+    db = SessionDB(db_path=home / "state.db")
+    try:
+        write_compression_split(db, source="tui")
+    finally:
+        db.close()
+
+
 def read_state(home: Path, session_id: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     from hermes_state import SessionDB
 
@@ -73,6 +85,7 @@ def test_a_cli_session_is_listed_read_continued_and_forked_and_api_sessions_are_
     """W-14.2 end to end on the real `hermes gateway run` with the plugin enabled and a real state.db."""
     home = hermes_home(env={"API_SERVER_PORT": "0"}, plugins=PLUGINS)
     write_cli_session(home)
+    write_split_session(home)
     gateway = run_hermes(home)
     listening(gateway)
 
@@ -144,4 +157,14 @@ def test_a_cli_session_is_listed_read_continued_and_forked_and_api_sessions_are_
     status, deleted = call(gateway, "DELETE", "/api/sessions/from-the-api")
     assert status == 200 and deleted["deleted"] is True
     assert read_state(home, "from-the-api")[0] is None
+
+    # A session Hermes continued under a new id is read and continued at its live tip, as upstream does.
+    status, page = call(gateway, "GET", "/api/sessions/old/messages")
+    assert status == 200 and page["session_id"] == "tip", page
+    assert [m["content"] for m in page["data"]] == ["after the split"]
+    status, reply = call(gateway, "POST", "/api/sessions/old/chat", {"message": "Go on after the split"})
+    assert status == 200 and reply["status"] == "completed" and reply["session_id"] == "tip", reply
+    assert "Go on after the split" in [m["content"] for m in read_state(home, "tip")[1]]
+    assert [m["content"] for m in read_state(home, "old")[1]] == ["before the split"]
+
     assert "falling back to:" not in gateway.output()  # hermes.compat took no fallback on the pinned hermes-agent

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +19,7 @@ from hermes_api_plugin.store import MemoryStore
 from tests.store import test_contract_sessions as contract
 from tests.store.conftest import Backend
 from tests.store.test_contract_sessions import (  # noqa: F401 - collected here, on the SessionDB backend
+    test_a_session_that_never_split_goes_on_under_its_own_id,
     test_concurrent_creates_of_one_id_succeed_once,
     test_create_get_and_duplicate,
     test_delete_removes_the_session_and_its_messages,
@@ -110,3 +112,26 @@ async def test_include_children_lists_what_hermes_hides(backend: Backend, tmp_pa
     everything = {s["id"] for s in (await sessions.list_sessions(10, 0, None, include_children=True))[0]}
     assert "subagent" not in default and {"parent", "branch"} <= default
     assert everything == default | {"subagent"}
+
+
+def write_compression_split(db: Any, source: str = "cli") -> None:
+    """What an earlier Hermes left after compacting a session by splitting it: the root ended with
+    `end_reason = 'compression'`, the conversation going on in a child."""
+    db.create_session("old", source)
+    db.append_message("old", "user", content="before the split")
+    db.end_session("old", "compression")
+    db.create_session("tip", source, parent_session_id="old")
+    db.append_message("tip", "user", content="after the split")
+
+
+async def test_a_split_session_goes_on_in_its_compression_tip(backend: Backend) -> None:
+    """Reads and chats of a session Hermes continued under a new id go to that live tip; a fork is not followed."""
+    sessions = backend.sessions
+    assert isinstance(sessions, HermesSessionStore)
+    write_compression_split(sessions.db)
+    assert await sessions.live_session_id("old") == "tip"
+    assert await sessions.live_session_id("tip") == "tip"
+    assert [m.text for m in await sessions.load_session_messages("old")] == ["after the split"]
+    assert await sessions.fork_session("tip", "branch", None) == "forked"
+    assert await sessions.live_session_id("tip") == "tip"
+    assert await sessions.live_session_id("unknown") == "unknown"

@@ -122,6 +122,11 @@ async def test_concurrent_creates_of_one_id_succeed_once(backend: Backend) -> No
         assert created.count(True) == 1, session_id
 
 
+async def test_a_session_that_never_split_goes_on_under_its_own_id(backend: Backend) -> None:
+    await backend.sessions.append_session_messages("s", [user("hi")])
+    assert await backend.sessions.live_session_id("s") == "s"
+
+
 async def test_end_reason_ends_the_session_once(backend: Backend) -> None:
     """PATCH `end_reason` (upstream's field): the session gets `ended_at`; a later end keeps the first."""
     sessions = backend.sessions
@@ -259,6 +264,7 @@ def test_session_store_protocol_lists_only_session_methods() -> None:
         "append_session_messages",
         "list_sessions",
         "get_session",
+        "live_session_id",
         "create_session",
         "update_session",
         "delete_session",
