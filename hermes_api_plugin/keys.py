@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from .admissions import Admissions
+from .background import BackgroundWork
 from .chains import Chains
 from .config import Settings
 from .model_options import ModelOptionsCache
@@ -28,3 +29,4 @@ MODEL_OPTIONS = web.AppKey("model_options", ModelOptionsCache)
 CHAINS = web.AppKey("chains", Chains)
 SUBMITTER = web.AppKey("submitter", Submitter)
 STREAMS = web.AppKey("streams", StreamGauge)  # streaming replies still being written (/health/detailed)
+BACKGROUND = web.AppKey("background", BackgroundWork)  # host work a request started and answered for (cron fire)
