@@ -9,10 +9,12 @@ import time
 from aiohttp import web
 
 from .admissions import Admissions
+from .background import BackgroundWork
 from .chains import Chains
 from .config import Settings
 from .keys import (
     ADMISSIONS,
+    BACKGROUND,
     CHAINS,
     JOURNALS,
     MODEL_OPTIONS,
@@ -31,7 +33,19 @@ from .model_options import ModelOptionsCache
 from .profiles import PROFILES, Profile, Profiles, profile_builder, profile_middleware
 from .protocol.common import credential_scope
 from .recovery import recover
-from .routes import approvals, chat, discovery, health, host_data, jobs, platform_events, responses, runs, sessions
+from .routes import (
+    approvals,
+    chat,
+    cron_fire,
+    discovery,
+    health,
+    host_data,
+    jobs,
+    platform_events,
+    responses,
+    runs,
+    sessions,
+)
 from .runtimes.base import AgentRuntime, TurnHooks
 from .store.base import SessionStore, Store
 from .store.sqlite import SqliteStore
@@ -39,6 +53,7 @@ from .streams import StreamGauge
 from .submit import Submitter
 from .turns import TurnRegistry
 from .turns.durable import JournalSaver
+from .turns.registry import DRAIN_GRACE_S
 from .turns.transcripts import session_transcripts
 
 
@@ -76,6 +91,7 @@ def create_app(
         max_concurrent=settings.max_concurrent_runs,
         secret_values=secret_values,
     )
+    app[BACKGROUND] = BackgroundWork()
     app[JOURNALS] = JournalSaver(store)
     app[MODEL_OPTIONS] = ModelOptionsCache()
     app[ADMISSIONS] = Admissions(
@@ -144,7 +160,7 @@ def create_app(
 
 
 def _add_host_routes(app: web.Application) -> None:
-    """The host's cron jobs and platform ingress (WIRE §14.3; 501 on a host without them)."""
+    """The host's cron jobs, its cron fire webhook and platform ingress (WIRE §14.3; 501 on a host without them)."""
     app.router.add_get("/api/jobs", jobs.list_jobs, name="jobs", allow_head=False)
     app.router.add_post("/api/jobs", jobs.create_job, name="job_create")
     app.router.add_get("/api/jobs/{job_id}", jobs.get_job, name="job", allow_head=False)
@@ -154,6 +170,7 @@ def _add_host_routes(app: web.Application) -> None:
     app.router.add_post("/api/jobs/{job_id}/resume", jobs.resume_job, name="job_resume")
     app.router.add_post("/api/jobs/{job_id}/run", jobs.run_job, name="job_run")
     app.router.add_post("/api/platforms/{platform}/events", platform_events.platform_event, name="platform_events")
+    app.router.add_post("/api/cron/fire", cron_fire.cron_fire, name="cron_fire")
 
 
 async def _open_store(app: web.Application) -> None:
@@ -162,7 +179,8 @@ async def _open_store(app: web.Application) -> None:
 
 
 async def _drain(app: web.Application) -> None:
-    await app[TURNS].drain()
+    """Refuse new work, settle every turn and wait for the background work (both bounded by the drain grace)."""
+    await asyncio.gather(app[TURNS].drain(), app[BACKGROUND].drain(DRAIN_GRACE_S))
 
 
 async def _close_store(app: web.Application) -> None:
@@ -171,6 +189,7 @@ async def _close_store(app: web.Application) -> None:
 
 
 async def shutdown_apps(apps: list[web.Application]) -> None:
-    """Graceful stop: refuse new work (503), settle every turn `cancelled`, then close the stores."""
-    await asyncio.gather(*(app[TURNS].drain() for app in apps))
+    """Graceful stop: refuse new work (503), settle every turn `cancelled` and wait for the background work, then
+    close the stores."""
+    await asyncio.gather(*(_drain(app) for app in apps))
     await asyncio.gather(*(_close_store(app) for app in apps))

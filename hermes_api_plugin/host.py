@@ -1,5 +1,5 @@
-"""HostData: what only the host agent knows — its skills, toolsets, model inventory, gateway health, cron jobs and
-platform adapters (WIRE §14.3).
+"""HostData: what only the host agent knows — its skills, toolsets, model inventory, gateway health, cron jobs (and
+the fire tokens of its managed-cron scheduler) and platform adapters (WIRE §14.3).
 
 A runtime exposes it as `runtime.host`; None means the host has no such data (the bundled reference gateway with
 the scripted runtime), and the routes built on it answer 501 `not_supported_by_host` while `/v1/capabilities`
@@ -41,6 +41,12 @@ class HostJobs(Protocol):
         """Why the host refuses this prompt (its injection and exfiltration scanner), "" when it passes."""
         ...
 
+    async def fire(self, job_id: str) -> bool:
+        """Run the job now through the host's cron scheduler, which claims it first so a retried fire runs it once;
+        returns when the run ended: True when this call ran it, False when the claim was lost, the job is paused or
+        gone, or its run raised (the host logs why)."""
+        ...
+
 
 class HostData(Protocol):
     """The host's own data, each call reading it fresh (the host's files change under a running gateway)."""
@@ -63,6 +69,11 @@ class HostData(Protocol):
 
     async def jobs(self) -> HostJobs | None:
         """The host's cron job store; None when the host has cron but it is unavailable here (503)."""
+        ...
+
+    async def fire_token_valid(self, token: str) -> bool:
+        """Whether `token` (a bearer token, never API_SERVER_KEY) may fire a cron job: the host's verifier with the
+        audience, keys and issuer of its configuration decides. May raise; the caller refuses then."""
         ...
 
     def platform_adapter(self, platform: str) -> Any | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from .admissions import Admissions
+from .background import BackgroundWork
 from .chains import Chains
 from .config import Settings
 from .model_options import ModelOptionsCache
@@ -30,3 +31,4 @@ SUBMITTER = web.AppKey("submitter", Submitter)
 # the `/p/{profile}` prefix the listener stripped from the path (gateway/runner.py; profiles.py decides)
 PROFILE_PREFIX = web.RequestKey("profile_prefix", str)
 STREAMS = web.AppKey("streams", StreamGauge)  # streaming replies still being written (/health/detailed)
+BACKGROUND = web.AppKey("background", BackgroundWork)  # host work a request started and answered for (cron fire)

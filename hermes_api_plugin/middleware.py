@@ -38,8 +38,8 @@ MAX_BODY_BYTES = 10_000_000
 MAX_HEADER_BYTES = 32_768  # any single header value; larger ones get a 400 envelope
 PUBLIC_PATHS = frozenset({"/health", "/v1/health"})
 # Named routes that authenticate the request themselves, never with API_SERVER_KEY (WIRE §14.3): the platform's own
-# verifier (its handler fails closed).
-SELF_AUTHENTICATED_ROUTES = frozenset({"platform_events"})
+# verifier, the cron scheduler's signed fire token (both handlers fail closed).
+SELF_AUTHENTICATED_ROUTES = frozenset({"platform_events", "cron_fire"})
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",

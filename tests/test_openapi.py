@@ -29,6 +29,7 @@ PARSERS: dict[str, tuple[Any, dict[str, Any]]] = {
     "run_approval": (approvals.parse_run_approval, {"choice": "once"}),
     "job_create": (jobs.parse_create, {"name": "n", "schedule": "30m"}),
     "job_update": (jobs.parse_update, {"enabled": False}),
+    "cron_fire": (jobs.parse_fire, {"job_id": "0123456789ab"}),
 }
 # A value of each JSON type: the test sends the first one whose type the field does not allow.
 _VALUES = (("integer", 7), ("string", "x"), ("array", [1]), ("object", {"a": 1}), ("boolean", True))

@@ -108,7 +108,7 @@ def _build_adapter_class() -> type:
         shutdown_plugins,
         start_api_server,
     )
-    from ..keys import TURNS
+    from ..keys import BACKGROUND, TURNS
     from ..runtimes import RuntimeUnavailable, scripted_runtime
     from ..runtimes.hermes import HermesRuntime
     from ..runtimes.scripted import ScriptError
@@ -202,10 +202,11 @@ def _build_adapter_class() -> type:
             return {"name": LABEL, "type": "api", "host": settings.host if settings else None, "port": self.port}
 
         def active_agent_work_count(self) -> int:
-            """Agent turns in flight (Hermes counts them before draining or idling the gateway)."""
+            """Agent turns in flight and background work such as a fired cron job's run (Hermes' drain waits for
+            them before it disconnects this adapter, and its idle check counts them)."""
             if self._gateway is None:
                 return 0
-            return sum(app[TURNS].active for app in self._gateway[1].apps if TURNS in app)
+            return sum(app[TURNS].active + app[BACKGROUND].active for app in self._gateway[1].apps if TURNS in app)
 
     return PluginApiServerAdapter
 

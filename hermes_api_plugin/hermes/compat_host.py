@@ -47,6 +47,17 @@ NOTIFY_JOBS_CHANGED = HermesName(
     args=(),
     fallback="an external cron scheduler provider learns of REST changes at its next read of the job store",
 )
+# The managed-cron fire webhook (`POST /api/cron/fire`), as the built-in api_server serves it: the active fire-token
+# verifier (pluggable; 0.19.0's is the Chronos NAS-JWT one, declared with the keywords the plugin calls any verifier
+# with) and the active scheduler provider, whose `fire_due` claims and runs the job.
+_CHRONOS_VERIFY = "plugins.cron_providers.chronos.verify"
+_SCHEDULER_PROVIDER = "cron.scheduler_provider"
+FIRE_VERIFIER = HermesName(_CHRONOS_VERIFY, "get_fire_verifier", args=())
+NAS_FIRE_VERIFIER = HermesName(
+    _CHRONOS_VERIFY, "verify_nas_fire_token", args=(), kwargs=("token", "expected_audience", "jwks_or_key", "issuer")
+)
+CRON_SCHEDULER = HermesName(_SCHEDULER_PROVIDER, "resolve_cron_scheduler", args=())
+FIRE_DUE = HermesName(_SCHEDULER_PROVIDER, "CronScheduler.fire_due", args=("job_id",), kwargs=("adapters", "loop"))
 # The HTTP event ingress an adapter offers (`routes/platform_events.py` reads these by name on any adapter; an adapter
 # without them answers 503): Google Chat's, the one hermes-agent 0.19.0 ships, is checked against the installed one.
 PLATFORM_EVENT_ADAPTER = HermesName(
@@ -60,6 +71,10 @@ HOST_NAMES: tuple[HermesName, ...] = (
     *CRON_FUNCTIONS.values(),
     SCAN_CRON_PROMPT,
     NOTIFY_JOBS_CHANGED,
+    FIRE_VERIFIER,
+    NAS_FIRE_VERIFIER,
+    CRON_SCHEDULER,
+    FIRE_DUE,
     PLATFORM_EVENT_ADAPTER,
 )
 
@@ -89,6 +104,38 @@ def notify_jobs_changed() -> None:
         _call(NOTIFY_JOBS_CHANGED)
     except Exception as exc:
         _warn_fallback(NOTIFY_JOBS_CHANGED, f"raised {type(exc).__name__}: {exc}")
+
+
+def _chronos_settings() -> dict[str, Any]:
+    """`cron.chronos` of config.yaml as Hermes loads it (defaults merged, re-read each time: it may change)."""
+    from .compat_names import LOAD_CONFIG
+
+    section: Any = LOAD_CONFIG.resolve()()
+    for key in ("cron", "chronos"):
+        section = section.get(key) if isinstance(section, dict) else None
+    return section if isinstance(section, dict) else {}
+
+
+def fire_token_valid(token: str) -> bool:
+    """The built-in server's check of a fire token: the active verifier, given this agent's audience, the NAS key
+    (a JWKS URL or an inline PEM public key) and the portal as issuer; it answers None for a token it refuses
+    (0.19.0's refuses every token while no key or no audience is configured: it never decodes unsigned)."""
+    chronos = _chronos_settings()
+    verifier = FIRE_VERIFIER.resolve()()
+    claims = verifier(
+        token=token,
+        expected_audience=chronos.get("expected_audience") or "",
+        jwks_or_key=chronos.get("nas_jwks_url") or None,
+        issuer=chronos.get("portal_url") or None,
+    )
+    return claims is not None
+
+
+def fire_due(job_id: str, loop: Any) -> bool:
+    """Run the job now through the active cron scheduler provider (it claims the job first, so a retried fire runs
+    it once); no adapters, as the built-in server fires: delivery takes Hermes' standalone path."""
+    scheduler = CRON_SCHEDULER.resolve()()
+    return bool(scheduler.fire_due(job_id, adapters=None, loop=loop))
 
 
 def platform_adapter(runner: Any, platform: str) -> Any | None:

@@ -1,5 +1,5 @@
-"""HermesHost: Hermes Agent's own skills, toolsets, model inventory, gateway health, cron jobs (`hermes/jobs.py`)
-and platform adapters (WIRE §14.3).
+"""HermesHost: Hermes Agent's own skills, toolsets, model inventory, gateway health, cron jobs (`hermes/jobs.py`),
+cron fire tokens and platform adapters (WIRE §14.3).
 
 Each read is what hermes-agent 0.19.0's built-in api_server (skills, toolsets, detailed health) or its dashboard
 (`GET /api/model/options`) calls: public names, declared in `compat_names` (checked against the pinned
@@ -121,6 +121,10 @@ class HermesHost:
 
     async def jobs(self) -> HermesJobs | None:
         return await hermes_jobs()
+
+    async def fire_token_valid(self, token: str) -> bool:
+        # Reads config.yaml and may fetch the NAS JWKS: off the event loop.
+        return await asyncio.to_thread(compat_host.fire_token_valid, token)
 
     def platform_adapter(self, platform: str) -> Any | None:
         """Among the adapters of the `hermes gateway` running in this process (none outside one)."""

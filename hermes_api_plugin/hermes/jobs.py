@@ -1,5 +1,5 @@
 """HermesJobs: Hermes' cron job store (`cron.jobs` under `$HERMES_HOME/cron`), as the built-in api_server's
-`/api/jobs` routes use it (WIRE §14.3).
+`/api/jobs` routes and its `/api/cron/fire` webhook use it (WIRE §14.3).
 
 The same store the `cronjob` tool, `hermes cron` and the gateway's scheduler read, so a job made here is the one
 they list and run. Every call reads or writes files under a file lock: each runs in a worker thread. After a
@@ -61,6 +61,10 @@ class HermesJobs:
 
     async def scan_prompt(self, prompt: str) -> str:
         return await asyncio.to_thread(compat_host.scan_cron_prompt, prompt)
+
+    async def fire(self, job_id: str) -> bool:
+        # The whole agent run happens in this worker thread; the loop is handed over for the delivery, as upstream.
+        return await asyncio.to_thread(compat_host.fire_due, job_id, asyncio.get_running_loop())
 
 
 async def hermes_jobs() -> HermesJobs | None:

@@ -1,5 +1,5 @@
-"""Cron job requests (WIRE §14.3, `/api/jobs…`): hermes-agent 0.19.0's built-in api_server is the reference for the
-fields, the update whitelist and the limits; errors are this project's (§1.7)."""
+"""Cron job requests (WIRE §14.3, `/api/jobs…` and the `/api/cron/fire` webhook): hermes-agent 0.19.0's built-in
+api_server is the reference for the fields, the update whitelist and the limits; errors are this project's (§1.7)."""
 
 from __future__ import annotations
 
@@ -89,6 +89,12 @@ JOB_UPDATE_BODY = Obj(
     ),
 )
 UPDATE_FIELDS = tuple(prop.name for prop in JOB_UPDATE_BODY.props)
+# What the scheduler fires: any non-empty string, as upstream takes it (not held to the 12-hex form of the /api/jobs
+# paths, so a job the store holds under another id still fires); an id the store does not hold is accepted, not run.
+CRON_FIRE_BODY = Obj(
+    name="CronFire",
+    props=(Prop("job_id", Str(min_length=1, description="The id of the cron job that is due"), True),),
+)
 
 
 def parse_create(body: dict[str, Any]) -> dict[str, Any]:
@@ -116,3 +122,10 @@ def parse_update(body: dict[str, Any]) -> dict[str, Any]:
             "missing_required_parameter", "No valid fields to update; send one of " + ", ".join(UPDATE_FIELDS)
         )
     return fields
+
+
+def parse_fire(body: dict[str, Any]) -> str:
+    """The job id of a fire: absent or null is 400 `missing_required_parameter`, not a non-empty string 400
+    `invalid_parameter` (upstream answers both with a bare 400)."""
+    job_id: str = CRON_FIRE_BODY.check(body, "")["job_id"]
+    return job_id

@@ -211,4 +211,13 @@ OPERATIONS: dict[str, Operation] = {
         public=True,
         host=True,
     ),
+    # Authenticated by the scheduler's fire token (the host's verifier), never API_SERVER_KEY (§14.3)
+    "cron_fire": Operation(
+        "Managed-cron fire webhook: run a due cron job (202 at once), authorised by the scheduler's signed fire token",
+        body=jobs.CRON_FIRE_BODY,
+        status=202,
+        reply=replies.CRON_FIRE,
+        public=True,
+        host=True,
+    ),
 }

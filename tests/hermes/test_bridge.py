@@ -4,6 +4,7 @@ selection and the result mapping of the hermes runtime (WIRE.md §1.2, §3.6, §
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import logging
 import socket
@@ -19,6 +20,7 @@ import yaml
 from hermes_api_plugin.config import load_settings
 from hermes_api_plugin.events import TurnStatus
 from hermes_api_plugin.hermes import bridge, compat
+from hermes_api_plugin.keys import BACKGROUND
 from hermes_api_plugin.runtimes import (
     HermesRuntime,
     RuntimeUnavailable,
@@ -159,6 +161,40 @@ async def test_hook_boots_the_adapter_and_hands_it_to_the_gateway(
         await adapter.disconnect()
         await adapter.disconnect()  # idempotent
     assert "[API Server] Stopped" in caplog.text
+
+
+async def test_background_work_is_agent_work_hermes_drains_and_disconnect_awaits(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fired cron job's run (background work, WIRE §14.3) counts in `active_agent_work_count`, which Hermes'
+    shutdown drain waits on, and the adapter's disconnect waits for it to end before it reports stopped."""
+    from gateway.config import Platform
+
+    monkeypatch.setenv("API_SERVER_PORT", "0")
+    config = yaml.safe_load((home / "config.yaml").read_text(encoding="utf-8"))
+    config["agent"] = {"runtime": "scripted"}
+    (home / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    adapters: dict[Any, Any] = {}
+    assert await bridge.on_gateway_startup({}, runner=_runner(adapters)) == "started"
+    adapter = adapters[Platform.API_SERVER]
+    (app,) = adapter._gateway[1].apps
+    gate, ended = asyncio.Event(), asyncio.Event()
+
+    async def run() -> None:
+        await gate.wait()
+        ended.set()
+
+    app[BACKGROUND].spawn(run(), name="cron fire 'x'")
+    disconnect = None
+    try:
+        assert adapter.active_agent_work_count() == 1
+        disconnect = asyncio.ensure_future(adapter.disconnect())
+        done, _ = await asyncio.wait({disconnect}, timeout=0.3)  # time enough to stop, which it must not: run held
+        assert not done
+    finally:
+        gate.set()
+        await asyncio.wait_for(disconnect or adapter.disconnect(), 10)
+    assert ended.is_set() and adapter.active_agent_work_count() == 0
 
 
 async def test_port_in_use_is_a_final_refusal(

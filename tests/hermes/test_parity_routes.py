@@ -1,8 +1,9 @@
 """WIRE §14 inside the real `hermes gateway run` (hermes-agent 0.19, plugin enabled, scripted provider).
 
-- W-14.1 route parity: every `(method, path)` of hermes-agent's own `_http_route_table()`, read at test time, is
-  served by the plugin (no 404 `not_found`, no 405) or is listed in `NOT_YET_SERVED` — and a listed row must
-  really be unserved, so the set shrinks as routes land and an upgrade that adds a route fails here;
+- W-14.1 route parity: every `(method, path)` of hermes-agent's own `_http_route_table()`, read at test time (the
+  cron fire row included: cron imports here), is served by the plugin (no 404 `not_found`, no 405) or is listed in
+  `NOT_YET_SERVED` — now empty — and a listed row must really be unserved, so an upgrade that adds a route fails
+  here until it is served or listed;
 - W-14.4: `/v1/skills` lists a skill written under `$HERMES_HOME/skills` as Hermes expects it; `/v1/toolsets` the
   toolsets with the api_server platform's state; `/api/model/options` Hermes' dashboard inventory;
 - §14.3: `/health/detailed` carries Hermes' gateway state, platforms, readiness and version;
@@ -26,10 +27,9 @@ from .conftest import HomeFactory
 from .provider import MODEL
 from .test_hermes_gateway import PLUGINS, HermesGateway, listening, start_gateway
 
-# Rows of hermes-agent 0.19.0's route table this plugin does not serve yet (issue 13). W-14.1 holds when empty.
-NOT_YET_SERVED = {
-    ("POST", "/api/cron/fire"),  # a row only where upstream's cron import succeeds
-}
+# Rows of hermes-agent's route table this plugin does not serve yet (issue 13). Empty: W-14.1 holds for 0.19.0.
+NOT_YET_SERVED: set[tuple[str, str]] = set()
+CRON_FIRE = ("POST", "/api/cron/fire")  # upstream's row only where its cron import succeeds
 SKILL = """---
 name: deploy-check
 description: Check a deployment before it goes live.
@@ -92,9 +92,9 @@ def gateway(hermes_home: HomeFactory) -> Iterator[HermesGateway]:
 
 
 def test_every_upstream_route_is_served_or_listed_as_not_yet(gateway: HermesGateway) -> None:
-    """W-14.1: the remaining gap is exactly NOT_YET_SERVED (minus the cron row where upstream has none)."""
+    """W-14.1: the remaining gap is exactly NOT_YET_SERVED (nothing, with hermes-agent 0.19.0)."""
     rows = upstream_routes()
-    assert len(rows) >= 35
+    assert len(rows) >= 35 and CRON_FIRE in rows  # the conditional row is part of what is checked
     unserved = {row for row in sorted(rows) if not served(gateway, *row)}
     assert unserved <= NOT_YET_SERVED, f"upstream routes the plugin does not serve: {sorted(unserved - NOT_YET_SERVED)}"
     assert unserved == NOT_YET_SERVED & rows, (
@@ -167,8 +167,8 @@ def test_health_detailed_is_hermes_gateway_health(gateway: HermesGateway) -> Non
 
 
 def test_capabilities_report_the_host_features(gateway: HermesGateway) -> None:
-    """W-14.5: skills, toolsets, Hermes' inventory and health, jobs and platform ingress are true and listed on the
-    hermes host."""
+    """W-14.5: skills, toolsets, Hermes' inventory and health, jobs, platform ingress and cron fire are true and
+    listed on the hermes host."""
     status, body = call(gateway, "GET", "/v1/capabilities")
     assert status == 200, body
     features = body["features"]
@@ -176,6 +176,7 @@ def test_capabilities_report_the_host_features(gateway: HermesGateway) -> None:
         assert features[name] is True, name
     assert body["endpoints"]["skills"] == {"method": "GET", "path": "/v1/skills"}
     assert body["endpoints"]["toolsets"] == {"method": "GET", "path": "/v1/toolsets"}
-    assert features["jobs_admin"] is True and features["platform_events"] is True
+    assert features["jobs_admin"] is True and features["platform_events"] is True and features["cron_fire"] is True
     assert body["endpoints"]["jobs"] == {"method": "GET", "path": "/api/jobs"}
+    assert body["endpoints"]["cron_fire"] == {"method": "POST", "path": "/api/cron/fire"}
     assert body["endpoints"]["platform_events"] == {"method": "POST", "path": "/api/platforms/{platform}/events"}

@@ -88,6 +88,7 @@ HOST_DATA_ROUTES = {
     ("POST", "/api/jobs/{job_id}/resume"),
     ("POST", "/api/jobs/{job_id}/run"),
     ("POST", "/api/platforms/{platform}/events"),
+    ("POST", "/api/cron/fire"),
 }
 SSE_ROUTES = {
     ("post", "/v1/chat/completions"),
