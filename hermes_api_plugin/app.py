@@ -12,10 +12,12 @@ from .admissions import Admissions
 from .background import BackgroundWork
 from .chains import Chains
 from .config import Settings
+from .continuity import ChatTips
 from .keys import (
     ADMISSIONS,
     BACKGROUND,
     CHAINS,
+    CHAT_TIPS,
     JOURNALS,
     MODEL_OPTIONS,
     RUNTIME,
@@ -94,6 +96,7 @@ def create_app(
     app[BACKGROUND] = BackgroundWork()
     app[JOURNALS] = JournalSaver(store)
     app[MODEL_OPTIONS] = ModelOptionsCache()
+    app[CHAT_TIPS] = ChatTips()
     app[ADMISSIONS] = Admissions(
         store,
         secrets.token_hex(8),

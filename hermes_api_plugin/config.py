@@ -60,6 +60,10 @@ class Settings:
     model_options: tuple[Mapping[str, Any], ...] = ()
     interim_assistant_messages: bool = True
     max_turns: int = 90
+    # warm agents (issue 14): at most this many idle or running agents kept, one per conversation (0: none kept)
+    agents_max_cached: int = 64
+    agents_idle_seconds: float = 3600.0  # an agent unused this long is released (Hermes' own gateway: 1 h)
+    chat_continuity: str = "auto"  # auto | off: a stateless chat continues the conversation its history matches
     runtime: str = "auto"  # auto | hermes | scripted
     script_path: Path | None = None
     model: ModelSettings = field(default_factory=ModelSettings)
@@ -301,6 +305,9 @@ def load_settings(hermes_home: Path | None = None, environ: Mapping[str, str] | 
         model_options=model_options,
         interim_assistant_messages=interim,
         max_turns=r.integer(None, "agent.max_turns", 90, 1),
+        agents_max_cached=r.integer(None, "api_server.agents.max_cached", 64, 0, 4096),
+        agents_idle_seconds=r.number("api_server.agents.idle_seconds", 3600.0, 1.0, 7 * 86400.0),
+        chat_continuity=r.choice("api_server.chat_continuity", "auto", frozenset({"auto", "off"})),
         runtime=r.choice("agent.runtime", "auto", frozenset({"auto", "hermes", "scripted"})),
         script_path=script_path,
         model=model,

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Union
 
 from .errors import ApiError, invalid_request
@@ -63,6 +64,10 @@ class Message:
     reasoning: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()  # assistant messages that called tools
     tool_call_id: str | None = None  # tool messages: the call this is the result of
+    # The host's own form of this message (a row of Hermes' conversation), handed back to the host's agent verbatim:
+    # its api_content sidecar, tool name and reasoning details keep the provider's prompt prefix byte-stable across
+    # turns. Not part of the message's value (equality, hashing, to_json).
+    native: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def text(self) -> str:

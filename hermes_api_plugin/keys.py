@@ -8,6 +8,7 @@ from .admissions import Admissions
 from .background import BackgroundWork
 from .chains import Chains
 from .config import Settings
+from .continuity import ChatTips
 from .model_options import ModelOptionsCache
 from .runtimes.base import AgentRuntime
 from .store.base import SessionStore, Store
@@ -31,4 +32,5 @@ SUBMITTER = web.AppKey("submitter", Submitter)
 # the `/p/{profile}` prefix the listener stripped from the path (gateway/runner.py; profiles.py decides)
 PROFILE_PREFIX = web.RequestKey("profile_prefix", str)
 STREAMS = web.AppKey("streams", StreamGauge)  # streaming replies still being written (/health/detailed)
+CHAT_TIPS = web.AppKey("chat_tips", ChatTips)  # where stateless chats end, for continuity (continuity.py)
 BACKGROUND = web.AppKey("background", BackgroundWork)  # host work a request started and answered for (cron fire)

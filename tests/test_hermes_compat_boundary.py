@@ -21,6 +21,7 @@ COMPAT_FILES = {
     COMPAT.with_name("compat_names.py"),
     COMPAT.with_name("compat_host.py"),
     COMPAT.with_name("compat_profiles.py"),
+    COMPAT.with_name("compat_agents.py"),
 }
 PACKAGE = COMPAT.parents[1]
 

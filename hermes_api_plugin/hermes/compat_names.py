@@ -27,7 +27,21 @@ AIAGENT = HermesName(
     "run_agent",
     "AIAgent",
     args=(),
-    attrs=("context_compressor",),
+    # context_compressor: the compaction summary; the rest: what compat_agents.py touches on a warm agent, as the
+    # gateway's `_agent_cache` does (`service_tier` and `event_callback` are set too: agent/agent_init.py assigns
+    # every constructor keyword to the attribute of its name, never spelled in run_agent.py where the check looks)
+    attrs=(
+        "context_compressor",
+        "clear_interrupt",
+        "release_clients",
+        "session_id",
+        "max_iterations",
+        "reasoning_config",
+        "_last_activity_ts",
+        "_last_activity_desc",
+        "_last_flushed_db_idx",
+        "_api_call_count",
+    ),
     kwargs=(
         # set by the runtime
         "model",

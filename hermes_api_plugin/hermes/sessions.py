@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from ..content import Message, TextPart
@@ -68,7 +69,7 @@ def _message(row: dict[str, Any]) -> Message:
         "tool_calls": row.get("tool_calls") or None,
         "tool_call_id": row.get("tool_call_id"),
     }
-    return Message.from_json(body)
+    return replace(Message.from_json(body), native=dict(row))
 
 
 def _hermes_content(message: Message) -> Any:
@@ -242,18 +243,33 @@ class HermesSessionStore:
             if compaction is not None:
                 # Hermes' in-place compaction: the live rows become compacted=1, the summary the new live start.
                 self.db.archive_and_compact(session_id, [{"role": "user", "content": compaction}])
-            for m in messages:
-                self.db.append_message(
-                    session_id,
-                    m.role,
-                    content=_hermes_content(m),
-                    tool_calls=[c.to_json() for c in m.tool_calls] or None,
-                    tool_call_id=m.tool_call_id,
-                    reasoning=m.reasoning,
-                )
+            self._append_rows(session_id, messages)
             self.db.update_token_counts(session_id, input_tokens=usage[0], output_tokens=usage[1], model=model)
 
         await self._run(append)
+
+    def _append_rows(self, session_id: str, messages: Sequence[Message]) -> None:
+        for m in messages:
+            self.db.append_message(
+                session_id,
+                m.role,
+                content=_hermes_content(m),
+                tool_calls=[c.to_json() for c in m.tool_calls] or None,
+                tool_call_id=m.tool_call_id,
+                reasoning=m.reasoning,
+            )
+
+    async def seed_session(self, session_id: str, messages: Sequence[Message]) -> bool:
+        # Written here even though the agent writes its turns: the history it is given is not its to write.
+        def seed() -> bool:
+            with self._create_lock:
+                if self.db.get_session(session_id) is not None:
+                    return False
+                self.db.create_session(session_id, API_SOURCE)
+            self._append_rows(session_id, messages)
+            return True
+
+        return await self._run(seed)
 
     async def create_session(self, session_id: str, title: str | None) -> bool:
         def create() -> bool:

@@ -61,10 +61,17 @@ HEALTH_DETAILED = Obj(
                         True,
                     ),
                     Prop("store", _OBJECT, True),
+                    Prop(
+                        "agents",
+                        Obj(tuple(Prop(n, _INT, True) for n in ("cached", "leased", "hits", "misses", "evictions"))),
+                        True,
+                        "The hermes runtime's warm agents (null for a runtime that keeps none)",
+                        nullable=True,
+                    ),
                 )
             ),
             True,
-            "This server's own counts: turns in the registry, admitted slots, open streams, the store",
+            "This server's own counts: turns in the registry, admitted slots, open streams, the store, warm agents",
         ),
     ),
     description="hermes-agent's detailed health, plus this server's counts",

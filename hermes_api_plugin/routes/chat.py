@@ -3,22 +3,27 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
 from aiohttp import web
 
+from ..content import Message
+from ..continuity import resolve, tip
 from ..delivery import deliver, open_stream
 from ..dialects.chat_completions import ChatRenderer
 from ..events import TurnFinished, TurnStatus
-from ..keys import RUNTIME, SETTINGS
+from ..history import turn_messages
+from ..keys import CHAT_TIPS, RUNTIME, SETTINGS
 from ..middleware import read_json
 from ..profiles import profile_of
 from ..protocol.chat import ChatRequest, parse_chat_request
 from ..protocol.common import HermesHeaders, idempotency_key, new_completion_id, parse_hermes_headers
 from ..sse import SseStream
 from ..submit import Existing, NewTurn, Refusal, TurnPlan, refusal_error
-from ..turns import HeldTurn, Journal, Turn
+from ..turns import HeldTurn, HistoryLoader, Journal, Turn
+from ..turns.registry import Persister
 from .replies import run_headers
 
 
@@ -72,8 +77,14 @@ class _ChatView:
         chat = self.chat
         explicit = self.hermes.session_id is not None
         # An explicit session brings its own history and runs one turn at a time; a derived session
-        # takes the history the client sent and is not queued (WIRE.md §1.8, §3.1).
-        history = self.profile.chains.session_history(self.session_id) if explicit else chat.history
+        # takes the history the client sent and is not queued (WIRE.md §1.8, §3.1) — unless it continues a
+        # conversation this gateway ran, whose server-side history (tool calls included) it then takes.
+        history: HistoryLoader | Sequence[Message] = chat.history
+        persist = None
+        if explicit:
+            history = self.profile.chains.session_history(self.session_id)
+        elif self.settings.chat_continuity == "auto":
+            history, persist = await self._continuity()
         renderer = self.renderer
         reply = {
             "completion_id": renderer.completion_id,
@@ -91,7 +102,26 @@ class _ChatView:
             queued=explicit,
             session_key=self.hermes.session_key,
             reply=lambda turn: reply,
+            persist=persist,
         )
+
+    async def _continuity(self) -> tuple[HistoryLoader | Sequence[Message], Persister]:
+        """Issue 14: the conversation this stateless chat continues (its session and server-side history), or the
+        branch it starts; once the turn completed, where the conversation ends now."""
+        chat, profile, tips = self.chat, self.profile, self.request.app[CHAT_TIPS]
+        sent = chat.history
+        resolution = await resolve(tips, profile.sessions, profile.scope, chat.system_prompt, sent, self.session_id)
+        self.session_id = resolution.session_id
+        history: HistoryLoader | Sequence[Message] = sent
+        if resolution.continued or (resolution.seed and await profile.sessions.seed_session(self.session_id, sent)):
+            history = profile.chains.session_history(self.session_id)
+
+        async def record(turn: Turn, finished: TurnFinished) -> None:
+            if finished.status is TurnStatus.COMPLETED:
+                said = turn_messages([chat.input], turn.journal.events)
+                tips.record(tip(profile.scope, chat.system_prompt, [*sent, *said]), turn.request.session_id)
+
+        return history, record
 
     def headers(self, run_id: str | None, replayed: bool = False, session_id: str | None = None) -> dict[str, str]:
         return run_headers(

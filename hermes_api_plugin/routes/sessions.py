@@ -104,7 +104,9 @@ async def delete_session(request: web.Request) -> web.Response:
     session_id = _path_session(request)
     if request.app[TURNS].active_on(session_id):
         raise ApiError(409, "A turn is running on this session", type="conflict_error", code="session_active_turn")
-    deleted = await profile_of(request).sessions.delete_session(session_id)
+    profile = profile_of(request)
+    deleted = await profile.sessions.delete_session(session_id)
+    request.app[RUNTIME].forget_conversation(session_id, profile.home)  # its warm agent goes with it
     await request.app[STORE].unbind_session(session_id)  # session keys no longer lead to it
     if not deleted:
         raise session_not_found()

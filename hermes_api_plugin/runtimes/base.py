@@ -18,6 +18,7 @@ from ..host import HostData
 
 if TYPE_CHECKING:
     from ..store.base import SessionStore
+    from .agent_cache import CacheStats
 
 ReasoningCallback = Callable[[str], None]
 TextCallback = Callable[["str | None"], None]  # None marks the end of a streamed segment; ignored
@@ -165,6 +166,14 @@ class AgentRuntime(Protocol):
         """The host's own session store when the agent keeps its sessions there itself (Hermes' SessionDB,
         WIRE §14.1): `/api/sessions` and session history then use it. None: the plugin's own session tables.
         `profile_home`: the store of that multiplexed profile (WIRE §14.3) rather than the gateway's own."""
+        ...
+
+    def forget_conversation(self, session_id: str, profile_home: Path | None = None) -> None:
+        """The session was deleted: drop whatever the runtime keeps for it (the hermes runtime's warm agent)."""
+        ...
+
+    def warm_agents(self) -> CacheStats | None:
+        """The warm agents' numbers (`/health/detailed`); None for a runtime that keeps none."""
         ...
 
     async def close(self) -> None: ...

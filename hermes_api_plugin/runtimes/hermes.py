@@ -1,10 +1,11 @@
-"""The `hermes` runtime: one real Hermes `run_agent.AIAgent` per turn, run in a worker thread.
+"""The `hermes` runtime: real Hermes `run_agent.AIAgent`s, one per conversation, each turn in a worker thread.
 
 Model provider, toolsets, reasoning default and fallback chain are resolved by Hermes' own gateway helpers
 (the same calls its built-in api_server makes, reached through `hermes.compat`), so config.yaml
 `model.provider` / `model.base_url` / `model.default` and the provider keys in `.env` mean exactly what they
 mean to `hermes gateway`. When those helpers are missing (another hermes-agent version), the `model:` section
-of Settings is used instead.
+of Settings is used instead. How a turn gets its agent (its conversation's warm one, or a fresh one):
+`warm_agents.py`; the dicts that cross into AIAgent and back: `hermes_messages.py`.
 
 Every hermes-agent name goes through `hermes.compat`, which imports nothing at module level: `run_agent` takes
 seconds to import, loads `$HERMES_HOME/.env` and creates files under `$HERMES_HOME`, so it is imported in a worker
@@ -16,80 +17,26 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..config import Settings
-from ..content import Message
-from ..events import TurnStatus, Usage
+from ..events import TurnStatus
 from ..hermes import compat, compat_profiles
 from ..hermes.approvals import TurnApprovals, claim_key, release_key
 from ..hermes.compat import hermes_available  # noqa: F401 - runtime selection (runtimes/__init__) reads it here
 from ..hermes.host import HermesHost
 from ..hermes.sessions import HermesSessionStore
 from ..host import HostData
+from .agent_cache import CacheStats
 from .base import AgentTurn, TurnOutcome, TurnRequest
+from .hermes_messages import message_to_openai, outcome_from_result, reasoning_config_for, user_content
+from .warm_agents import WarmAgents
 
 log = logging.getLogger("hermes_api_plugin")
 
 INTERRUPT_GRACE_S = 5.0  # how long an interrupted agent may take to return before the turn settles anyway
-_BUDGET_EXITS = ("max_iterations_reached", "budget_exhausted")
-
-
-# -- request → AIAgent arguments ---------------------------------------------------------------------
-
-
-def message_to_openai(message: Message) -> dict[str, Any]:
-    """A conversation message in the OpenAI chat shape `run_conversation(conversation_history=…)` takes."""
-    body: dict[str, Any] = {"role": message.role, "content": user_content(message)}
-    if message.tool_calls:
-        body["tool_calls"] = [call.to_json() for call in message.tool_calls]
-    if message.tool_call_id is not None:
-        body["tool_call_id"] = message.tool_call_id
-    if message.reasoning:
-        body["reasoning"] = message.reasoning
-    return body
-
-
-def user_content(message: Message) -> Any:
-    """Plain text when the message has no images, else OpenAI content parts."""
-    if not message.images:
-        return message.text
-    return [part.to_json() for part in message.parts]
-
-
-def reasoning_config_for(effort: str | None) -> dict[str, Any] | None:
-    """The request's effort as Hermes' `reasoning_config` (None: use the configured default)."""
-    if effort is None:
-        return None
-    if effort == "none":
-        return {"enabled": False}
-    return {"enabled": True, "effort": effort}
-
-
-def outcome_from_result(result: Mapping[str, Any], interrupted: bool) -> TurnOutcome:
-    """Map `AIAgent.run_conversation()`'s result dict onto the turn's terminal status (WIRE.md §3.6)."""
-    usage = Usage(
-        int(result.get("prompt_tokens") or result.get("input_tokens") or 0),
-        int(result.get("completion_tokens") or result.get("output_tokens") or 0),
-    )
-    final = result.get("final_response")
-    final_text = final if isinstance(final, str) else None
-    reason = str(result.get("turn_exit_reason") or "")
-    if result.get("interrupted") or (interrupted and not result.get("completed")):
-        return TurnOutcome(TurnStatus.CANCELLED, final_text, usage, "cancelled")
-    if result.get("failed"):
-        message = result.get("error") or final_text or f"The agent failed ({reason or 'no reason given'})"
-        return TurnOutcome(TurnStatus.FAILED, final_text, usage, "agent_error", str(message))
-    if reason.startswith(_BUDGET_EXITS):
-        return TurnOutcome(TurnStatus.INCOMPLETE, final_text or "", usage, "iteration_budget_exhausted")
-    if "finish_reason=length" in reason:
-        return TurnOutcome(TurnStatus.INCOMPLETE, final_text or "", usage, "output_truncated")
-    if final_text is None and not result.get("completed"):
-        message = result.get("error") or f"The agent ended without an answer ({reason or 'no reason given'})"
-        return TurnOutcome(TurnStatus.FAILED, None, usage, "agent_error", str(message))
-    return TurnOutcome(TurnStatus.COMPLETED, final_text or "", usage)
 
 
 # -- the runtime -------------------------------------------------------------------------------------
@@ -114,6 +61,11 @@ class _AgentHandle:
         if requested:
             compat.interrupt_agent(agent, "Stopped by the API client")
 
+    def detach(self) -> None:
+        """The turn is over: a late stop must not reach the agent, which may be another turn's by then."""
+        with self._lock:
+            self._agent = None
+
     def interrupt(self) -> None:
         with self._lock:
             self._requested = True
@@ -126,13 +78,15 @@ class _AgentHandle:
 
 
 class HermesRuntime:
-    """Runs each turn on a fresh `AIAgent` (as Hermes' own api_server does) in a dedicated thread."""
+    """Runs each turn on its conversation's warm `AIAgent` or a fresh one (`warm_agents.py`), in a dedicated
+    thread."""
 
     name = "hermes"
 
     def __init__(self, settings: Settings, *, interrupt_grace_s: float = INTERRUPT_GRACE_S) -> None:
         self.settings = settings
         self.interrupt_grace_s = interrupt_grace_s
+        self.agents = WarmAgents(settings.agents_max_cached, settings.agents_idle_seconds)
         self._session_dbs: dict[Path | None, Any] = {}  # by profile home (None: the gateway's own), opened once
         self._session_dbs_lock = threading.Lock()  # opened from worker threads and the event loop alike
         self.host: HostData | None = HermesHost()
@@ -156,7 +110,13 @@ class HermesRuntime:
         return None if db is None else HermesSessionStore(db, agent_writes_turns=True)
 
     async def close(self) -> None:
-        return None
+        self.agents.clear()
+
+    def forget_conversation(self, session_id: str, profile_home: Path | None = None) -> None:
+        self.agents.forget(session_id, profile_home)
+
+    def warm_agents(self) -> CacheStats | None:
+        return self.agents.stats()
 
     def start_warm_up(self) -> None:
         """Import hermes-agent in a background thread now, so the first turn does not wait seconds for it."""
@@ -241,6 +201,8 @@ class HermesRuntime:
             kwargs["event_callback"] = _compaction_relay(handle, turn.compaction_callback)
         tokens = compat.bind_session_vars(request.session_id, request.session_key)
         approval_token = None
+        lease = None
+        outcome: TurnOutcome | None = None
         try:
             if approvals is not None:
                 # Bound in this thread (Hermes' guard reads the key from the context) before the agent exists
@@ -248,14 +210,15 @@ class HermesRuntime:
                 if approval_token is not None:
                     turn.approvals = approvals
                     turn.on_interrupt(approvals.close)  # stop, disconnect, drain: a waiting request is denied
-            agent = agent_class(**kwargs)
-            handle.attach(agent)
+            lease = self.agents.acquire(request, kwargs, lambda: agent_class(**kwargs))
+            handle.attach(lease.agent)
             result = compat.run_conversation(
-                agent,
+                lease.agent,
                 user_message=user_content(request.input),
                 conversation_history=[message_to_openai(m) for m in request.history],
                 task_id=request.session_id,
             )
+            outcome = outcome_from_result(result, turn.interrupted)
         finally:
             if approvals is not None:
                 turn.approvals = None
@@ -264,7 +227,11 @@ class HermesRuntime:
                     compat.unbind_approvals(approvals.key, approval_token)
                 release_key(approvals.key)
             compat.clear_session_vars(tokens)
-        return outcome_from_result(result, turn.interrupted)
+            handle.detach()
+            if lease is not None:
+                completed = outcome is not None and outcome.status is TurnStatus.COMPLETED and not turn.interrupted
+                self.agents.release(lease, completed=completed)
+        return outcome
 
     def _callbacks(self, turn: AgentTurn, approvals: TurnApprovals | None) -> dict[str, Any]:
         reasoning = turn.reasoning_callback

@@ -145,6 +145,12 @@ class ScriptedRuntime:
     def session_store(self, profile_home: Path | None = None) -> None:
         return None  # no host: the plugin's own session tables
 
+    def forget_conversation(self, session_id: str, profile_home: Path | None = None) -> None:
+        return None  # a script keeps nothing per conversation
+
+    def warm_agents(self) -> None:
+        return None
+
     async def close(self) -> None:
         return None
 

@@ -139,6 +139,11 @@ class SessionStore(Protocol):
         """False when the id exists."""
         ...
 
+    async def seed_session(self, session_id: str, messages: Sequence[Message]) -> bool:
+        """Create a session whose transcript starts as `messages` (a stateless chat that branched off: the history
+        its client sent); False, changing nothing, when the id exists."""
+        ...
+
     async def update_session(self, session_id: str, fields: dict[str, Any]) -> bool:
         """Set `title`, `pinned`, `archived`; `end_reason` ends the session (`ended_at`, kept when it already
         ended); other keys are ignored. False for an unknown session."""

@@ -167,6 +167,12 @@ class SqliteSessionStore:
 
         return await self.db.call(create)
 
+    async def seed_session(self, session_id: str, messages: Sequence[Message]) -> bool:
+        if not await self.create_session(session_id, None):  # atomic: of two seeds of one id, one creates it
+            return False
+        await self.append_session_messages(session_id, messages)
+        return True
+
     async def update_session(self, session_id: str, fields: dict[str, Any]) -> bool:
         # Column names come from the fixed _UPDATABLE list, never from the request.
         columns = {k: (int(v) if isinstance(v, bool) else v) for k, v in fields.items() if k in _UPDATABLE}

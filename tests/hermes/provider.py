@@ -65,10 +65,13 @@ def _text(content: Any) -> str:
 
 
 def scenario_of(messages: list[dict[str, Any]]) -> str:
-    first_user = next((_text(m.get("content")) for m in messages if m.get("role") == "user"), "")
-    for tag in TAGS:
-        if f"[{tag}]" in first_user:
-            return tag
+    """The tag of the conversation's last user message, else of its first (a later turn of a conversation may ask
+    for another behaviour; an untagged follow-up keeps the opening's), else `tool`."""
+    users = [_text(m.get("content")) for m in messages if m.get("role") == "user"]
+    for text in (users[-1:] + users[:1]) if users else []:
+        for tag in TAGS:
+            if f"[{tag}]" in text:
+                return tag
     return "tool"
 
 

@@ -27,7 +27,7 @@ from hermes_api_plugin.runtimes import (
     ScriptedRuntime,
     select_runtime,
 )
-from hermes_api_plugin.runtimes.hermes import outcome_from_result, reasoning_config_for
+from hermes_api_plugin.runtimes.hermes_messages import outcome_from_result, reasoning_config_for
 from tests.live import TEST_KEY, write_home
 
 ROOT = Path(__file__).resolve().parents[2]

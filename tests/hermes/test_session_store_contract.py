@@ -19,6 +19,7 @@ from hermes_api_plugin.store import MemoryStore
 from tests.store import test_contract_sessions as contract
 from tests.store.conftest import Backend
 from tests.store.test_contract_sessions import (  # noqa: F401 - collected here, on the SessionDB backend
+    test_a_seeded_session_starts_with_the_given_transcript_once,
     test_a_session_that_never_split_goes_on_under_its_own_id,
     test_concurrent_creates_of_one_id_succeed_once,
     test_create_get_and_duplicate,

@@ -635,10 +635,12 @@ async def test_chat_system_and_developer_messages_become_system_prompt(api: Test
 
 
 async def test_chat_derived_session_id_follows_the_opening(api: TestClient, auth: dict[str, str]) -> None:
-    """W-3.10: without X-Hermes-Session-Id the header is api- + 16 hex, equal for equal openings."""
+    """W-3.10: without X-Hermes-Session-Id the header is api- + 16 hex, equal for equal openings — while the history
+    sent is the conversation as this gateway answered it (issue 14: an edited answer starts a session of its own,
+    tests/routes/test_chat_continuity.py)."""
     system = {"role": "system", "content": "You are helpful."}
     first = [system, {"role": "user", "content": "opening one"}]
-    continued = first + [{"role": "assistant", "content": "Hi."}, {"role": "user", "content": "follow up"}]
+    continued = first + [{"role": "assistant", "content": DEFAULT_ANSWER}, {"role": "user", "content": "follow up"}]
     headers_a, _ = await json_chat(api, auth, messages=first)
     stream_b = await stream_chat(api, auth, messages=continued)
     headers_c, _ = await json_chat(api, auth, messages=[system, {"role": "user", "content": "opening two"}])

@@ -127,6 +127,19 @@ async def test_a_session_that_never_split_goes_on_under_its_own_id(backend: Back
     assert await backend.sessions.live_session_id("s") == "s"
 
 
+async def test_a_seeded_session_starts_with_the_given_transcript_once(backend: Backend) -> None:
+    sessions = backend.sessions
+    history = [user("hi"), assistant("hello")]
+    assert await sessions.seed_session("branch", history) is True
+    assert await sessions.seed_session("branch", [user("other")]) is False
+    assert [(m.role, m.text) for m in await sessions.load_session_messages("branch")] == [
+        ("user", "hi"),
+        ("assistant", "hello"),
+    ]
+    info = await sessions.get_session("branch")
+    assert info is not None and info["source"] == "api_server" and info["message_count"] == 2
+
+
 async def test_end_reason_ends_the_session_once(backend: Backend) -> None:
     """PATCH `end_reason` (upstream's field): the session gets `ended_at`; a later end keeps the first."""
     sessions = backend.sessions
@@ -265,6 +278,7 @@ def test_session_store_protocol_lists_only_session_methods() -> None:
         "list_sessions",
         "get_session",
         "live_session_id",
+        "seed_session",
         "create_session",
         "update_session",
         "delete_session",
