@@ -110,6 +110,7 @@ class Resolution:
     session_id: str
     continued: bool  # the server-side history of `session_id` (else the history the client sent)
     seed: bool = False  # a new branch: its session starts as the client's history
+    stored: tuple[Message, ...] = ()  # when continued: that history, as just read (not read twice)
 
 
 async def resolve(
@@ -127,11 +128,13 @@ async def resolve(
     if not sent or key is None or any(m.role not in ("user", "assistant") for m in sent):
         return Resolution(derived, continued=False)
     for candidate in dict.fromkeys(c for c in (tips.get(key), derived) if c is not None):
-        if continues(sent, await sessions.load_session_messages(candidate)):
-            return Resolution(candidate, continued=True)
+        stored = await sessions.load_session_messages(candidate)
+        if continues(sent, stored):
+            return Resolution(candidate, continued=True, stored=tuple(stored))
     branch = derived_session_id(scope, system_prompt or "", {"branch": key})
     if await sessions.get_session(branch) is not None:
-        if continues(sent, await sessions.load_session_messages(branch)):  # a concurrent twin seeded it
-            return Resolution(branch, continued=True)
+        stored = await sessions.load_session_messages(branch)
+        if continues(sent, stored):  # a concurrent twin seeded it
+            return Resolution(branch, continued=True, stored=tuple(stored))
         branch = "api-" + secrets.token_hex(8)  # this branching happened before and went on: branch afresh
     return Resolution(branch, continued=False, seed=True)

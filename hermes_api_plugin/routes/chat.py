@@ -113,7 +113,9 @@ class _ChatView:
         resolution = await resolve(tips, profile.sessions, profile.scope, chat.system_prompt, sent, self.session_id)
         self.session_id = resolution.session_id
         history: HistoryLoader | Sequence[Message] = sent
-        if resolution.continued or (resolution.seed and await profile.sessions.seed_session(self.session_id, sent)):
+        if resolution.continued:
+            history = resolution.stored  # a derived session's turns are not queued: as read, it is current
+        elif resolution.seed and await profile.sessions.seed_session(self.session_id, sent):
             history = profile.chains.session_history(self.session_id)
 
         async def record(turn: Turn, finished: TurnFinished) -> None:
