@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -176,3 +177,38 @@ def test_a_stateless_chat_that_resends_its_history_continues_on_the_warm_agent(
     first_of_second = turn_requests(provider, follow_up)[0].messages
     assert json.dumps(first_of_second[: len(last_of_first)]) == json.dumps(last_of_first)
     assert any(m.get("role") == "tool" for m in first_of_second), "the agent remembers its tool call"
+
+
+def test_a_previous_response_id_chain_runs_on_one_warm_agent(gateway: LiveGateway) -> None:
+    """Issue 14 §3: a Responses chain is one conversation (its session), so its turns share the warm agent."""
+    first = http(gateway, "POST", "/v1/responses", {"input": f"chain start {uuid.uuid4().hex[:8]}"})
+    before = agents(gateway)
+    second = http(gateway, "POST", "/v1/responses", {"input": "chain next", "previous_response_id": first["id"]})
+    assert second["status"] == "completed", second
+    after = agents(gateway)
+    assert (after["hits"] - before["hits"], after["misses"] - before["misses"]) == (1, 0), (before, after)
+
+
+def test_a_client_that_leaves_mid_turn_cancels_it_on_the_warm_agent_and_the_next_turn_starts_fresh(
+    gateway: LiveGateway,
+) -> None:
+    """§5.5 on a warm agent: the disconnect interrupts it as it would a fresh one; that agent is not reused."""
+    session_id = new_session(gateway)
+    chat(gateway, session_id, "warm before the disconnect")
+    body = json.dumps({"message": "[slow-tool] leave me", "stream": True}).encode()
+    request = urllib.request.Request(
+        gateway.url + f"/api/sessions/{session_id}/chat/stream",
+        data=body,
+        method="POST",
+        headers={**gateway.headers, "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        run_id = response.headers["X-Hermes-Run-Id"]
+        for line in response:
+            if b"tool.started" in line:
+                break  # leaving the `with` closes the connection while `sleep 30` runs
+    assert wait_for(lambda: http(gateway, "GET", f"/v1/runs/{run_id}")["status"] == "cancelled", 15)
+    before = agents(gateway)
+    chat(gateway, session_id, "after the disconnect")
+    after = agents(gateway)
+    assert (after["misses"] - before["misses"], after["hits"] - before["hits"]) == (1, 0), (before, after)
