@@ -50,6 +50,7 @@ from .routes import (
 )
 from .runtimes.base import AgentRuntime, TurnHooks
 from .store.base import SessionStore, Store
+from .store.session_move import move_sessions
 from .store.sqlite import SqliteStore
 from .streams import StreamGauge
 from .submit import Submitter
@@ -177,8 +178,12 @@ def _add_host_routes(app: web.Application) -> None:
 
 
 async def _open_store(app: web.Application) -> None:
-    await app[STORE].open()
-    await recover(app[SETTINGS], app[STORE], app[ADMISSIONS])
+    store = app[STORE]
+    await store.open()
+    await recover(app[SETTINGS], store, app[ADMISSIONS])
+    own_sessions = getattr(store, "sessions", None)
+    if own_sessions is not None and app[SESSIONS] is not own_sessions:  # the host's sessions now (WIRE §14.1)
+        await move_sessions(own_sessions, app[SESSIONS])
 
 
 async def _drain(app: web.Application) -> None:
