@@ -125,6 +125,11 @@ class ChatRenderer:
             elif isinstance(event, ApprovalResponded) and self._approvals:
                 asked = self._approvals.pop(0)
                 records.append(SseRecord(APPROVAL_RESPONDED_EVENT, self._approval(asked, event.choice)))
+                if event.choice != "deny" and self.tool_progress and self._tools:
+                    # Open WebUI shows the newest status, and "Approved: …" is done: say again that the approved
+                    # command runs now, or it looks finished while it works (checked in Open WebUI 0.12.4)
+                    running = next(reversed(self._tools.values()))
+                    records.append(SseRecord(TOOL_PROGRESS_EVENT, self._progress(running, None)))
             elif isinstance(event, TurnFinished):
                 records.append(SseRecord(None, self.finish_chunk(event)))
         return records

@@ -10,6 +10,8 @@ from hermes_api_plugin.events import (
     ApprovalResponded,
     StatusChanged,
     TextDelta,
+    ToolCompleted,
+    ToolStarted,
     TurnEvent,
     TurnFinished,
     TurnStatus,
@@ -56,6 +58,31 @@ def test_chat_records_are_chunk_shaped_with_the_open_webui_status() -> None:
     assert records[2].data["choice"] == "once"
     assert records[3].data["event"]["data"] == {"description": "Denied: chmod 777 /srv", "done": True}
     assert renderer.completion()["choices"][0]["message"]["content"] == "Done."  # the answer is unaffected
+
+
+def test_an_approved_command_shows_as_running_again_after_the_decision() -> None:
+    """Open WebUI shows the newest status line: after "Approved: …" (done) the chat stream says again that the tool
+    runs, until its completion record; a denial leaves the line at "Denied: …" until the tool's failure."""
+    started = ToolStarted("call_1", "terminal", '{"command":"rm -rf /tmp/x"}', "rm -rf /tmp/x", "💻", 0.0)
+    for choice, expected in (
+        ("once", ["running", "waiting", "decided", "running", "completed"]),
+        ("deny", ["running", "waiting", "decided", "completed"]),
+    ):
+        renderer = ChatRenderer(completion_id="chatcmpl-x", created=1, model="hermes-agent", tool_progress=True)
+        events: list[TurnEvent] = [
+            started,
+            ASK,
+            ApprovalResponded(choice),
+            ToolCompleted("call_1", "terminal", "ok", is_error=choice == "deny", duration_ms=5),
+        ]
+        records = [r for r in renderer.render(events) if r.event is not None]
+        kinds = [
+            {"hermes.approval.request": "waiting", "hermes.approval.responded": "decided"}.get(
+                r.event or "", "completed" if r.data["event"]["data"]["done"] else "running"
+            )
+            for r in records
+        ]
+        assert kinds == expected, (choice, kinds)
 
 
 def test_run_events_carry_request_and_decision() -> None:
