@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import signal
 import time
 import urllib.request
 import uuid
@@ -20,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from hermes_api_plugin.turns.registry import DRAIN_GRACE_S
 from tests.live import LiveGateway, start_gateway
 
 from .conftest import HomeFactory
@@ -212,3 +214,37 @@ def test_a_client_that_leaves_mid_turn_cancels_it_on_the_warm_agent_and_the_next
     chat(gateway, session_id, "after the disconnect")
     after = agents(gateway)
     assert (after["misses"] - before["misses"], after["hits"] - before["hits"]) == (1, 0), (before, after)
+
+
+def test_a_drain_stops_a_turn_on_a_warm_agent_within_its_grace(hermes_home: HomeFactory) -> None:
+    """SIGTERM while a warm agent runs a long tool: the gateway interrupts it as it would a fresh one and exits
+    within the drain grace; the keyed run's journal ends `run.cancelled`."""
+    home = hermes_home()
+    live = start_gateway(home, timeout=60)
+    try:
+        session_id = new_session(live)
+        chat(live, session_id, "warm before the drain")
+        assert agents(live)["cached"] == 1
+        request = urllib.request.Request(
+            live.url + "/v1/runs",
+            data=json.dumps({"input": "[slow-tool] drain me", "session_id": session_id}).encode(),
+            method="POST",
+            headers={**live.headers, "Content-Type": "application/json", "Idempotency-Key": uuid.uuid4().hex},
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            run_id = json.loads(response.read())["run_id"]
+        assert wait_for(lambda: http(live, "GET", f"/v1/runs/{run_id}")["last_event"] == "tool.started", 30)
+        assert agents(live)["leased"] == 1, "the run holds the warm agent"
+        started = time.monotonic()
+        code = live.stop(timeout=DRAIN_GRACE_S + 20)
+        took = time.monotonic() - started
+    finally:
+        live.stop(signal.SIGKILL)
+    assert code == 0 and took < DRAIN_GRACE_S, (code, took, live.output()[-2000:])
+    again = start_gateway(home, timeout=60)
+    try:
+        events = http(again, "GET", f"/v1/runs/{run_id}/events")
+        names = [json.loads(line[5:])["event"] for line in events.splitlines() if line.startswith("data:")]
+    finally:
+        again.stop()
+    assert names[-1] == "run.cancelled", names
