@@ -14,8 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -23,147 +21,27 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import yaml
 
-from tests.hermes.provider import MODEL, ScriptedProvider
+from tests.hermes.provider import ScriptedProvider
 
-from .__main__ import KEY, ROOT, percentile
-
-BIN = Path(sys.executable).parent
-
-
-def _home(root: Path, provider: ScriptedProvider, port: int, ours: bool) -> Path:
-    home = root / ("plugin" if ours else "upstream")
-    work = root / ("work-plugin" if ours else "work-upstream")
-    home.mkdir(parents=True)
-    work.mkdir()
-    (home / ".env").write_text(
-        f"API_SERVER_ENABLED=true\nAPI_SERVER_KEY={KEY}\nAPI_SERVER_HOST=127.0.0.1\nAPI_SERVER_PORT={port}\n",
-        encoding="utf-8",
-    )
-    config: dict[str, Any] = {
-        "model": {
-            "provider": "custom",
-            "default": MODEL,
-            "base_url": provider.base_url,
-            "api_key": "bench",
-            "context_length": 131072,
-        },
-        "memory": {"memory_enabled": False, "user_profile_enabled": False, "provider": ""},
-        "terminal": {"backend": "local", "cwd": str(work)},
-        "platform_toolsets": {"api_server": ["terminal"]},
-        "mcp_servers": {},
-        "security": {"tirith_enabled": False},
-        "gateway": {"api_server": {"max_concurrent_runs": 100}},
-    }
-    if ours:
-        config["agent"] = {"runtime": "hermes"}
-        config["api_server"] = {"max_concurrent_runs": 0}
-    (home / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    return home
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _start(home: Path, ours: bool) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("API_SERVER_")}
-    env["HERMES_HOME"] = str(home)
-    command = (
-        [str(BIN / "python"), "-m", "hermes_api_plugin", "gateway"]
-        if ours
-        else [str(BIN / "hermes"), "gateway", "run", "-v"]
-    )
-    return subprocess.Popen(
-        command,
-        env=env,
-        cwd=ROOT.parent,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-
-
-async def _wait_health(url: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    async with aiohttp.ClientSession() as session:
-        while time.monotonic() < deadline:
-            try:
-                async with session.get(url + "/health") as reply:
-                    if reply.status == 200:
-                        return
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.1)
-    raise RuntimeError(f"{url} did not answer /health")
+from .__main__ import ROOT, percentile
+from .gateways import gateway, peak_rss_kb, stream_chat
 
 
 async def _chat(session: aiohttp.ClientSession, url: str, prompt: str) -> dict[str, Any]:
-    body = {"model": "hermes-agent", "stream": True, "messages": [{"role": "user", "content": prompt}]}
-    started = time.perf_counter()
-    first_content: float | None = None
-    reasoning = False
-    deltas = 0
-    done = False
-    async with session.post(
-        url + "/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {KEY}"}
-    ) as reply:
-        buffer = b""
-        async for chunk in reply.content.iter_any():
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
-            for line in lines:
-                if not line.startswith(b"data: "):
-                    continue
-                if line == b"data: [DONE]":
-                    done = True
-                    continue
-                payload = json.loads(line[6:])
-                for choice in payload.get("choices") or ():
-                    delta = choice.get("delta") or {}
-                    if delta.get("reasoning_content"):
-                        reasoning = True
-                    if delta.get("content"):
-                        deltas += 1
-                        if first_content is None:
-                            first_content = time.perf_counter() - started
+    streamed = await stream_chat(session, url, [{"role": "user", "content": prompt}])
     return {
-        "ttfb": first_content,
-        "reasoning": reasoning,
-        "deltas": deltas,
-        "done": done,
-        "total": time.perf_counter() - started,
+        "ttfb": streamed.first_content,
+        "reasoning": streamed.first_reasoning is not None,
+        "deltas": streamed.deltas,
+        "done": streamed.done,
+        "total": streamed.total,
     }
 
 
-def _peak_rss_kb(pid: int) -> int:
-    """VmHWM of the process and its children (hermes gateway runs in one process; be safe)."""
-    total = 0
-    pids = [pid] + [
-        int(p) for p in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
-    ]
-    for each in pids:
-        try:
-            for line in Path(f"/proc/{each}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    total += int(line.split()[1])
-        except OSError:
-            pass
-    return total
-
-
 async def measure(provider: ScriptedProvider, root: Path, ours: bool, streams: int) -> dict[str, Any]:
-    port = _free_port()
-    home = _home(root, provider, port, ours)
-    proc = _start(home, ours)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        await _wait_health(url)
+    async with gateway(provider, root, ours) as running:
+        url = running.url
         tag = "plugin" if ours else "upstream"
         async with aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=0), timeout=aiohttp.ClientTimeout(total=300)
@@ -186,16 +64,9 @@ async def measure(provider: ScriptedProvider, root: Path, ours: bool, streams: i
             "ttfb_p95_ms": round(percentile(ttfb, 95), 1),
             "content_deltas_per_request": round(sum(r["deltas"] for r in ok) / max(len(ok), 1), 1),
             "reasoning_arrives": any(r["reasoning"] for r in ok),
-            "peak_rss_mb": round(_peak_rss_kb(proc.pid) / 1024, 1),
+            "peak_rss_mb": round(peak_rss_kb(running.pid) / 1024, 1),
             "errors": [repr(r)[:200] for r in results if not isinstance(r, dict)][:3],
         }
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def report(result: dict[str, Any]) -> str:

@@ -1,6 +1,7 @@
 """A scripted OpenAI-compatible model provider on 127.0.0.1 for the real Hermes agent to call.
 
-`POST /v1/chat/completions` plays a scenario chosen by a tag in the conversation's first user message:
+`POST /v1/chat/completions` plays a scenario chosen by a tag in the conversation's last user message, else its
+first (`scenario_of`):
 
 - (no tag) **tool**: first call streams `reasoning_content` deltas and a `terminal` tool call
   `echo tool-ok`; the call after the tool result streams reasoning, then an answer quoting the tool
@@ -12,6 +13,10 @@
 - `[danger] <path>`: asks for `terminal` `rm -rf <path>` (Hermes' dangerous-command guard flags it); the call
   after the tool result answers `DANGER_DONE` + the tool output.
 - `[bench]`: no tool; 10 reasoning deltas, then 200 answer deltas, 5 ms apart (bench/side_by_side.py).
+- `[bench-tool]`: a turn with a tool, as bench/warm.py's conversations: 3 reasoning deltas and a `terminal` call
+  `echo bench-ok`; the call after the tool result streams the `[bench]` reply (10 reasoning, 200 answer deltas).
+- `[bench-zero]`: no tool, no delay: 10 reasoning deltas, then 20 answer deltas, written back to back
+  (bench/warm.py's first-reasoning-byte overhead).
 
 Every request is recorded in `requests` (with whether the client dropped the stream), so tests can
 assert what the agent did and that nothing was called after an interrupt. Runs in its own thread and
@@ -35,7 +40,7 @@ REASONING_FIRST = ("I should run ", "the command ", "first.")
 REASONING_AFTER = ("The tool ", "answered.")
 ANSWER_PREFIX = "The terminal printed: "
 SUMMARY_TEXT = "Summary: I kept running commands and ran out of iterations."
-TAGS = ("always-tool", "slow-stream", "slow-tool", "danger", "bench")
+TAGS = ("always-tool", "slow-stream", "slow-tool", "danger", "bench", "bench-tool", "bench-zero")
 DANGER_DONE = "Dangerous command finished: "
 BENCH_DELTAS = 200
 
@@ -88,6 +93,16 @@ def tool_output(messages: list[dict[str, Any]]) -> str:
     return ""
 
 
+def turn_requests(provider: ScriptedProvider, marker: str) -> list[Recorded]:
+    """The requests of the turn whose user message contains `marker` (the requests after it in the conversation
+    carry it too, as history: the turn's own are those whose last user message is it), in arrival order."""
+    return [
+        r
+        for r in provider.calls()
+        if marker in _text(next((m.get("content") for m in reversed(r.messages) if m.get("role") == "user"), ""))
+    ]
+
+
 @dataclass
 class Reply:
     """What one call answers: reasoning pieces, answer pieces, tool calls, and pacing."""
@@ -112,11 +127,21 @@ def plan(record: Recorded, count: int) -> Reply:
         return Reply(text=(SUMMARY_TEXT,))
     if record.scenario == "slow-stream":
         return Reply(reasoning=("Thinking slowly. ",), repeat_reasoning_for=30.0, delay=0.1, text=("late answer",))
-    if record.scenario == "bench":
+    if record.scenario == "bench" or (record.scenario == "bench-tool" and after_tool):
         return Reply(
             reasoning=tuple(f"step {i}. " for i in range(10)),
             text=tuple(f"w{i} " for i in range(BENCH_DELTAS)),
             delay=0.005,
+        )
+    if record.scenario == "bench-tool":
+        return Reply(
+            reasoning=REASONING_FIRST,
+            tool_calls=((f"call_bench{count:04d}", "terminal", {"command": "echo bench-ok"}),),
+            delay=0.005,
+        )
+    if record.scenario == "bench-zero":
+        return Reply(
+            reasoning=tuple(f"step {i}. " for i in range(10)), text=tuple(f"w{i} " for i in range(20)), delay=0.0
         )
     if record.scenario == "danger":
         if after_tool:

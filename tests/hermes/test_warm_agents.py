@@ -25,7 +25,7 @@ from hermes_api_plugin.turns.registry import DRAIN_GRACE_S
 from tests.live import LiveGateway, start_gateway
 
 from .conftest import HomeFactory
-from .provider import Recorded, ScriptedProvider
+from .provider import ScriptedProvider, turn_requests
 from .test_reference_gateway import http, wait_for
 
 
@@ -44,16 +44,6 @@ def chat(gateway: LiveGateway, session_id: str, message: str, **extra: Any) -> d
     reply = http(gateway, "POST", f"/api/sessions/{session_id}/chat", {"message": message, **extra})
     assert reply["status"] == "completed", reply
     return dict(reply)
-
-
-def turn_requests(provider: ScriptedProvider, marker: str) -> list[Recorded]:
-    """The provider requests of the turn whose user message contains `marker` (the requests after it in the
-    conversation carry it too, as history: the turn's own are those whose last user message is it)."""
-    return [
-        r
-        for r in provider.requests
-        if marker in str(next((m.get("content") for m in reversed(r.messages) if m.get("role") == "user"), ""))
-    ]
 
 
 def new_session(gateway: LiveGateway) -> str:
