@@ -122,10 +122,17 @@ async def resolve(
     derived: str,
 ) -> Resolution:
     """The conversation a stateless chat continues: the one its first message derives, or the branch its history
-    ends at, when the stored transcript matches what the client sent; else a new branch of its own. A history that is
-    not a chat transcript (tool messages a client manages itself) keeps the derived session and its own history."""
+    ends at, when the stored transcript matches what the client sent; else a new branch of its own. A first message
+    whose derived session already holds a conversation starts one of its own. A history that is not a chat
+    transcript (tool messages a client manages itself) keeps the derived session and its own history."""
     key = tip(scope, system_prompt, sent)
-    if not sent or key is None or any(m.role not in ("user", "assistant") for m in sent):
+    if not sent:
+        # A new conversation. Its opening may be another conversation's (Open WebUI users open many chats with "hi"):
+        # that one's transcript is not this one's to append to, so a taken opening starts a session of its own.
+        taken = await sessions.get_session(derived)
+        fresh = taken is None or taken["message_count"] == 0
+        return Resolution(derived if fresh else "api-" + secrets.token_hex(8), continued=False)
+    if key is None or any(m.role not in ("user", "assistant") for m in sent):
         return Resolution(derived, continued=False)
     for candidate in dict.fromkeys(c for c in (tips.get(key), derived) if c is not None):
         stored = await sessions.load_session_messages(candidate)

@@ -108,3 +108,19 @@ async def test_a_keyed_retry_of_a_continued_chat_replays(api: TestClient, auth: 
     headers_again, again = await json_chat(api, auth, messages=sent, headers=key)
     assert again["id"] == first["id"] and headers_again["X-Hermes-Session-Id"] == headers["X-Hermes-Session-Id"]
     execution_for(api, "keyed follow-up")  # ran once
+
+
+async def test_a_new_chat_with_a_taken_opening_gets_a_session_of_its_own(api: TestClient, auth: dict[str, str]) -> None:
+    """Open WebUI users open many chats with the same first message: the second one does not land in the first's
+    transcript, which its own continuation still matches."""
+    first, _ = await json_chat(api, auth, messages=[user("continuity hi")])
+    second, _ = await json_chat(api, auth, messages=[user("continuity hi")])
+    assert second["X-Hermes-Session-Id"] != first["X-Hermes-Session-Id"]
+    assert second["X-Hermes-Session-Id"].startswith("api-")
+    sent = [user("continuity hi"), assistant(DEFAULT_ANSWER), user("continuity hi, continued")]
+    headers, _ = await json_chat(api, auth, messages=sent)
+    assert headers["X-Hermes-Session-Id"] in (first["X-Hermes-Session-Id"], second["X-Hermes-Session-Id"])
+    assert history_texts(execution_for(api, "continuity hi, continued")) == [
+        ("user", "continuity hi"),
+        ("assistant", DEFAULT_ANSWER),
+    ], "a continued conversation holds one exchange: the other chat's never joined it"
