@@ -72,6 +72,15 @@ def test_20_clients_stalled_on_4_mib_streams_keep_rss_bounded_and_free_their_slo
     with RssSampler(pid) as sampler:
         clients = [stalled_client(live, CHAT, chat(f"big {n}", stream=True)) for n in range(CLIENTS)]
         try:
+            # Every client's stream is open first (its head written, its turn admitted): before that, "no turn" would
+            # also hold for turns not admitted yet (CI once polled that early and saw 0 streams).
+            wait_for(
+                lambda: server_numbers(live),
+                30,
+                until=lambda n: n["streams"]["open"] == CLIENTS,
+                interval=0.1,
+                what=f"{CLIENTS} open streams",
+            )
             numbers = wait_for(lambda: server_numbers(live), 60, until=no_turns, interval=0.2, what="turns settling")
             assert numbers["streams"]["open"] == CLIENTS, numbers
             buffered = numbers["streams"]["buffered_bytes"]
