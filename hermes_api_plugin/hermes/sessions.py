@@ -259,13 +259,20 @@ class HermesSessionStore:
                 reasoning=m.reasoning,
             )
 
+    def _create_new(self, session_id: str) -> bool:
+        """Create the session unless the id exists (False). SessionDB's insert is an upsert: the check and the
+        insert must not interleave with another create's."""
+        with self._create_lock:
+            if self.db.get_session(session_id) is not None:
+                return False
+            self.db.create_session(session_id, API_SOURCE)
+            return True
+
     async def seed_session(self, session_id: str, messages: Sequence[Message]) -> bool:
         # Written here even though the agent writes its turns: the history it is given is not its to write.
         def seed() -> bool:
-            with self._create_lock:
-                if self.db.get_session(session_id) is not None:
-                    return False
-                self.db.create_session(session_id, API_SOURCE)
+            if not self._create_new(session_id):
+                return False
             self._append_rows(session_id, messages)
             return True
 
@@ -273,10 +280,8 @@ class HermesSessionStore:
 
     async def create_session(self, session_id: str, title: str | None) -> bool:
         def create() -> bool:
-            with self._create_lock:
-                if self.db.get_session(session_id) is not None:
-                    return False
-                self.db.create_session(session_id, API_SOURCE)
+            if not self._create_new(session_id):
+                return False
             if title:
                 try:
                     self.db.set_session_title(session_id, title)
