@@ -63,6 +63,8 @@ class Settings:
     # warm agents (issue 14): at most this many idle or running agents kept, one per conversation (0: none kept)
     agents_max_cached: int = 64
     agents_idle_seconds: float = 3600.0  # an agent unused this long is released (Hermes' own gateway: 1 h)
+    # one SSL context per CA bundle for every provider client (hermes/compat_tls.py) instead of one per provider call
+    agents_share_tls_contexts: bool = True
     chat_continuity: str = "auto"  # auto | off: a stateless chat continues the conversation its history matches
     runtime: str = "auto"  # auto | hermes | scripted
     script_path: Path | None = None
@@ -307,6 +309,7 @@ def load_settings(hermes_home: Path | None = None, environ: Mapping[str, str] | 
         max_turns=r.integer(None, "agent.max_turns", 90, 1),
         agents_max_cached=r.integer(None, "api_server.agents.max_cached", 64, 0, 4096),
         agents_idle_seconds=r.number("api_server.agents.idle_seconds", 3600.0, 1.0, 7 * 86400.0),
+        agents_share_tls_contexts=r.boolean(None, "api_server.agents.share_tls_contexts", True),
         chat_continuity=r.choice("api_server.chat_continuity", "auto", frozenset({"auto", "off"})),
         runtime=r.choice("agent.runtime", "auto", frozenset({"auto", "hermes", "scripted"})),
         script_path=script_path,

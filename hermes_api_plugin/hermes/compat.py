@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from . import compat_tls
 from .compat_names import (  # noqa: F401 - re-exported: compat is the one entry point
     _MISSING,
     ADAPTER_BASE,
@@ -94,6 +95,20 @@ def agent_class() -> type:
     concurrent first turns wait for the import instead of racing it."""
     with _agent_import_lock:
         return AIAGENT.resolve()
+
+
+def share_tls_contexts() -> None:
+    """One SSL context per CA bundle for every provider client of this process (`compat_tls.py`); when hermes-agent's
+    TLS helpers are not what the plugin knows, its fallback (a context per client, as shipped) is logged once."""
+    try:
+        compat_tls.share_tls_contexts()
+    except (ImportError, AttributeError) as exc:
+        _warn_fallback(compat_tls.RESOLVE_HTTPX_VERIFY, f"is unusable ({type(exc).__name__}: {exc})")
+
+
+def tls_stats() -> compat_tls.TlsStats:
+    """Whether provider TLS contexts are shared, and how often one was built and reused (`/health/detailed`)."""
+    return compat_tls.tls_stats()
 
 
 def run_conversation(

@@ -13,6 +13,7 @@ from typing import Any
 from .compat_declare import HERMES_TOP_LEVEL_MODULES, HermesName  # noqa: F401 - re-exported with the declarations
 from .compat_host import HOST_NAMES
 from .compat_profiles import PROFILE_NAMES
+from .compat_tls import TLS_NAMES
 
 log = logging.getLogger("hermes_api_plugin")
 
@@ -333,6 +334,7 @@ HERMES_NAMES: tuple[HermesName, ...] = (
     MODELS_PAYLOAD,
     *HOST_NAMES,  # cron jobs and platform ingress (compat_host.py)
     *PROFILE_NAMES,  # profile multiplexing (compat_profiles.py)
+    *TLS_NAMES,  # shared provider TLS contexts (compat_tls.py)
 )
 
 # -- fallbacks ----------------------------------------------------------------------------------------------

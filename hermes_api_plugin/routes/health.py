@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import asdict
 from typing import Any
 
 from aiohttp import web
@@ -77,7 +76,7 @@ async def health_detailed(request: web.Request) -> web.Response:
         "slots": {"admitted": counts.admitted, "max_concurrent_runs": turns.max_concurrent},
         "streams": {"open": app[STREAMS].open, "buffered_bytes": app[STREAMS].buffered_bytes()},
         "store": {"kind": store.kind, "durable": store.durable},
-        "agents": None if (agents := app[RUNTIME].warm_agents()) is None else asdict(agents),
+        "agents": app[RUNTIME].warm_agents(),
     }
     return json_response(body)
 

@@ -18,7 +18,6 @@ from ..host import HostData
 
 if TYPE_CHECKING:
     from ..store.base import SessionStore
-    from .agent_cache import CacheStats
 
 ReasoningCallback = Callable[[str], None]
 TextCallback = Callable[["str | None"], None]  # None marks the end of a streamed segment; ignored
@@ -172,8 +171,9 @@ class AgentRuntime(Protocol):
         """The session was deleted: drop whatever the runtime keeps for it (the hermes runtime's warm agent)."""
         ...
 
-    def warm_agents(self) -> CacheStats | None:
-        """The warm agents' numbers (`/health/detailed`); None for a runtime that keeps none."""
+    def warm_agents(self) -> Mapping[str, Any] | None:
+        """The warm agents' numbers (`/health/detailed` `api_server.agents`, JSON values); None for a runtime that
+        keeps none."""
         ...
 
     async def close(self) -> None: ...

@@ -18,6 +18,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,6 @@ from ..hermes.compat import hermes_available  # noqa: F401 - runtime selection (
 from ..hermes.host import HermesHost
 from ..hermes.sessions import HermesSessionStore
 from ..host import HostData
-from .agent_cache import CacheStats
 from .base import AgentTurn, TurnOutcome, TurnRequest
 from .hermes_messages import message_to_openai, outcome_from_result, reasoning_config_for, user_content
 from .warm_agents import WarmAgents
@@ -115,15 +115,18 @@ class HermesRuntime:
     def forget_conversation(self, session_id: str, profile_home: Path | None = None) -> None:
         self.agents.forget(session_id, profile_home)
 
-    def warm_agents(self) -> CacheStats | None:
-        return self.agents.stats()
+    def warm_agents(self) -> dict[str, Any] | None:
+        stats = self.agents.stats()
+        if stats is None:
+            return None
+        return {**asdict(stats), "tls_contexts": asdict(compat.tls_stats())}
 
     def start_warm_up(self) -> None:
         """Import hermes-agent in a background thread now, so the first turn does not wait seconds for it."""
 
         def warm() -> None:
             try:
-                compat.agent_class()
+                self._hermes_agent_class()
             except Exception:
                 log.debug("[API Server] hermes-agent warm-up import failed", exc_info=True)
 
@@ -189,9 +192,16 @@ class HermesRuntime:
             raise
 
     # -- worker thread --------------------------------------------------------------------------------
+    def _hermes_agent_class(self) -> type:
+        """`AIAgent`, hermes-agent imported (seconds, the first time) and its TLS contexts shared when configured."""
+        agent_class = compat.agent_class()
+        if self.settings.agents_share_tls_contexts:
+            compat.share_tls_contexts()
+        return agent_class
+
     def _run_blocking(self, turn: AgentTurn, handle: _AgentHandle) -> TurnOutcome:
         request = turn.request
-        agent_class = compat.agent_class()
+        agent_class = self._hermes_agent_class()
         if turn.interrupted:
             return TurnOutcome(TurnStatus.CANCELLED, error_code="cancelled")
         approvals = _approvals_for(turn)
