@@ -104,37 +104,44 @@ async def _conversations(session: aiohttp.ClientSession, gw: Gateway, count: int
 # -- part 1: CPU per turn and RSS per cached agent -------------------------------------------------------
 
 
-async def cpu_per_turn(session: aiohttp.ClientSession, gw: Gateway, turns: int) -> dict[str, Any]:
-    """Interleaved: a turn on a new session (fresh agent), then the next turn of one long session (warm agent)."""
+async def cpu_per_turn(session: aiohttp.ClientSession, gw: Gateway, shipped: Gateway, turns: int) -> dict[str, Any]:
+    """Interleaved, on two gateways: `gw` shares provider TLS contexts (the default), `shipped` does not
+    (`api_server.agents.share_tls_contexts: false`: hermes-agent's clients as it ships them, one CA bundle load per
+    provider call — what every turn cost before this issue). On each, a turn on a new session (fresh agent), then the
+    next turn of one long session (warm agent)."""
     idle_start = cpu_seconds(gw.pid)
     await asyncio.sleep(2.0)
     idle_ms_per_s = (cpu_seconds(gw.pid) - idle_start) * 1000 / 2.0
-    warm_session = f"cpu-warm-{uuid.uuid4().hex[:8]}"
-    await _session_turn(session, gw, warm_session, "opening of the warm conversation")
-    costs: dict[str, list[float]] = {"fresh": [], "warm": []}
+    servers = {"": gw, "_as_shipped": shipped}
+    warm_sessions = {suffix: f"cpu-warm{suffix}-{uuid.uuid4().hex[:8]}" for suffix in servers}
+    for suffix, server in servers.items():
+        await _session_turn(session, server, warm_sessions[suffix], "opening of the warm conversation")
+    costs: dict[str, list[float]] = {}
     before = await _agents(session, gw)
     for n in range(turns):
-        for kind in ("fresh", "warm"):
-            session_id = warm_session if kind == "warm" else f"cpu-fresh-{n}-{uuid.uuid4().hex[:8]}"
-            start = cpu_seconds(gw.pid)
-            await _session_turn(session, gw, session_id, f"{kind} turn {n}")
-            await asyncio.sleep(SETTLE_S)
-            costs[kind].append(cpu_seconds(gw.pid) - start)
+        for suffix, server in servers.items():
+            for kind in ("fresh", "warm"):
+                session_id = warm_sessions[suffix] if kind == "warm" else f"cpu-fresh-{n}-{uuid.uuid4().hex[:8]}"
+                start = cpu_seconds(server.pid)
+                await _session_turn(session, server, session_id, f"{kind}{suffix} turn {n}")
+                await asyncio.sleep(SETTLE_S)
+                costs.setdefault(kind + suffix, []).append(cpu_seconds(server.pid) - start)
     after = await _agents(session, gw)
-    fresh = sum(costs["fresh"]) / turns * 1000
-    warm = sum(costs["warm"]) / turns * 1000
-    return {
-        "turns_each": turns,
-        "fresh_ms_per_turn": round(fresh, 1),
-        "warm_ms_per_turn": round(warm, 1),
-        "warm_over_fresh": round(warm / fresh, 3) if fresh else None,
-        "fresh_ms": [round(x * 1000) for x in costs["fresh"]],
-        "warm_ms": [round(x * 1000) for x in costs["warm"]],
-        "target": CPU_TARGET,
-        "idle_ms_per_s": round(idle_ms_per_s, 2),
-        "agent_hits": after["hits"] - before["hits"],
-        "agent_misses": after["misses"] - before["misses"],
-    }
+    mean = {kind: sum(values) / turns * 1000 for kind, values in costs.items()}
+    out: dict[str, Any] = {"turns_each": turns}
+    for kind, value in mean.items():
+        out[f"{kind}_ms_per_turn"] = round(value, 1)
+    for kind, fresh in (("warm", "fresh"), ("warm_as_shipped", "fresh_as_shipped"), ("warm", "fresh_as_shipped")):
+        out[f"{kind}_over_{fresh}"] = round(mean[kind] / mean[fresh], 3) if mean[fresh] else None
+    out["fresh_over_fresh_as_shipped"] = round(mean["fresh"] / mean["fresh_as_shipped"], 3)
+    out.update({f"{kind}_ms": [round(x * 1000) for x in values] for kind, values in costs.items()})
+    out.update(
+        target=CPU_TARGET,
+        idle_ms_per_s=round(idle_ms_per_s, 2),
+        agent_hits=after["hits"] - before["hits"],
+        agent_misses=after["misses"] - before["misses"],
+    )
+    return out
 
 
 async def memory(provider: ScriptedProvider, root: Path, conversations: int, cached: bool) -> dict[str, int]:
@@ -293,9 +300,16 @@ def _verdict(ok: bool) -> str:
 def report(result: dict[str, Any]) -> list[str]:
     cpu, mem, reasoning = result["cpu"], result["memory"], result["first_reasoning"]
     lines = [
-        f"warm.cpu.fresh           {cpu['fresh_ms_per_turn']} ms gateway CPU per turn ({cpu['turns_each']} turns)",
-        f"warm.cpu.warm            {cpu['warm_ms_per_turn']} ms gateway CPU per turn, x{cpu['warm_over_fresh']} of "
-        f"fresh (target <= x{CPU_TARGET}: {_verdict((cpu['warm_over_fresh'] or 1) <= CPU_TARGET)})",
+        f"warm.cpu.fresh_as_shipped {cpu['fresh_as_shipped_ms_per_turn']} ms gateway CPU per turn "
+        f"({cpu['turns_each']} turns; a new agent, TLS contexts as hermes-agent ships them: every turn before warm "
+        f"agents); warm on that gateway {cpu['warm_as_shipped_ms_per_turn']} ms "
+        f"(x{cpu['warm_as_shipped_over_fresh_as_shipped']})",
+        f"warm.cpu.fresh           {cpu['fresh_ms_per_turn']} ms gateway CPU per turn (a new agent, shared TLS "
+        f"contexts; x{cpu['fresh_over_fresh_as_shipped']} of as shipped)",
+        f"warm.cpu.warm            {cpu['warm_ms_per_turn']} ms gateway CPU per turn: x"
+        f"{cpu['warm_over_fresh_as_shipped']} of a turn as shipped (target <= x{CPU_TARGET}: "
+        f"{_verdict((cpu['warm_over_fresh_as_shipped'] or 1) <= CPU_TARGET)}), x{cpu['warm_over_fresh']} of a fresh "
+        "turn with shared TLS contexts",
         f"warm.memory.per_agent    {mem['per_agent_kb']} KB RSS per cached agent ({mem['conversations']} "
         f"conversations: {mem['cached_delta_kb']} KB kept warm vs {mem['uncached_delta_kb']} KB with max_cached 0)",
     ]
@@ -351,9 +365,15 @@ async def run(conversations: int, turns: int, cpu_turns: int, cached: int) -> di
             "per_agent_kb": round((cached_delta - uncached_delta) / cached, 1),
         }
         extra = {"agents": {"max_cached": 4 * (cpu_turns + conversations) + 64}}
-        async with gateway(provider, root, True, "plugin-agents", extra) as gw, _client() as session:
+        shipped_extra = {"agents": {**extra["agents"], "share_tls_contexts": False}}
+        async with (
+            gateway(provider, root, True, "plugin-agents", extra) as gw,
+            gateway(provider, root, True, "plugin-agents-as-shipped", shipped_extra) as shipped,
+            _client() as session,
+        ):
             await _conversations(session, gw, 1, "agents-warm-up")
-            out["cpu"] = await cpu_per_turn(session, gw, cpu_turns)
+            await _conversations(session, shipped, 1, "agents-as-shipped-warm-up")
+            out["cpu"] = await cpu_per_turn(session, gw, shipped, cpu_turns)
             out["first_reasoning"] = await first_reasoning(provider, session, gw, conversations, turns)
         out["owui"] = {
             "plugin": await owui(provider, root, True, conversations, turns),

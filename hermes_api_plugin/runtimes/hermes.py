@@ -32,6 +32,7 @@ from ..hermes.sessions import HermesSessionStore
 from ..host import HostData
 from .base import AgentTurn, TurnOutcome, TurnRequest
 from .hermes_messages import message_to_openai, outcome_from_result, reasoning_config_for, user_content
+from .resolved_settings import ResolvedSettings
 from .warm_agents import WarmAgents
 
 log = logging.getLogger("hermes_api_plugin")
@@ -87,6 +88,7 @@ class HermesRuntime:
         self.settings = settings
         self.interrupt_grace_s = interrupt_grace_s
         self.agents = WarmAgents(settings.agents_max_cached, settings.agents_idle_seconds)
+        self.resolved = ResolvedSettings()  # Hermes' per-turn provider/config resolution, briefly remembered
         self._session_dbs: dict[Path | None, Any] = {}  # by profile home (None: the gateway's own), opened once
         self._session_dbs_lock = threading.Lock()  # opened from worker threads and the event loop alike
         self.host: HostData | None = HermesHost()
@@ -273,7 +275,11 @@ class HermesRuntime:
 
     def _agent_kwargs(self, request: TurnRequest) -> dict[str, Any]:
         """What Hermes' built-in api_server passes to AIAgent, with this request's overrides (WIRE.md §8.1)."""
-        resolved = _hermes_gateway_settings(self.settings, request)
+        home = request.profile_home or compat.hermes_home()
+        key = (request.provider, _requested_model(self.settings, request), request.profile_home)
+        resolved = self.resolved.get(
+            key, home, lambda: _hermes_gateway_settings(self.settings, request), keep=_no_credential_pool
+        )
         model = resolved.pop("model")
         effort = reasoning_config_for(request.reasoning_effort)
         options = request.model_options
@@ -327,6 +333,11 @@ def _hermes_gateway_settings(settings: Settings, request: TurnRequest) -> dict[s
         "reasoning_config": compat.reasoning_config(model),
         "fallback_model": compat.fallback_model(),
     }
+
+
+def _no_credential_pool(resolved: dict[str, Any]) -> bool:
+    """A resolution without a credential pool (a live object tracking exhausted keys: resolved anew every turn)."""
+    return resolved.get("credential_pool") is None
 
 
 def _requested_model(settings: Settings, request: TurnRequest) -> str | None:

@@ -25,7 +25,7 @@ from hermes_api_plugin.turns.registry import DRAIN_GRACE_S
 from tests.live import LiveGateway, start_gateway
 
 from .conftest import HomeFactory
-from .provider import ScriptedProvider, turn_requests
+from .provider import MODEL, ScriptedProvider, turn_requests
 from .test_reference_gateway import http, wait_for
 
 
@@ -99,6 +99,31 @@ def test_another_system_prompt_builds_another_agent(gateway: LiveGateway) -> Non
     assert after["evictions"] - before["evictions"] == 1, "the old agent was released"
 
 
+def test_a_model_switched_in_config_yaml_reaches_the_next_turn_on_a_new_agent(
+    gateway: LiveGateway, provider: ScriptedProvider
+) -> None:
+    """`hermes model` (config.yaml) between two turns: the next turn resolves again — Hermes' resolution is remembered
+    only while config.yaml, .env and auth.json are unchanged (runtimes/resolved_settings.py) — and its new signature
+    builds a new agent."""
+    config = gateway.home / "config.yaml"
+    original = config.read_text(encoding="utf-8")
+    session_id = new_session(gateway)
+    chat(gateway, session_id, f"on the first model {session_id}")
+    chat(gateway, session_id, f"still the first model {session_id}")
+    before = agents(gateway)
+    try:
+        config.write_text(original.replace(f"default: {MODEL}", f"default: {MODEL}-switched"), encoding="utf-8")
+        assert config.read_text(encoding="utf-8") != original
+        chat(gateway, session_id, f"on the switched model {session_id}")
+    finally:
+        config.write_text(original, encoding="utf-8")
+    after = agents(gateway)
+    models = [r.body.get("model") for r in turn_requests(provider, f"on the switched model {session_id}")]
+    assert models and set(models) == {f"{MODEL}-switched"}, models
+    assert {r.body.get("model") for r in turn_requests(provider, f"still the first model {session_id}")} == {MODEL}
+    assert (after["misses"] - before["misses"], after["hits"] - before["hits"]) == (1, 0), (before, after)
+
+
 def test_a_stopped_turn_leaves_the_next_one_a_fresh_agent(gateway: LiveGateway) -> None:
     session_id = new_session(gateway)
     chat(gateway, session_id, "warm it up")
@@ -124,9 +149,19 @@ def test_deleting_a_session_releases_its_agent(gateway: LiveGateway) -> None:
     assert after["cached"] == before["cached"] - 1 and after["evictions"] == before["evictions"] + 1
 
 
-def test_a_warm_turn_costs_less_gateway_cpu_than_a_fresh_one(gateway: LiveGateway) -> None:
+def test_a_warm_turn_costs_less_gateway_cpu_than_a_fresh_one(hermes_home: HomeFactory) -> None:
     """Issue 14's first target, as a guard (bench/ measures it properly): the process CPU a warm turn costs is
-    well under a fresh one's. Averaged over a few turns each, same run."""
+    well under a fresh one's. Averaged over a few turns each, same run. On a gateway with hermes-agent's TLS set-up
+    as shipped (`share_tls_contexts: false`), which is what every turn cost before warm agents: shared TLS contexts
+    (tests/hermes/test_tls_contexts.py) make fresh agents cheap too, and this guards what the cache itself saves."""
+    gateway = start_gateway(hermes_home(api_server={"agents": {"share_tls_contexts": False}}), timeout=60)
+    try:
+        _compare_fresh_and_warm_cpu(gateway)
+    finally:
+        gateway.stop()
+
+
+def _compare_fresh_and_warm_cpu(gateway: LiveGateway) -> None:
 
     def cpu() -> float:
         with open(f"/proc/{gateway.proc.pid}/stat", encoding="ascii") as stat:
