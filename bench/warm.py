@@ -392,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conversations", type=int, default=20, help="parts 2 and 3: conversations")
     parser.add_argument("--turns", type=int, default=5, help="parts 2 and 3: turns per conversation")
     parser.add_argument("--cpu-turns", type=int, default=10, help="part 1: fresh and warm turns measured, each")
-    parser.add_argument("--cached", type=int, default=20, help="part 1: conversations kept warm for the RSS figure")
+    parser.add_argument("--cached", type=int, default=200, help="part 1: conversations kept warm for the RSS figure")
     parser.add_argument("--out", default=str(ROOT / "results.json"))
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # stopped: still stop the gateways on the way out

@@ -22,6 +22,7 @@ COMPAT_FILES = {
     COMPAT.with_name("compat_host.py"),
     COMPAT.with_name("compat_profiles.py"),
     COMPAT.with_name("compat_agents.py"),
+    COMPAT.with_name("compat_tls.py"),
 }
 PACKAGE = COMPAT.parents[1]
 
