@@ -14,6 +14,7 @@ from ..parity import parity_features
 from ..profiles import profile_of
 from ..protocol.operations import MODEL_OPTIONS_QUERY, OPERATIONS
 from ..protocol.params import parse_params
+from ..store.factory import own_sessions
 from .health import PLATFORM
 from .replies import json_response
 
@@ -109,7 +110,7 @@ def _features(app: web.Application, served: dict[str, dict[str, str]]) -> dict[s
         **parity_features(
             served,
             host=host is not None,
-            host_sessions=app[SESSIONS] is not getattr(app[STORE], "sessions", None),
+            host_sessions=app[SESSIONS] is not own_sessions(app[STORE]),
             profiles=host is not None and host.multiplexing(),
         ),
     }

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from hermes_api_plugin.store import MemoryStore, SessionStore, SqliteStore, Store
+from hermes_api_plugin.store.factory import own_sessions
+from tests.pg import DatabaseFactory
 
 
 @dataclass(frozen=True)
@@ -23,19 +25,28 @@ class Backend:
 BackendFactory = Callable[..., Awaitable[Backend]]
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
 async def open_backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[BackendFactory]:
-    """`await open_backend(max_responses=…)`: a fresh, opened backend; closed after the test."""
+    """`await open_backend(max_responses=…)`: a fresh, opened backend; closed after the test. PostgreSQL: a new
+    database of the session's server (tests/pg.py) for each backend opened."""
     opened: list[Store] = []
 
     async def open_(*, max_responses: int = 10000) -> Backend:
+        store: Store
         if request.param == "sqlite":
             store = SqliteStore(tmp_path / f"store{len(opened)}.sqlite3", max_responses=max_responses)
+        elif request.param == "postgres":
+            from hermes_api_plugin.store.postgres import PostgresStore  # psycopg: only where it is asked for
+
+            new_database: DatabaseFactory = request.getfixturevalue("postgres_databases")
+            store = PostgresStore(new_database(), max_responses=max_responses)
         else:
             store = MemoryStore(max_responses=max_responses)
         await store.open()
         opened.append(store)
-        return Backend(store, store.sessions, durable=request.param != "memory")
+        sessions = own_sessions(store)
+        assert sessions is not None
+        return Backend(store, sessions, durable=request.param != "memory")
 
     yield open_
     for store in opened:
