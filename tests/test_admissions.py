@@ -980,6 +980,7 @@ async def test_store_that_cannot_be_opened_falls_back_to_memory(
     assert features["idempotency"]["durable"] is False
     assert features["runs_idempotency"]["durable"] is False
     assert features["responses_durable"] is False
+    assert features["store"] == {"kind": "memory", "durable": False}
     for surface in SURFACES:
         key = new_key()
         first = await send(api, auth, surface, f"hello {key}", stream=False, key=key)

@@ -47,6 +47,7 @@ def test_a_gateway_on_postgres_serves_what_the_previous_process_stored(
     assert health.json()["api_server"]["store"] == {"kind": "postgres", "durable": True}
     assert health.json()["readiness"]["checks"]["store"] == {"status": "ok", "kind": "postgres"}
     capabilities = live_request(first, "GET", "/v1/capabilities").json()["features"]
+    assert capabilities["store"] == {"kind": "postgres", "durable": True}
     assert capabilities["responses_durable"] is True and capabilities["idempotency"]["durable"] is True
     assert postgres_server.password not in health.raw.decode()
     assert first.stop() == 0

@@ -104,6 +104,8 @@ def _features(app: web.Application, served: dict[str, dict[str, str]]) -> dict[s
             "retention_seconds": settings.idempotency_retention_seconds,
         },
         "max_concurrent_runs": settings.max_concurrent_runs,
+        # the backend (sqlite | memory | postgres), as /health/detailed names it: `postgres` is shared by gateways
+        "store": {"kind": app[STORE].kind, "durable": durable},
         "cors": bool(settings.cors_origins),
         "browser_extension_control": False,
         # §14: the sessions are the host's when they do not live in this plugin's own store
