@@ -165,7 +165,12 @@ class PostgresServer:
             port = self.port or _free_port()
             # fsync=off: flushes guard against losing the OS (power, kernel), never against a server killed or
             # restarted, which is what tests do; without them CREATE DATABASE costs 180 ms instead of 50.
-            options = f"-p {port} -c listen_addresses=127.0.0.1 -k {self.root / 'sock'} -c fsync=off"
+            # authentication_timeout: a connection a test left half-authenticated (a pool reconnecting in a loop that
+            # no longer runs) holds up DROP DATABASE … WITH (FORCE) until it times out; 60 s by default.
+            options = (
+                f"-p {port} -c listen_addresses=127.0.0.1 -k {self.root / 'sock'} -c fsync=off "
+                "-c authentication_timeout=5s"
+            )
             done = self._run(
                 "pg_ctl", "start", "-w", "-t", "60", "-D", str(self.data), "-l", str(self.log_file), "-o", options
             )
@@ -181,6 +186,8 @@ class PostgresServer:
         if self.pid() is None:
             return
         done = self._run("pg_ctl", "stop", "-w", "-t", "60", "-m", mode, "-D", str(self.data))
+        if done.returncode != 0 and mode != "immediate":  # an immediate stop ends every backend with the postmaster
+            done = self._run("pg_ctl", "stop", "-w", "-t", "30", "-m", "immediate", "-D", str(self.data))
         if done.returncode != 0 and (pid := self.pid()) is not None:
             os.kill(pid, signal.SIGKILL)  # pg_ctl could not: no server may outlive the tests
             time.sleep(0.2)

@@ -38,7 +38,7 @@ log = logging.getLogger("hermes_api_plugin")
 Connection = psycopg.AsyncConnection[DictRow]
 
 ACQUIRE_TIMEOUT_S = 5.0  # a request waits this long for a connection; then StoreError (503, Retry-After)
-OPEN_TIMEOUT_S = 30.0  # start-up waits this long for the database to answer
+OPEN_TIMEOUT_S = 30.0  # start-up waits this long for the pool's first connection (the migration one got through)
 CONNECT_TIMEOUT_S = 5  # libpq's connect_timeout, unless the URL sets its own
 MAX_CONNECTIONS = 10
 

@@ -30,15 +30,19 @@ async def open_backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncI
     """`await open_backend(max_responses=…)`: a fresh, opened backend; closed after the test. PostgreSQL: a new
     database of the session's server (tests/pg.py) for each backend opened."""
     opened: list[Store] = []
+    # Requested here, before this fixture yields, so its teardown (DROP DATABASE) runs after the stores below are
+    # closed: a pool still open would reconnect into the drop, mid-authentication, while the loop no longer runs.
+    new_database: DatabaseFactory | None = (
+        request.getfixturevalue("postgres_databases") if request.param == "postgres" else None
+    )
 
     async def open_(*, max_responses: int = 10000) -> Backend:
         store: Store
         if request.param == "sqlite":
             store = SqliteStore(tmp_path / f"store{len(opened)}.sqlite3", max_responses=max_responses)
-        elif request.param == "postgres":
+        elif new_database is not None:
             from hermes_api_plugin.store.postgres import PostgresStore  # psycopg: only where it is asked for
 
-            new_database: DatabaseFactory = request.getfixturevalue("postgres_databases")
             store = PostgresStore(new_database(), max_responses=max_responses)
         else:
             store = MemoryStore(max_responses=max_responses)
