@@ -1,4 +1,5 @@
-"""Backends for the store contract suite. A new backend (PostgreSQL) adds one param to `open_backend`."""
+"""Backends for the store contract suite: SQLite, in memory, and PostgreSQL (a real server: tests/pg.py). A new backend
+adds one param to `open_backend`."""
 
 from __future__ import annotations
 
