@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .errors import ApiError
+from .errors import ApiError, storage_unavailable
 from .store.base import AdmissionRecord, Store
 from .turns.durable import close_journal
 from .turns.locks import KeyedLocks
@@ -44,12 +44,6 @@ def unknown_execution() -> ApiError:
 
 def admission_expired() -> ApiError:
     return ApiError(409, "admission_expired", type="conflict_error", code="admission_expired")
-
-
-def storage_unavailable() -> ApiError:
-    return ApiError(
-        503, "storage_unavailable", type="server_error", code="storage_unavailable", headers={"Retry-After": "1"}
-    )
 
 
 ERRORS = {

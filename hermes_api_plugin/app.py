@@ -50,8 +50,8 @@ from .routes import (
 )
 from .runtimes.base import AgentRuntime, TurnHooks
 from .store.base import SessionStore, Store
+from .store.factory import own_sessions
 from .store.session_move import move_sessions
-from .store.sqlite import SqliteStore
 from .streams import StreamGauge
 from .submit import Submitter
 from .turns import TurnRegistry
@@ -65,15 +65,15 @@ def create_app(
 ) -> web.Application:
     """Build the API app. The store is opened on startup; turns are drained before it is closed.
 
-    `session_store` defaults to the session tables of a SQLite `store` (same database); a store without
-    session tables needs one passed in.
+    `session_store` defaults to the session tables in the store's own database (SQLite, PostgreSQL); a store
+    without session tables needs one passed in.
     """
     if settings.key is None:
         raise ValueError("the API server needs API_SERVER_KEY (at least 16 characters)")
     if session_store is None:
-        if not isinstance(store, SqliteStore):
+        session_store = own_sessions(store)
+        if session_store is None:
             raise TypeError("create_app needs `session_store` for a store that keeps no sessions")
-        session_store = store.sessions
     # Slack above the body limit so the 413 comes from our own check, with the envelope.
     streams = StreamGauge()
     app = web.Application(
@@ -181,9 +181,9 @@ async def _open_store(app: web.Application) -> None:
     store = app[STORE]
     await store.open()
     await recover(app[SETTINGS], store, app[ADMISSIONS])
-    own_sessions = getattr(store, "sessions", None)
-    if own_sessions is not None and app[SESSIONS] is not own_sessions:  # the host's sessions now (WIRE §14.1)
-        await move_sessions(own_sessions, app[SESSIONS])
+    ours = own_sessions(store)
+    if ours is not None and app[SESSIONS] is not ours:  # the host's sessions now (WIRE §14.1)
+        await move_sessions(ours, app[SESSIONS])
 
 
 async def _drain(app: web.Application) -> None:

@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from .redact import mask_url
+
 MIN_KEY_LENGTH = 16
 DEFAULT_PORT = 8642
 DEFAULT_HOST = "127.0.0.1"
@@ -68,6 +70,10 @@ class Settings:
     chat_continuity: str = "auto"  # auto | off: a stateless chat continues the conversation its history matches
     runtime: str = "auto"  # auto | hermes | scripted
     script_path: Path | None = None
+    # api_server.store.url: the PostgreSQL store shared by several gateways (None: SQLite in hermes_home). Left out
+    # of repr: the URL may carry the database password.
+    store_url: str | None = field(default=None, repr=False)
+    store_url_problem: str | None = None  # set when a store URL was given but is not a PostgreSQL one
     model: ModelSettings = field(default_factory=ModelSettings)
     problems: tuple[str, ...] = ()
 
@@ -211,6 +217,29 @@ class _Reader:
         return value.strip().lower()
 
 
+STORE_URL_SCHEMES = ("postgresql", "postgres")
+
+
+def _store_url(r: _Reader) -> tuple[str | None, str | None]:
+    """`API_SERVER_STORE_URL` / `api_server.store.url`: (the URL, None), (None, None) when unset, or (None, the
+    problem) when it is not a postgresql:// URL. The problem shows the value with its password masked."""
+    value, where = r.raw("API_SERVER_STORE_URL", "api_server.store.url")
+    if value is None:
+        return None, None
+    if not isinstance(value, str):
+        problem = f"{where}: expected a postgresql:// URL, got {type(value).__name__}"
+    else:
+        url = value.strip()
+        if not url:
+            return None, None  # set but empty: the embedded SQLite store, as when unset
+        scheme, sep, rest = url.partition("://")
+        if sep and scheme.lower() in STORE_URL_SCHEMES and rest:
+            return url, None
+        problem = f"{where}: expected a postgresql:// or postgres:// URL, got {mask_url(url)!r}"
+    r.problems.append(problem)
+    return None, problem
+
+
 def load_settings(hermes_home: Path | None = None, environ: Mapping[str, str] | None = None) -> Settings:
     """Build Settings from `$HERMES_HOME/.env`, `config.yaml` and the process environment."""
     process_env = dict(os.environ if environ is None else environ)
@@ -279,6 +308,8 @@ def load_settings(hermes_home: Path | None = None, environ: Mapping[str, str] | 
     if script_path is not None and not script_path.is_absolute():
         script_path = (home / script_path) if not script_path.exists() else script_path.resolve()
 
+    store_url, store_url_problem = _store_url(r)
+
     model = ModelSettings(
         provider=r.string(None, "model.provider"),
         base_url=r.string(None, "model.base_url"),
@@ -313,6 +344,8 @@ def load_settings(hermes_home: Path | None = None, environ: Mapping[str, str] | 
         chat_continuity=r.choice("api_server.chat_continuity", "auto", frozenset({"auto", "off"})),
         runtime=r.choice("agent.runtime", "auto", frozenset({"auto", "hermes", "scripted"})),
         script_path=script_path,
+        store_url=store_url,
+        store_url_problem=store_url_problem,
         model=model,
         problems=tuple(problems + r.problems),
     )

@@ -113,6 +113,13 @@ def draining() -> ApiError:
     )
 
 
+def storage_unavailable() -> ApiError:
+    """The store failed (WIRE.md §5.4): nothing was executed; retry when the database answers again."""
+    return ApiError(
+        503, "storage_unavailable", type="server_error", code="storage_unavailable", headers={"Retry-After": "1"}
+    )
+
+
 def client_gone() -> ApiError:
     """The response head could not be written: the client closed the connection first (nginx's 499)."""
     return ApiError(

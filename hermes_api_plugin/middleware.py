@@ -28,9 +28,11 @@ from .errors import (
     method_not_allowed,
     not_found,
     origin_not_allowed,
+    storage_unavailable,
 )
 from .json_body import LONE_SURROGATE, parse_json_object
 from .keys import SETTINGS
+from .store.base import StoreError
 
 log = logging.getLogger("hermes_api_plugin")
 
@@ -87,6 +89,9 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return render_error(_from_http_exception(exc, request))
     except asyncio.CancelledError:
         raise
+    except StoreError as exc:  # the database is down or failing: a retry may succeed (Retry-After), not a bug
+        log.warning("[API Server] store failed on %s %s: %s", request.method, request.path, exc)
+        return render_error(storage_unavailable())
     except Exception:
         log.exception("[API Server] unhandled error on %s %s", request.method, request.path)
         return render_error(internal_error())

@@ -9,14 +9,14 @@ from .config_migration import migrate_config
 from .hookspecs import Gateway, hookimpl
 from .keys import TURNS
 from .runtimes.base import AgentTurn, TurnOutcome
-from .store import SqliteStore
+from .store.factory import build_store
 
 
 @hookimpl
 def hermes_api_gateway_startup(gateway: Gateway) -> None:
     settings = gateway.settings
     migrate_config(settings.config_file)
-    store = SqliteStore(settings.store_path, max_responses=settings.responses_max_stored, fallback_to_memory=True)
+    store = build_store(settings)  # PostgreSQL with api_server.store.url, else SQLite
     # With the hermes runtime the sessions are Hermes' own (SessionDB, WIRE §14.1); else the plugin's tables.
     sessions = gateway.runtime.session_store()
     gateway.mount(create_app(settings, gateway.runtime, store, gateway.hooks, session_store=sessions))

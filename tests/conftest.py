@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from aiohttp.test_utils import TestClient
 
 from .helpers import serve_app
 from .live import TEST_KEY, LiveGateway, start_gateway, write_home
+from .pg import DatabaseFactory, PostgresServer, PostgresUnavailable, launch
 
 AUTH = {"Authorization": f"Bearer {TEST_KEY}"}
 
@@ -75,3 +77,41 @@ def gateway_factory(tmp_path: Path) -> Iterator[Callable[..., LiveGateway]]:
     yield start
     for gateway in started:
         gateway.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One real PostgreSQL cluster for the whole session (tests/pg.py), started on first use. Missing server
+    binaries or driver: the test skips, saying why; under CI=true it fails (.ci/run installs them)."""
+    try:
+        server = launch()
+    except PostgresUnavailable as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI needs PostgreSQL: {exc}")
+        pytest.skip(str(exc))
+    yield server
+    server.destroy()
+
+
+@pytest.fixture
+def postgres_databases(postgres_server: PostgresServer) -> Iterator[DatabaseFactory]:
+    """`postgres_databases()`: the URL of a new, empty database (as many as a test needs); dropped after the test."""
+    if postgres_server.pid() is None:  # an earlier test stopped it and failed before starting it again
+        postgres_server.start()
+    made: list[str] = []
+
+    def new() -> str:
+        made.append(postgres_server.new_database())
+        return made[-1]
+
+    yield new
+    if postgres_server.pid() is None:
+        postgres_server.start()
+    for url in made:
+        postgres_server.drop_database(url)
+
+
+@pytest.fixture
+def postgres_url(postgres_databases: DatabaseFactory) -> str:
+    """The URL (with its password) of a fresh, empty database of the session's PostgreSQL server."""
+    return postgres_databases()

@@ -953,6 +953,17 @@ async def test_store_failure_while_admitting_fails_closed(api: TestClient, auth:
     assert executions(api.home) == []  # type: ignore[attr-defined]
 
 
+async def test_store_failure_on_any_route_is_503_storage_unavailable(api: TestClient, auth: dict[str, str]) -> None:
+    """Issue 15: a failing store (a database restart) on a route that reads it is 503 storage_unavailable with
+    Retry-After: 1, never a 500: the client retries when the database answers again."""
+    await api.server.app[STORE].close()
+    for path in (f"{RESPONSES}/resp_missing", "/api/sessions", "/api/sessions/s1/messages"):
+        async with api.get(path, headers=auth) as resp:
+            reply = Reply(resp.status, resp.headers, await resp.read())
+        assert_error_envelope(reply, 503, "storage_unavailable", type="server_error", param=None)
+        assert reply.headers["Retry-After"] == "1"
+
+
 async def test_store_that_cannot_be_opened_falls_back_to_memory(
     aiohttp_client: Any, tmp_path: Path, auth: dict[str, str]
 ) -> None:
@@ -969,6 +980,7 @@ async def test_store_that_cannot_be_opened_falls_back_to_memory(
     assert features["idempotency"]["durable"] is False
     assert features["runs_idempotency"]["durable"] is False
     assert features["responses_durable"] is False
+    assert features["store"] == {"kind": "memory", "durable": False}
     for surface in SURFACES:
         key = new_key()
         first = await send(api, auth, surface, f"hello {key}", stream=False, key=key)

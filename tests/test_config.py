@@ -129,3 +129,53 @@ def test_script_path_from_env_or_config(tmp_path: Path) -> None:
     home = home_with(tmp_path, "", {"agent": {"script": "scripts/mine.yaml"}})
     assert load_settings(home, environ={}).script_path == home / "scripts" / "mine.yaml"
     assert load_settings(home, environ={"HERMES_API_SCRIPT": "/abs/x.yaml"}).script_path == Path("/abs/x.yaml")
+
+
+# -- api_server.store.url (issue 15): the PostgreSQL store ------------------------------------------------
+
+PG_URL = "postgresql://hermes:s3cret-pw@db.internal:5432/hermes"
+
+
+def test_store_url_is_unset_by_default_and_sqlite_is_used(tmp_path: Path) -> None:
+    s = load_settings(tmp_path / "empty", environ={})
+    assert s.store_url is None and s.store_url_problem is None
+    assert load_settings(tmp_path / "empty", environ={"API_SERVER_STORE_URL": "  "}).store_url is None
+
+
+def test_store_url_from_yaml_dotenv_or_process_env_which_wins(tmp_path: Path) -> None:
+    yaml_url = "postgres://from-yaml@db/h"
+    home = home_with(tmp_path, f"API_SERVER_STORE_URL={PG_URL}\n", {"api_server": {"store": {"url": yaml_url}}})
+    assert load_settings(home, environ={}).store_url == PG_URL  # .env wins over config.yaml
+    process = "postgresql://from-process@db/h"
+    assert load_settings(home, environ={"API_SERVER_STORE_URL": process}).store_url == process
+    (home / ".env").write_text("", encoding="utf-8")
+    s = load_settings(home, environ={})
+    assert s.store_url == yaml_url and s.problems == ()  # postgres:// is PostgreSQL's other spelling
+
+
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [
+        ("API_SERVER_STORE_URL", "mysql://hermes:s3cret-pw@db.internal/hermes"),
+        ("API_SERVER_STORE_URL", "/var/lib/hermes/state.sqlite3"),
+        ("API_SERVER_STORE_URL", "postgresql://"),
+        ("api_server.store.url", "redis://hermes:s3cret-pw@db:6379/0"),
+        ("api_server.store.url", 5432),
+    ],
+)
+def test_a_store_url_that_is_not_postgresql_is_a_problem_naming_the_key(
+    tmp_path: Path, where: str, value: object
+) -> None:
+    if where.startswith("API_"):
+        s = load_settings(home_with(tmp_path), environ={where: str(value)})
+    else:
+        s = load_settings(home_with(tmp_path, "", {"api_server": {"store": {"url": value}}}), environ={})
+    assert s.store_url is None
+    assert s.store_url_problem is not None and s.store_url_problem.startswith(f"{where}: expected a postgresql://")
+    assert s.store_url_problem in s.problems
+    assert "s3cret-pw" not in "\n".join(s.problems)  # the value is shown with its password masked
+
+
+def test_the_store_url_password_stays_out_of_the_settings_repr(tmp_path: Path) -> None:
+    s = load_settings(tmp_path, environ={"API_SERVER_STORE_URL": PG_URL})
+    assert s.store_url == PG_URL and "s3cret-pw" not in repr(s)

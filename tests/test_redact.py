@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from aiohttp.test_utils import TestClient
 
-from hermes_api_plugin.redact import MASK, redact
+from hermes_api_plugin.redact import MASK, mask_url, redact
 from tests.helpers import fetch
 from tests.live import TEST_KEY
 
@@ -24,10 +24,25 @@ LEAKED = "sk-abcdefghijklmnopqrstuv"  # what tests/scripts/chat.yaml's "fail lea
         ("OPENAI_API_KEY=abc123 rest", "OPENAI_API_KEY=*** rest"),
         ('password: "two words" end', "password: *** end"),
         ("plain words stay", "plain words stay"),
+        ("at postgresql://hermes:pw%40x@db:5432/h failed", "at postgresql://hermes:***@db:5432/h failed"),
+        ("see https://example.org/a:b@c", "see https://example.org/a:b@c"),  # a path, no user info
     ],
 )
 def test_credential_shaped_strings_are_masked(text: str, masked: str) -> None:
     assert redact(text) == masked
+
+
+@pytest.mark.parametrize(
+    ("url", "masked"),
+    [
+        ("postgresql://hermes:s3cret@db:5432/h?sslmode=require", "postgresql://hermes:***@db:5432/h?sslmode=require"),
+        ("postgres://:s3cret@db/h", "postgres://:***@db/h"),
+        ("postgresql://db/h?user=hermes&password=s3cret", "postgresql://db/h?user=hermes&password=***"),
+        ("postgresql://hermes@db/h", "postgresql://hermes@db/h"),
+    ],
+)
+def test_a_url_is_logged_with_its_password_masked(url: str, masked: str) -> None:
+    assert mask_url(url) == masked
 
 
 def test_configured_secret_values_are_masked_wherever_they_appear() -> None:

@@ -12,6 +12,7 @@ import ipaddress
 import logging
 import signal
 import socket
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from ..hookspecs import ENTRY_POINT_GROUP, PROJECT, GatewaySpec
 from ..runtimes import RuntimeUnavailable, select_runtime
 from ..runtimes.base import AgentRuntime, TurnHooks
 from ..runtimes.scripted import ScriptError
+from ..store.base import StoreError
 from .runner import ApiRunner
 
 log = logging.getLogger("hermes_api_plugin")
@@ -100,7 +102,20 @@ def check_startable(settings: Settings) -> bool:
             _env_hint(settings),
         )
         return False
+    if (reason := store_refusal(settings)) is not None:
+        log.error("[API Server] Refusing to start: %s", reason)
+        return False
     return True
+
+
+def store_refusal(settings: Settings) -> str | None:
+    """Why the configured store cannot be used at all (not a PostgreSQL URL, no driver); None when it can. A
+    gateway told to share a database never falls back to a file of its own: its state would split from the others'."""
+    if settings.store_url_problem is not None:
+        return f"{settings.store_url_problem} (the store of several gateways; unset it for SQLite)"
+    if settings.store_url is not None and not all(find_spec(name) for name in ("psycopg", "psycopg_pool")):
+        return "a PostgreSQL store URL is set but its driver is missing: pip install 'hermes-api-plugin[postgres]'"
+    return None
 
 
 def _env_hint(settings: Settings) -> str:
@@ -128,7 +143,8 @@ async def _start_sites(runner: web.AppRunner, settings: Settings) -> bool:
 
 async def start_api_server(app: web.Application, settings: Settings) -> web.AppRunner | None:
     """Serve `app` on the configured address with the §1.2 lines: the exposure warning before binding, the
-    port line (None: not started), the listening line once bound. Shared by every host (the bridge too)."""
+    port line (None: not started), the listening line once bound. Shared by every host (the bridge too). A store
+    that cannot be opened is logged and raised as StoreError."""
     if not is_loopback(settings.host):
         log.warning(
             "[API Server] WARNING: %s is reachable from the network. The full agent toolset, terminal commands "
@@ -136,7 +152,12 @@ async def start_api_server(app: web.Application, settings: Settings) -> web.AppR
             settings.host,
         )
     runner = ApiRunner(app, **runner_kwargs())
-    await runner.setup()
+    try:
+        await runner.setup()  # the app's start-up opens the store
+    except StoreError as exc:
+        log.error("[API Server] Not starting: the store is unavailable: %s", exc)
+        await runner.cleanup()
+        raise
     if not await _start_sites(runner, settings):
         await runner.cleanup()
         return None
@@ -170,7 +191,10 @@ async def run_gateway(settings: Settings, stop: asyncio.Event | None = None) -> 
         log.error("[API Server] Not starting: no plugin mounted an API application (is hermes-api-plugin installed?)")
         await runtime.close()
         return 1
-    runner = await start_api_server(gateway.apps[0], settings)
+    try:
+        runner = await start_api_server(gateway.apps[0], settings)
+    except StoreError:  # logged: the database could not be reached or migrated
+        runner = None
     if runner is None:
         await runtime.close()
         return 1

@@ -107,11 +107,13 @@ def _build_adapter_class() -> type:
         check_startable,
         shutdown_plugins,
         start_api_server,
+        store_refusal,
     )
     from ..keys import BACKGROUND, TURNS
     from ..runtimes import RuntimeUnavailable, scripted_runtime
     from ..runtimes.hermes import HermesRuntime
     from ..runtimes.scripted import ScriptError
+    from ..store.base import StoreError
 
     class PluginApiServerAdapter(compat.adapter_base()):  # type: ignore[misc]
         """Hermes' `api_server` platform, served by hermes-api-plugin."""
@@ -138,11 +140,12 @@ def _build_adapter_class() -> type:
             for problem in settings.problems:
                 log.warning("[API Server] config: %s", problem)
             if not check_startable(settings):
-                reason = (
-                    "API_SERVER_KEY is missing or shorter than 16 characters"
-                    if settings.enabled
-                    else "API_SERVER_ENABLED is not true"
-                )
+                if not settings.enabled:
+                    reason = "API_SERVER_ENABLED is not true"
+                elif settings.key is None:
+                    reason = "API_SERVER_KEY is missing or shorter than 16 characters"
+                else:
+                    reason = store_refusal(settings) or "refused"
                 return self._refuse("api_server_refused", f"API server not started: {reason}")
             try:
                 if settings.runtime == "scripted":
@@ -160,7 +163,12 @@ def _build_adapter_class() -> type:
                 log.error("[API Server] Not starting: no plugin mounted an API application")
                 await runtime.close()
                 return self._refuse("api_server_no_app", "no plugin mounted an API application")
-            runner = await start_api_server(gateway.apps[0], settings)
+            try:
+                runner = await start_api_server(gateway.apps[0], settings)
+            except StoreError as exc:  # logged by start_api_server
+                await shutdown_plugins(pm, gateway)
+                await runtime.close()
+                return self._refuse("api_server_store_unavailable", f"the store is unavailable: {exc}")
             if runner is None:
                 await shutdown_plugins(pm, gateway)
                 await runtime.close()

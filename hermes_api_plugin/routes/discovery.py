@@ -14,6 +14,7 @@ from ..parity import parity_features
 from ..profiles import profile_of
 from ..protocol.operations import MODEL_OPTIONS_QUERY, OPERATIONS
 from ..protocol.params import parse_params
+from ..store.factory import own_sessions
 from .health import PLATFORM
 from .replies import json_response
 
@@ -103,13 +104,15 @@ def _features(app: web.Application, served: dict[str, dict[str, str]]) -> dict[s
             "retention_seconds": settings.idempotency_retention_seconds,
         },
         "max_concurrent_runs": settings.max_concurrent_runs,
+        # the backend (sqlite | memory | postgres), as /health/detailed names it: `postgres` is shared by gateways
+        "store": {"kind": app[STORE].kind, "durable": durable},
         "cors": bool(settings.cors_origins),
         "browser_extension_control": False,
         # §14: the sessions are the host's when they do not live in this plugin's own store
         **parity_features(
             served,
             host=host is not None,
-            host_sessions=app[SESSIONS] is not getattr(app[STORE], "sessions", None),
+            host_sessions=app[SESSIONS] is not own_sessions(app[STORE]),
             profiles=host is not None and host.multiplexing(),
         ),
     }

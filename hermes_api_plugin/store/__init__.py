@@ -1,5 +1,6 @@
 """Durable state: the SessionStore and Store protocols and their SQLite backend (in memory when no file
-can be used)."""
+can be used). The PostgreSQL backend (`store/postgres.py`) is not imported here: it needs the `postgres` extra, and
+`store/factory.py` imports it only when `api_server.store.url` is set."""
 
 from .base import AdmissionRecord, Eviction, SessionStore, Store, StoredResponse, StoreError
 from .sqlite import MemoryStore, SqliteStore

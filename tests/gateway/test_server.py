@@ -48,6 +48,28 @@ def test_a_key_alone_does_not_enable(tmp_path: Path, caplog: pytest.LogCaptureFi
     assert "API_SERVER_ENABLED" in caplog.text
 
 
+def test_a_store_url_that_is_not_postgresql_refuses_the_start_naming_the_key(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 15: a gateway told to share a database never falls back to a file of its own."""
+    caplog.set_level(logging.INFO, "hermes_api_plugin")
+    env = {
+        "API_SERVER_ENABLED": "true",
+        "API_SERVER_KEY": "change-me-local-dev",
+        "API_SERVER_STORE_URL": "mysql://hermes:s3cret-pw@db/hermes",
+    }
+    assert check_startable(load_settings(tmp_path, environ=env)) is False
+    (record,) = caplog.records
+    assert record.levelname == "ERROR"
+    assert record.getMessage().startswith(
+        "[API Server] Refusing to start: API_SERVER_STORE_URL: expected a postgresql:// or postgres:// URL, got "
+        "'mysql://hermes:***@db/hermes'"
+    )
+    caplog.clear()
+    assert check_startable(load_settings(tmp_path, environ={**env, "API_SERVER_STORE_URL": "postgresql://db/h"}))
+    assert caplog.records == []
+
+
 def test_init_writes_a_private_env_with_a_new_key_once(tmp_path: Path) -> None:
     key, created = init_env(tmp_path / "home")
     env_file = tmp_path / "home" / ".env"

@@ -1,0 +1,134 @@
+"""Admissions and turn journals of the PostgreSQL store: the durable half of idempotency (WIRE.md §5.4).
+
+A reservation is one `INSERT … ON CONFLICT DO NOTHING`: of any number of gateways reserving one key at once,
+exactly one inserts; the others read the record that holds it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from .base import AdmissionRecord, StoreError
+from .postgres_db import PostgresDatabase
+from .sqlite_db import json_text
+
+_COLUMNS = ("scope", "surface", "key", "identity", "target", "state", "turn_id", "reply", "owner", "created_at")
+_INSERT = (
+    f"INSERT INTO admissions ({', '.join(_COLUMNS)}, settled_at) "
+    f"VALUES ({', '.join(f'%({c})s' for c in _COLUMNS)}, %(settled_at)s)"
+)
+_RESERVE_ATTEMPTS = 5
+
+
+def _admission(row: dict[str, Any] | None) -> AdmissionRecord | None:
+    if row is None:
+        return None
+    return AdmissionRecord(
+        scope=row["scope"],
+        surface=row["surface"],
+        key=row["key"],
+        identity=row["identity"],
+        target=row["target"],
+        state=row["state"],
+        turn_id=row["turn_id"],
+        reply=json.loads(row["reply"]),
+        owner=row["owner"],
+        created_at=row["created_at"],
+        settled_at=row["settled_at"],
+    )
+
+
+def _admission_row(r: AdmissionRecord) -> dict[str, Any]:
+    return {
+        "scope": r.scope,
+        "surface": r.surface,
+        "key": r.key,
+        "identity": r.identity,
+        "target": r.target,
+        "state": r.state,
+        "turn_id": r.turn_id,
+        "reply": json_text(r.reply),
+        "owner": r.owner,
+        "created_at": r.created_at or time.time(),
+        "settled_at": r.settled_at,
+    }
+
+
+class PostgresAdmissions:
+    """The admission and journal methods of the Store protocol, over `self.db`."""
+
+    db: PostgresDatabase
+
+    async def get_admission(self, scope: str, surface: str, key: str) -> AdmissionRecord | None:
+        async with self.db.connection() as conn:
+            cursor = await conn.execute(
+                "SELECT * FROM admissions WHERE scope = %s AND surface = %s AND key = %s", (scope, surface, key)
+            )
+            return _admission(await cursor.fetchone())
+
+    async def reserve_admission(self, record: AdmissionRecord) -> AdmissionRecord | None:
+        row = _admission_row(record)
+        async with self.db.connection() as conn:
+            for _ in range(_RESERVE_ATTEMPTS):
+                # A concurrent insert of the same key makes this one wait for its commit, then do nothing.
+                cursor = await conn.execute(_INSERT + " ON CONFLICT (scope, surface, key) DO NOTHING", row)
+                if cursor.rowcount == 1:
+                    return None
+                held = await conn.execute(
+                    "SELECT * FROM admissions WHERE scope = %(scope)s AND surface = %(surface)s AND key = %(key)s", row
+                )
+                holder = _admission(await held.fetchone())
+                if holder is not None:
+                    return holder
+                # The holder went between the two statements (a purge): try to take the key again.
+        raise StoreError(f"admission key {record.key!r} neither free nor held after {_RESERVE_ATTEMPTS} attempts")
+
+    async def replace_admission(self, record: AdmissionRecord) -> None:
+        row = _admission_row(record)
+        updates = ", ".join(
+            f"{c} = EXCLUDED.{c}" for c in (*_COLUMNS, "settled_at") if c not in ("scope", "surface", "key")
+        )
+        async with self.db.connection() as conn:
+            await conn.execute(f"{_INSERT} ON CONFLICT (scope, surface, key) DO UPDATE SET {updates}", row)
+
+    async def settle_admission(self, turn_id: str) -> None:
+        async with self.db.connection() as conn:
+            await conn.execute(
+                "UPDATE admissions SET state = 'settled', settled_at = %s WHERE turn_id = %s AND state = 'running'",
+                (time.time(), turn_id),
+            )
+
+    async def mark_unknown_admissions(self, owner: str) -> list[str]:
+        async with self.db.connection() as conn:
+            cursor = await conn.execute(
+                "UPDATE admissions SET state = 'unknown', settled_at = %s "
+                "WHERE state = 'running' AND owner IS DISTINCT FROM %s RETURNING turn_id",
+                (time.time(), owner),
+            )
+            return [r["turn_id"] for r in await cursor.fetchall()]
+
+    async def admission_for_turn(self, scope: str, turn_id: str) -> AdmissionRecord | None:
+        async with self.db.connection() as conn:
+            cursor = await conn.execute("SELECT * FROM admissions WHERE turn_id = %s AND scope = %s", (turn_id, scope))
+            return _admission(await cursor.fetchone())
+
+    # -- journals ------------------------------------------------------------------------------------
+    async def append_journals(self, batches: Sequence[tuple[str, int, Sequence[str]]]) -> None:
+        rows = [(turn_id, first + i, event) for turn_id, first, events in batches for i, event in enumerate(events)]
+        if not rows:
+            return
+        async with self.db.transaction() as conn, conn.cursor() as cursor:
+            # Writing a sequence number again replaces that event: a retried batch is harmless.
+            await cursor.executemany(
+                "INSERT INTO journal_events (turn_id, seq, event) VALUES (%s, %s, %s) "
+                "ON CONFLICT (turn_id, seq) DO UPDATE SET event = EXCLUDED.event",
+                rows,
+            )
+
+    async def load_journal(self, turn_id: str) -> list[str]:
+        async with self.db.connection() as conn:
+            cursor = await conn.execute("SELECT event FROM journal_events WHERE turn_id = %s ORDER BY seq", (turn_id,))
+            return [r["event"] for r in await cursor.fetchall()]

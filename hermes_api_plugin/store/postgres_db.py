@@ -1,0 +1,136 @@
+"""One PostgreSQL database behind the plugin store and its session store: the connection pool, the schema
+migrations on open, and the mapping of every driver failure to StoreError.
+
+Driver: psycopg 3 with psycopg_pool's AsyncConnectionPool, not asyncpg, because
+- it is typed (`py.typed`): mypy checks every call into it, where asyncpg has no annotations at all;
+- its pool checks a connection before handing it out and reconnects in the background, so after a database
+  restart a request gets a live connection or, while the database is down, a prompt StoreError (503);
+- LISTEN/NOTIFY is an async iterator on a connection (`notifies()`), which cross-replica wake-ups need;
+- `psycopg[binary]` carries libpq in its wheels: nothing to install on the host but the extra.
+asyncpg parses rows faster, but what this store pays for is round trips, which are the same for both.
+
+The URL's password never leaves this module in clear: messages name `host:port/database` and pass
+`redact` with the password as a known secret.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import DictRow, dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from ..redact import redact
+from .base import StoreError
+from .postgres_migrate import migrate
+from .sqlite_migrate import load_migrations
+
+log = logging.getLogger("hermes_api_plugin")
+
+Connection = psycopg.AsyncConnection[DictRow]
+
+ACQUIRE_TIMEOUT_S = 5.0  # a request waits this long for a connection; then StoreError (503, Retry-After)
+OPEN_TIMEOUT_S = 30.0  # start-up waits this long for the pool's first connection (the migration one got through)
+CONNECT_TIMEOUT_S = 5  # libpq's connect_timeout, unless the URL sets its own
+MAX_CONNECTIONS = 10
+
+
+class PostgresDatabase:
+    """The pool of one database; `connection()`/`transaction()` lend a connection (autocommit, rows as dicts)."""
+
+    def __init__(
+        self, url: str, *, max_connections: int = MAX_CONNECTIONS, migrations_dir: Traversable | Path | None = None
+    ) -> None:
+        self._url = url
+        try:
+            params = conninfo_to_dict(url)
+            self._bad_url: psycopg.Error | None = None
+        except psycopg.Error as exc:  # the config check lets only postgresql:// URLs through; libpq may refuse one
+            params, self._bad_url = {}, exc
+        self._password = str(params.get("password") or "")
+        self.where = f"{params.get('host') or 'localhost'}:{params.get('port') or 5432}/{params.get('dbname') or ''}"
+        self.max_connections = max_connections
+        self.migrations_dir = migrations_dir  # None: the bundled migrations_pg/ (tests inject their own)
+        self._kwargs: dict[str, Any] = {"autocommit": True, "row_factory": dict_row}
+        if "connect_timeout" not in params:
+            self._kwargs["connect_timeout"] = CONNECT_TIMEOUT_S
+        if "application_name" not in params:
+            self._kwargs["application_name"] = "hermes-api"  # how pg_stat_activity names a gateway's connections
+        self._pool: AsyncConnectionPool[Connection] | None = None
+
+    def __repr__(self) -> str:
+        return f"PostgresDatabase({self.where})"  # never the URL: it may carry the password
+
+    @property
+    def is_open(self) -> bool:
+        return self._pool is not None
+
+    def error(self, what: str, exc: BaseException) -> StoreError:
+        """A StoreError for a failed `what`, its text free of the URL's password."""
+        return StoreError(redact(f"{what} ({self.where}): {exc}", (self._password,)))
+
+    async def open(self) -> None:
+        """Migrate the schema (one gateway at a time, under an advisory lock), then open the pool."""
+        if self._bad_url is not None:
+            raise self.error("not a usable PostgreSQL URL", self._bad_url)
+        migrations = load_migrations(self.migrations_dir or resources.files("hermes_api_plugin.store.migrations_pg"))
+        try:
+            conn = await psycopg.AsyncConnection.connect(self._url, **self._kwargs)
+        except psycopg.Error as exc:
+            raise self.error("cannot connect to PostgreSQL", exc) from exc
+        try:
+            await migrate(conn, migrations)
+        except psycopg.Error as exc:
+            raise self.error("cannot migrate the PostgreSQL store", exc) from exc
+        finally:
+            await conn.close()
+        pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
+            self._url,
+            connection_class=Connection,
+            kwargs=self._kwargs,
+            min_size=1,
+            max_size=self.max_connections,
+            open=False,
+            timeout=ACQUIRE_TIMEOUT_S,
+            # An empty query before lending a connection: one that died with a database restart is replaced
+            # instead of failing the request that drew it.
+            check=AsyncConnectionPool.check_connection,
+            name="hermes-api-store",
+        )
+        try:
+            await pool.open(wait=True, timeout=OPEN_TIMEOUT_S)
+        except psycopg.Error as exc:
+            await pool.close()
+            raise self.error("cannot open the PostgreSQL pool", exc) from exc
+        self._pool = pool
+        log.info("[API Server] store: PostgreSQL at %s", self.where)
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[Connection]:
+        """A pooled connection in autocommit: each statement commits on its own."""
+        if self._pool is None:
+            raise StoreError("the store is closed")
+        try:
+            async with self._pool.connection() as conn:
+                yield conn
+        except psycopg.Error as exc:
+            raise self.error("PostgreSQL store failed", exc) from exc
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Connection]:
+        """A pooled connection inside one transaction, rolled back on any error."""
+        async with self.connection() as conn, conn.transaction():
+            yield conn
