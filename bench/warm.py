@@ -159,6 +159,18 @@ async def memory(provider: ScriptedProvider, root: Path, conversations: int, cac
         return {"before_kb": before, "after_kb": rss_kb(gw.pid), "cached": (await _agents(session, gw))["cached"]}
 
 
+async def agent_memory(mode: str, kept: int) -> dict[str, Any]:
+    """`bench.agent_memory` in a process of its own: RSS per kept AIAgent with TLS contexts `shared` or `shipped`."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bench.agent_memory", mode, str(kept), cwd=ROOT.parent, stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await proc.communicate()
+    if proc.returncode != 0:
+        raise RuntimeError(f"bench.agent_memory {mode} failed ({proc.returncode})")
+    result: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
+    return result
+
+
 # -- part 2: Open WebUI-style conversations ---------------------------------------------------------------
 
 
@@ -314,6 +326,9 @@ def report(result: dict[str, Any]) -> list[str]:
         "turn with shared TLS contexts",
         f"warm.memory.per_agent    {mem['per_agent_kb']} KB RSS per cached agent ({mem['conversations']} "
         f"conversations: {mem['cached_delta_kb']} KB kept warm vs {mem['uncached_delta_kb']} KB with max_cached 0)",
+        f"warm.memory.in_one_process {mem['in_one_process']['shared']['per_agent_kb']} KB RSS per kept AIAgent with "
+        f"shared TLS contexts, {mem['in_one_process']['shipped']['per_agent_kb']} KB as hermes-agent ships "
+        f"({mem['in_one_process']['shared']['kept']} agents kept after one turn each)",
     ]
     for server in ("plugin", "upstream"):
         side = result["owui"][server]
@@ -365,6 +380,7 @@ async def run(conversations: int, turns: int, cpu_turns: int, cached: int) -> di
             "cached_delta_kb": cached_delta,
             "uncached_delta_kb": uncached_delta,
             "per_agent_kb": round((cached_delta - uncached_delta) / cached, 1),
+            "in_one_process": {mode: await agent_memory(mode, min(20, cached)) for mode in ("shared", "shipped")},
         }
         extra = {"agents": {"max_cached": 4 * (cpu_turns + conversations) + 64}}
         shipped_extra = {"agents": {**extra["agents"], "share_tls_contexts": False}}

@@ -32,11 +32,21 @@ def test_warm_benchmark_reports_every_figure(tmp_path: Path) -> None:
     result = json.loads(out.read_text())["results"]["warm"]
 
     cpu = result["cpu"]
-    for key in ("fresh_ms_per_turn", "warm_ms_per_turn", "warm_over_fresh"):
+    for key in (
+        "fresh_ms_per_turn",
+        "warm_ms_per_turn",
+        "warm_over_fresh",
+        "fresh_as_shipped_ms_per_turn",
+        "warm_as_shipped_ms_per_turn",
+        "warm_over_fresh_as_shipped",
+    ):
         assert _number(cpu[key]) and cpu[key] > 0, cpu
     assert (cpu["agent_hits"], cpu["agent_misses"]) == (2, 2), "each warm turn reused its agent, each fresh one built"
     assert _number(result["memory"]["per_agent_kb"]), result["memory"]
     assert result["memory"]["cached"]["cached"] >= 2 and result["memory"]["uncached"]["cached"] == 0
+    for mode in ("shared", "shipped"):
+        in_one_process = result["memory"]["in_one_process"][mode]
+        assert in_one_process["kept"] == 2 and _number(in_one_process["per_agent_kb"]), in_one_process
 
     owui = result["owui"]
     for server in ("plugin", "upstream"):
