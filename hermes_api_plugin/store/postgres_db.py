@@ -29,7 +29,7 @@ from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from ..redact import redact
-from .base import StoreError
+from .base import StoreError, StoreUnavailable
 from .postgres_migrate import migrate
 from .sqlite_migrate import load_migrations
 
@@ -40,6 +40,10 @@ Connection = psycopg.AsyncConnection[DictRow]
 ACQUIRE_TIMEOUT_S = 5.0  # a request waits this long for a connection; then StoreError (503, Retry-After)
 OPEN_TIMEOUT_S = 30.0  # start-up waits this long for the pool's first connection (the migration one got through)
 CONNECT_TIMEOUT_S = 5  # libpq's connect_timeout, unless the URL sets its own
+# How long the pool keeps retrying one lost connection before it gives up on it (psycopg_pool's default: 5 min). Its
+# pauses double (1, 2, 4, … s), so after a long outage the database would be back well before the next attempt; a
+# pool that gave up makes a new connection at the next request's demand, at once.
+RECONNECT_TIMEOUT_S = 5.0
 MAX_CONNECTIONS = 10
 
 
@@ -74,8 +78,11 @@ class PostgresDatabase:
         return self._pool is not None
 
     def error(self, what: str, exc: BaseException) -> StoreError:
-        """A StoreError for a failed `what`, its text free of the URL's password."""
-        return StoreError(redact(f"{what} ({self.where}): {exc}", (self._password,)))
+        """A StoreError for a failed `what`, its text free of the URL's password: StoreUnavailable for what a later
+        attempt may get through (no connection, the server shutting down or starting up, a serialization failure:
+        psycopg's OperationalError, PoolTimeout included), a plain StoreError for a refused statement."""
+        kind = StoreUnavailable if isinstance(exc, psycopg.OperationalError) else StoreError
+        return kind(redact(f"{what} ({self.where}): {exc}", (self._password,)))
 
     async def open(self) -> None:
         """Migrate the schema (one gateway at a time, under an advisory lock), then open the pool."""
@@ -100,6 +107,7 @@ class PostgresDatabase:
             max_size=self.max_connections,
             open=False,
             timeout=ACQUIRE_TIMEOUT_S,
+            reconnect_timeout=RECONNECT_TIMEOUT_S,
             # An empty query before lending a connection: one that died with a database restart is replaced
             # instead of failing the request that drew it.
             check=AsyncConnectionPool.check_connection,

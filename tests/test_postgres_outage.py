@@ -1,0 +1,101 @@
+"""A database restart in the middle of a turn (issue 15): one reference gateway on a real PostgreSQL (tests/pg.py)
+whose database stops while a keyed streaming turn runs and starts again a few seconds later. While it is down every
+request that needs it answers 503 `storage_unavailable` with `Retry-After` (never a 500, never a traceback); the
+running turn loses nothing — its client gets the whole answer, its journal and settled admission reach the database
+once it is back, so a keyed retry replays the same records; what was stored before is still there; and the gateway
+serves new requests again."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.helpers import Reply, assert_error_envelope, live_request, wait_for
+from tests.live import LiveGateway
+from tests.pg import PostgresServer
+
+# slow (left out by ./test --fast): a gateway process, a database stopped for seconds, requests waiting on it.
+pytestmark = pytest.mark.slow
+
+MODEL = "hermes-agent"
+CHAT = "/v1/chat/completions"
+PACED = "paced answer"  # tests/scripts/chat.yaml: a sentence a second for about 3 s
+PACED_ANSWER = "First part. Second part. Third part. Fourth part."
+
+
+def chat_body(text: str, *, stream: bool = False) -> dict[str, Any]:
+    return {"model": MODEL, "stream": stream, "messages": [{"role": "user", "content": text}]}
+
+
+def keyed(key: str) -> dict[str, str]:
+    return {"Idempotency-Key": key}
+
+
+def admission_state(url: str, key: str) -> tuple[str, int] | None:
+    """(state, number of journal events) of the admission of `key`, straight from the database."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT a.state, (SELECT COUNT(*) FROM journal_events j WHERE j.turn_id = a.turn_id) "
+            "FROM admissions a WHERE a.key = %s",
+            (key,),
+        ).fetchone()
+    return (str(row[0]), int(row[1])) if row else None
+
+
+def test_a_database_restart_mid_turn_answers_503_meanwhile_and_loses_no_answer(
+    gateway_factory: Callable[..., LiveGateway], postgres_server: PostgresServer, postgres_url: str
+) -> None:
+    live = gateway_factory(env={"API_SERVER_STORE_URL": postgres_url})
+    created = live_request(live, "POST", "/v1/responses", {"model": MODEL, "input": "stored before the outage"})
+    assert created.status == 200, created.raw
+    stored = created.json()
+
+    with ThreadPoolExecutor(4) as pool:
+        running = pool.submit(
+            live_request, live, "POST", CHAT, chat_body(PACED, stream=True), keyed("pg-paced"), timeout=120
+        )
+        wait_for(lambda: len(live.executions()) == 2, what="the paced turn running")
+        postgres_server.stop()
+        try:
+            during = [
+                pool.submit(live_request, live, "POST", CHAT, chat_body("hello"), keyed("pg-during")),
+                pool.submit(live_request, live, "GET", f"/v1/responses/{stored['id']}"),
+                pool.submit(live_request, live, "GET", "/api/sessions"),
+            ]
+            for reply in (f.result(timeout=60) for f in during):
+                assert_error_envelope(reply, 503, "storage_unavailable", type="server_error")
+                assert reply.headers.get("Retry-After") == "1"
+            # the turn ended while the database is down: its settle step failed (and must not be lost)
+            assert live.wait_for_line(r"could not store turn", timeout=30), live.output()
+        finally:
+            postgres_server.start()
+        answered: Reply = running.result(timeout=120)
+
+    # the client of the running turn got the whole answer, terminal record included
+    assert answered.status == 200 and answered.is_stream, answered.raw[:300]
+    assert answered.chat_text()[0] == PACED_ANSWER
+    assert answered.chunks[-1]["choices"][0]["finish_reason"] == "stop"
+    assert answered.records[-1].data == "[DONE]"
+    # its journal and its settled admission reached the database after the restart
+    state = wait_for(lambda: admission_state(postgres_url, "pg-paced"), until=lambda s: s and s[0] == "settled")
+    assert state is not None and state[1] > 0
+    retry = live_request(live, "POST", CHAT, chat_body(PACED, stream=True), keyed("pg-paced"))
+    assert retry.status == 200 and retry.replayed, retry.raw[:300]
+    assert retry.answer() == answered.answer()  # the same records, byte for byte
+    assert sum(1 for e in live.executions() if PACED in str(e["input"])) == 1  # never run again
+
+    # what was stored before the outage is still there; new work is served
+    got = live_request(live, "GET", f"/v1/responses/{stored['id']}")
+    assert got.status == 200 and got.json() == stored
+    after = live_request(live, "POST", CHAT, chat_body("hello"), keyed("pg-after"))
+    assert after.status == 200, after.raw
+    fresh = live_request(live, "POST", "/v1/responses", {"model": MODEL, "input": "stored after the outage"})
+    assert fresh.status == 200 and fresh.json()["status"] == "completed", fresh.raw
+
+    output = live.output()
+    assert "Traceback" not in output, output
+    assert postgres_server.password not in output
