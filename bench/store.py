@@ -18,7 +18,9 @@ After a warm-up, rounds interleave the servers, so that a shared machine's chang
 
 from __future__ import annotations
 
+import time
 import urllib.parse
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,28 @@ CONFIGS: dict[str, tuple[str | None, tuple[str, ...]]] = {
 }
 
 
+async def _check_costs(url: str, calls: int) -> dict[str, float]:
+    """Microseconds per call of each per-borrow check on an idle, healthy connection (measured in this process)."""
+    import psycopg
+    from psycopg.rows import dict_row
+    from psycopg_pool import AsyncConnectionPool
+
+    from hermes_api_plugin.store.postgres_db import Connection, check_lent
+
+    checks: dict[str, Callable[[Connection], Awaitable[None]]] = {
+        "socket_poll": check_lent,
+        "round_trip": AsyncConnectionPool.check_connection,
+    }
+    out = {}
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True, row_factory=dict_row) as conn:
+        for name, check in checks.items():
+            started = time.perf_counter()
+            for _ in range(calls):
+                await check(conn)
+            out[name] = round((time.perf_counter() - started) / calls * 1e6, 1)
+    return out
+
+
 def _url(base: str, options: str) -> str:
     return f"{base}?options={urllib.parse.quote(options)}" if options else base  # libpq decodes %20, not +
 
@@ -53,6 +77,7 @@ async def store(size: dict[str, Any], work: Path) -> dict[str, Any]:
     samples: dict[str, dict[str, list[float]]] = {name: {label: [] for label in LABELS} for name in CONFIGS}
     rounds, per_round = size["store_rounds"], size["store_requests"] // size["store_rounds"]
     try:
+        check_us = await _check_costs(cluster.new_database(), size["store_requests"])
         for name, (options, server_options) in CONFIGS.items():
             url = None if options is None else _url(cluster.new_database(), options)
             servers[name] = Server(write_home(work / f"store-{name}", 1, url), 10, *server_options)
@@ -79,6 +104,7 @@ async def store(size: dict[str, Any], work: Path) -> dict[str, Any]:
         for label in LABELS
     }
     unchecked = out["postgres_no_pool_check"]["keyed"]["p50_ms"]
+    out["pool_check_us_per_borrow"] = check_us
     out["pool_check_keyed_p50_ms"] = {  # what each check adds to the keyed p50, and its share of that p50
         kind: {
             "ms": round(out[name]["keyed"]["p50_ms"] - unchecked, 3),
@@ -103,10 +129,11 @@ def report(result: dict[str, Any]) -> list[str]:
         f"store.ratio                PostgreSQL / SQLite: unkeyed p50 x{ratio['unkeyed']['p50_ms']} p99 "
         f"x{ratio['unkeyed']['p99_ms']}, keyed p50 x{ratio['keyed']['p50_ms']} p99 x{ratio['keyed']['p99_ms']}"
     )
-    check = result["pool_check_keyed_p50_ms"]
+    check, per_borrow = result["pool_check_keyed_p50_ms"], result["pool_check_us_per_borrow"]
     lines.append(
         f"store.pool_check           keyed p50 over no check: socket poll {check['socket_poll']['ms']} ms "
         f"({check['socket_poll']['share'] * 100:.1f} %), round trip {check['round_trip']['ms']} ms "
-        f"({check['round_trip']['share'] * 100:.1f} %)"
+        f"({check['round_trip']['share'] * 100:.1f} %); per borrow: socket poll {per_borrow['socket_poll']} us, "
+        f"round trip {per_borrow['round_trip']} us"
     )
     return lines
