@@ -54,26 +54,32 @@ def test_a_database_restart_mid_turn_answers_503_meanwhile_and_loses_no_answer(
     assert created.status == 200, created.raw
     stored = created.json()
 
-    with ThreadPoolExecutor(4) as pool:
+    with ThreadPoolExecutor(6) as pool:
         running = pool.submit(
             live_request, live, "POST", CHAT, chat_body(PACED, stream=True), keyed("pg-paced"), timeout=120
         )
-        wait_for(lambda: len(live.executions()) == 2, what="the paced turn running")
+        responding = pool.submit(  # a stored Response streaming at the same time (its journal is durable too)
+            live_request, live, "POST", "/v1/responses", {"model": MODEL, "input": PACED, "stream": True}, timeout=120
+        )
+        wait_for(lambda: len(live.executions()) == 3, what="the paced turns running")
         postgres_server.stop()
         try:
             during = [
                 pool.submit(live_request, live, "POST", CHAT, chat_body("hello"), keyed("pg-during")),
                 pool.submit(live_request, live, "GET", f"/v1/responses/{stored['id']}"),
                 pool.submit(live_request, live, "GET", "/api/sessions"),
+                pool.submit(live_request, live, "POST", CHAT, chat_body("hello")),
             ]
             for reply in (f.result(timeout=60) for f in during):
                 assert_error_envelope(reply, 503, "storage_unavailable", type="server_error")
                 assert reply.headers.get("Retry-After") == "1"
-            # the turn ended while the database is down: its settle step failed (and must not be lost)
-            assert live.wait_for_line(r"could not store turn", timeout=30), live.output()
+            # both turns ended while the database is down: their settle steps failed (and must not be lost) …
+            wait_for(lambda: live.output().count("could not store turn") >= 2, 30, what="two failed settle steps")
+            assert not running.done() and not responding.done()  # … so their terminal records wait for the store
         finally:
             postgres_server.start()
         answered: Reply = running.result(timeout=120)
+        streamed: Reply = responding.result(timeout=120)
 
     # the client of the running turn got the whole answer, terminal record included
     assert answered.status == 200 and answered.is_stream, answered.raw[:300]
@@ -86,7 +92,13 @@ def test_a_database_restart_mid_turn_answers_503_meanwhile_and_loses_no_answer(
     retry = live_request(live, "POST", CHAT, chat_body(PACED, stream=True), keyed("pg-paced"))
     assert retry.status == 200 and retry.replayed, retry.raw[:300]
     assert retry.answer() == answered.answer()  # the same records, byte for byte
-    assert sum(1 for e in live.executions() if PACED in str(e["input"])) == 1  # never run again
+    assert sum(1 for e in live.executions() if PACED in str(e["input"])) == 2  # each ran once, never again
+    # the stored Response streamed through the outage: completed, and stored so
+    assert streamed.status == 200 and streamed.events[-1]["type"] == "response.completed", streamed.raw[-300:]
+    assert streamed.answer_text("responses") == PACED_ANSWER
+    final = streamed.events[-1]["response"]
+    got = live_request(live, "GET", f"/v1/responses/{final['id']}")
+    assert got.status == 200 and got.json() == final
 
     # what was stored before the outage is still there; new work is served
     got = live_request(live, "GET", f"/v1/responses/{stored['id']}")
