@@ -37,6 +37,7 @@ class JournalSaver:
         self._flushing: asyncio.Future[None] | None = None
         self._again = False
         self._failures = 0  # flushes failed in a row: the retry backs off
+        self._closed = False
 
     def watch(self, turn_id: str, journal: Journal) -> None:
         key = id(journal)
@@ -115,7 +116,8 @@ class JournalSaver:
             # Retried even if no event follows (a finished journal): sooner while the store keeps failing would
             # only queue attempts behind the one waiting for a connection.
             self._failures += 1
-            self._schedule(min(self.interval * 2**self._failures, MAX_RETRY_S))
+            if not self._closed:  # after close() the store is closed too: nothing to wait for
+                self._schedule(min(self.interval * 2**self._failures, MAX_RETRY_S))
             for waiter in waiters:
                 if not waiter.done():
                     waiter.set_result(None)
@@ -144,6 +146,7 @@ class JournalSaver:
             self._written[key] = max(self._written[key], start + len(pending))
 
     async def close(self) -> None:
+        self._closed = True
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None

@@ -117,3 +117,19 @@ async def test_a_failed_journal_flush_is_retried_without_another_event() -> None
     assert len(stored) == 2 and not saver.watching(journal)
     await saver.close()
     await inner.close()
+
+
+async def test_a_saver_closed_while_the_store_is_down_stops_retrying() -> None:
+    inner = MemoryStore()
+    await inner.open()
+    store = Outage(inner, "append_journals")
+    saver = JournalSaver(store, interval=0.01)
+    journal = Journal()
+    saver.watch("run_1", journal)
+    journal.extend([TextDelta("never stored")])
+    await wait_for_async(lambda: store.failures >= 1, what="a failed flush")
+    await saver.close()  # its last flush fails too
+    failures = store.failures
+    await asyncio.sleep(0.3)  # many retry periods (MAX_RETRY_S is 0.05 here)
+    assert store.failures == failures
+    await inner.close()
