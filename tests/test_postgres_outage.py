@@ -1,9 +1,10 @@
 """A database restart in the middle of a turn (issue 15): one reference gateway on a real PostgreSQL (tests/pg.py)
-whose database stops while a keyed streaming turn runs and starts again a few seconds later. While it is down every
-request that needs it answers 503 `storage_unavailable` with `Retry-After` (never a 500, never a traceback); the
-running turn loses nothing — its client gets the whole answer, its journal and settled admission reach the database
-once it is back, so a keyed retry replays the same records; what was stored before is still there; and the gateway
-serves new requests again."""
+whose database stops while a keyed chat stream and a stored Response stream run, and starts again once both turns
+have ended. While it is down every request that needs it answers 503 `storage_unavailable` with `Retry-After` (a
+keyed chat stream: its in-stream refusal), never a 500, never a traceback; the running turns lose nothing — their
+clients get the whole answer once their end is stored, the journal and the settled admission reach the database, so
+a keyed retry replays the same records; what was stored before is still there; and the gateway serves new requests
+again."""
 
 from __future__ import annotations
 
@@ -14,9 +15,12 @@ from typing import Any
 import psycopg
 import pytest
 
+from hermes_api_plugin.events import TurnStatus
+from hermes_api_plugin.turns import Journal, decode_journal
 from tests.helpers import Reply, assert_error_envelope, live_request, wait_for
 from tests.live import LiveGateway
 from tests.pg import PostgresServer
+from tests.test_admissions import check_refusal_stream
 
 # slow (left out by ./test --fast): a gateway process, a database stopped for seconds, requests waiting on it.
 pytestmark = pytest.mark.slow
@@ -35,15 +39,15 @@ def keyed(key: str) -> dict[str, str]:
     return {"Idempotency-Key": key}
 
 
-def admission_state(url: str, key: str) -> tuple[str, int] | None:
-    """(state, number of journal events) of the admission of `key`, straight from the database."""
+def stored_turn(url: str, key: str) -> tuple[str, Journal]:
+    """The state of the admission of `key` and its turn's journal, straight from the database."""
     with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT a.state, (SELECT COUNT(*) FROM journal_events j WHERE j.turn_id = a.turn_id) "
-            "FROM admissions a WHERE a.key = %s",
-            (key,),
-        ).fetchone()
-    return (str(row[0]), int(row[1])) if row else None
+        admission = conn.execute("SELECT state, turn_id FROM admissions WHERE key = %s", (key,)).fetchone()
+        assert admission is not None
+        rows = conn.execute(
+            "SELECT event FROM journal_events WHERE turn_id = %s ORDER BY seq", (admission[1],)
+        ).fetchall()
+    return str(admission[0]), decode_journal([row[0] for row in rows])
 
 
 def test_a_database_restart_mid_turn_answers_503_meanwhile_and_loses_no_answer(
@@ -54,7 +58,7 @@ def test_a_database_restart_mid_turn_answers_503_meanwhile_and_loses_no_answer(
     assert created.status == 200, created.raw
     stored = created.json()
 
-    with ThreadPoolExecutor(6) as pool:
+    with ThreadPoolExecutor(8) as pool:
         running = pool.submit(
             live_request, live, "POST", CHAT, chat_body(PACED, stream=True), keyed("pg-paced"), timeout=120
         )
@@ -64,8 +68,13 @@ def test_a_database_restart_mid_turn_answers_503_meanwhile_and_loses_no_answer(
         wait_for(lambda: len(live.executions()) == 3, what="the paced turns running")
         postgres_server.stop()
         try:
+            # keyed chat streams report admission outcomes in the stream (WIRE §5.3): a finish chunk, then [DONE]
+            keyed_stream = pool.submit(
+                live_request, live, "POST", CHAT, chat_body("hi", stream=True), keyed("pg-during-stream")
+            )
             during = [
                 pool.submit(live_request, live, "POST", CHAT, chat_body("hello"), keyed("pg-during")),
+                pool.submit(live_request, live, "POST", "/v1/responses", {"input": "hi"}, keyed("pg-during-resp")),
                 pool.submit(live_request, live, "GET", f"/v1/responses/{stored['id']}"),
                 pool.submit(live_request, live, "GET", "/api/sessions"),
                 pool.submit(live_request, live, "POST", CHAT, chat_body("hello")),
@@ -73,6 +82,7 @@ def test_a_database_restart_mid_turn_answers_503_meanwhile_and_loses_no_answer(
             for reply in (f.result(timeout=60) for f in during):
                 assert_error_envelope(reply, 503, "storage_unavailable", type="server_error")
                 assert reply.headers.get("Retry-After") == "1"
+            check_refusal_stream(keyed_stream.result(timeout=60), "storage_unavailable")
             # both turns ended while the database is down: their settle steps failed (and must not be lost) …
             wait_for(lambda: live.output().count("could not store turn") >= 2, 30, what="two failed settle steps")
             assert not running.done() and not responding.done()  # … so their terminal records wait for the store
@@ -86,9 +96,9 @@ def test_a_database_restart_mid_turn_answers_503_meanwhile_and_loses_no_answer(
     assert answered.chat_text()[0] == PACED_ANSWER
     assert answered.chunks[-1]["choices"][0]["finish_reason"] == "stop"
     assert answered.records[-1].data == "[DONE]"
-    # its journal and its settled admission reached the database after the restart
-    state = wait_for(lambda: admission_state(postgres_url, "pg-paced"), until=lambda s: s and s[0] == "settled")
-    assert state is not None and state[1] > 0
+    # its whole journal (terminal record included) and its settled admission reached the database after the restart
+    state, journal = stored_turn(postgres_url, "pg-paced")
+    assert state == "settled" and journal.finished is not None and journal.finished.status is TurnStatus.COMPLETED
     retry = live_request(live, "POST", CHAT, chat_body(PACED, stream=True), keyed("pg-paced"))
     assert retry.status == 200 and retry.replayed, retry.raw[:300]
     assert retry.answer() == answered.answer()  # the same records, byte for byte
