@@ -25,9 +25,9 @@ from typing import Any
 
 import aiohttp
 
-KEY = "bench-key-0123456789abcdef"
-AUTH = {"Authorization": f"Bearer {KEY}"}
-ROOT = Path(__file__).resolve().parent
+from . import store
+from .common import AUTH, ROOT, Server, admission_samples, p50_p99, percentile, timed_read, write_home
+
 STAMP = re.compile(rb"(\d{10}\.\d{6});")
 FULL = {
     "deltas": 20000,
@@ -38,6 +38,9 @@ FULL = {
     "idle_streams": 10000,
     "admissions": 300,
     "startups": 3,
+    "store_requests": 1000,
+    "store_rounds": 10,
+    "store_warmup": 20,
 }
 QUICK = {
     "deltas": 500,
@@ -48,68 +51,10 @@ QUICK = {
     "idle_streams": 50,
     "admissions": 20,
     "startups": 1,
+    "store_requests": 10,
+    "store_rounds": 1,
+    "store_warmup": 2,
 }
-
-
-def write_home(home: Path, keepalive: int) -> Path:
-    home.mkdir(parents=True, exist_ok=True)
-    (home / ".env").write_text(f"API_SERVER_ENABLED=true\nAPI_SERVER_KEY={KEY}\n", encoding="utf-8")
-    (home / "config.yaml").write_text(
-        f"api_server:\n  max_concurrent_runs: 0\n  sse_keepalive_seconds: {keepalive}\n", encoding="utf-8"
-    )
-    return home
-
-
-class Server:
-    """`python -m bench.server` in its own process."""
-
-    def __init__(self, home: Path, deltas: int) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bench.server", str(home), str(deltas)],
-            cwd=ROOT.parent,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line.startswith("PORTS"):
-            self.proc.kill()
-            raise RuntimeError(f"bench server did not start: {line!r}")
-        _, plugin, raw = line.split()
-        self.url = f"http://127.0.0.1:{plugin}"
-        self.raw_url = f"http://127.0.0.1:{raw}"
-
-    def rss_kb(self) -> int:
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        return 0
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
-
-
-async def _timed_read(session: aiohttp.ClientSession, method: str, url: str, **kwargs: Any) -> tuple[float, bytes]:
-    started = time.perf_counter()
-    async with session.request(method, url, **kwargs) as response:
-        body = await response.read()
-        assert response.status == 200, body[:300]
-    return time.perf_counter() - started, body
 
 
 async def throughput(session: aiohttp.ClientSession, server: Server, size: dict[str, Any]) -> dict[str, Any]:
@@ -118,7 +63,7 @@ async def throughput(session: aiohttp.ClientSession, server: Server, size: dict[
     chat_body = {"stream": True, "messages": [{"role": "user", "content": "deltas"}]}
     results: dict[str, list[float]] = {"chat": [], "responses": [], "raw": []}
     for _ in range(size["repeat"]):
-        elapsed, body = await _timed_read(
+        elapsed, body = await timed_read(
             session, "POST", server.url + "/v1/chat/completions", json=chat_body, headers=AUTH
         )
         text = "".join(
@@ -128,12 +73,12 @@ async def throughput(session: aiohttp.ClientSession, server: Server, size: dict[
         )
         assert len(text) == deltas, len(text)
         results["chat"].append(deltas / elapsed)
-        elapsed, body = await _timed_read(
+        elapsed, body = await timed_read(
             session, "POST", server.url + "/v1/responses", json={"input": "deltas", "stream": True}, headers=AUTH
         )
         assert b"response.completed" in body
         results["responses"].append(deltas / elapsed)
-        elapsed, body = await _timed_read(session, "GET", f"{server.raw_url}/raw?n={deltas}")
+        elapsed, body = await timed_read(session, "GET", f"{server.raw_url}/raw?n={deltas}")
         assert body.count(b"data: ") == deltas + 1
         results["raw"].append(deltas / elapsed)
     best = {k: max(v) for k, v in results.items()}
@@ -182,7 +127,7 @@ async def idle_streams(session: aiohttp.ClientSession, server: Server, size: dic
     """How many idle SSE streams (scripted sleep, keepalives flowing) the gateway holds, and RSS per stream."""
     count = size["idle_streams"]
     body = {"stream": True, "messages": [{"role": "user", "content": "idle"}]}
-    await _timed_read(
+    await timed_read(
         session,
         "POST",
         server.url + "/v1/chat/completions",
@@ -228,16 +173,8 @@ async def idle_streams(session: aiohttp.ClientSession, server: Server, size: dic
 async def admissions(session: aiohttp.ClientSession, server: Server, size: dict[str, Any]) -> dict[str, Any]:
     """Per-request latency of a short non-streaming chat turn, without and with an Idempotency-Key."""
     out: dict[str, Any] = {}
-    body = {"messages": [{"role": "user", "content": "hello"}]}
     for label in ("unkeyed", "keyed"):
-        samples = []
-        for i in range(size["admissions"]):
-            headers = {**AUTH, "Idempotency-Key": f"bench-{time.time_ns()}-{i}"} if label == "keyed" else AUTH
-            elapsed, _ = await _timed_read(
-                session, "POST", server.url + "/v1/chat/completions", json=body, headers=headers
-            )
-            samples.append(elapsed * 1000)
-        out[label] = {"p50_ms": round(percentile(samples, 50), 3), "p99_ms": round(percentile(samples, 99), 3)}
+        out[label] = p50_p99(await admission_samples(session, server.url, label == "keyed", size["admissions"]))
     out["overhead_p50_ms"] = round(out["keyed"]["p50_ms"] - out["unkeyed"]["p50_ms"], 3)
     return out
 
@@ -337,24 +274,36 @@ async def run(size: dict[str, Any], only: list[str], work: Path) -> dict[str, An
         results["startup"] = startup(size, work)
         for line in report("startup", results["startup"]):
             print(line, flush=True)
+    if not only or "store" in only:
+        results["store"] = await store.store(size, work)
+        for line in store.report(results["store"]):
+            print(line, flush=True)
     return results
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
-    parser.add_argument("--only", nargs="*", default=[], help="run only these: " + ", ".join([*BENCHES, "startup"]))
+    parser.add_argument(
+        "--only", nargs="*", default=[], help="run only these: " + ", ".join([*BENCHES, "startup", "store"])
+    )
     parser.add_argument("--out", default=str(ROOT / "results.json"))
     args = parser.parse_args(argv)
     size = QUICK if args.quick else FULL
     with tempfile.TemporaryDirectory(prefix="hermes-bench-") as tmp:
         results = asyncio.run(run(size, args.only, Path(tmp)))
-    document = {
-        "machine": {"nproc": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
-        "size": "quick" if args.quick else "full",
-        "results": results,
+    # Merged into what the file holds: a part run alone (--only) and the other scripts' sections (warm,
+    # side_by_side) keep the rest.
+    path = Path(args.out)
+    document = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    document["machine"] = {
+        "nproc": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
     }
-    Path(args.out).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    document["size"] = "quick" if args.quick else "full"
+    document.setdefault("results", {}).update(results)
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     return 0
 
 

@@ -26,7 +26,7 @@ import yaml
 
 from tests.hermes.provider import MODEL, ScriptedProvider
 
-from .__main__ import KEY, ROOT
+from .common import KEY, ROOT
 
 BIN = Path(sys.executable).parent
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")

@@ -1,8 +1,10 @@
 """The benchmark server process: the real plugin app (bench runtime) and a raw aiohttp baseline, one loop.
 
-`python -m bench.server HOME DELTAS` prints `PORTS <plugin> <raw>` once both listen, then serves until
-SIGTERM. The raw baseline builds and `json.dumps` the same chunk dicts the chat stream sends, one
-write per chunk: the minimal honest work of an SSE endpoint.
+`python -m bench.server HOME DELTAS [--pool-check round-trip|none]` prints `PORTS <plugin> <raw>` once both listen,
+then serves until SIGTERM. `--pool-check` (the store part measures what the check costs) replaces the PostgreSQL
+pool's per-borrow check (`postgres_db.check_lent`) with psycopg_pool's own round trip, or with nothing. The raw
+baseline builds and `json.dumps` the same chunk dicts the chat stream sends, one write per chunk: the minimal honest
+work of an SSE endpoint.
 """
 
 from __future__ import annotations
@@ -41,6 +43,19 @@ async def raw_stream(request: web.Request) -> web.StreamResponse:
     return response
 
 
+def replace_pool_check(kind: str) -> None:
+    """psycopg_pool's check (an empty query per borrow) or none in place of the store's own, before the pool opens."""
+    from psycopg_pool import AsyncConnectionPool
+
+    from hermes_api_plugin.store import postgres_db
+
+    async def unchecked(conn: object) -> None:
+        return None
+
+    checks = {"round-trip": AsyncConnectionPool.check_connection, "none": unchecked}
+    postgres_db.check_lent = checks[kind]  # type: ignore[assignment]
+
+
 async def main(home: Path, deltas: int) -> None:
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -73,4 +88,6 @@ async def main(home: Path, deltas: int) -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[3:4] == ["--pool-check"]:
+        replace_pool_check(sys.argv[4])
     asyncio.run(main(Path(sys.argv[1]), int(sys.argv[2])))

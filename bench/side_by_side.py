@@ -24,7 +24,7 @@ import aiohttp
 
 from tests.hermes.provider import ScriptedProvider
 
-from .__main__ import ROOT, percentile
+from .common import ROOT, percentile
 from .gateways import gateway, peak_rss_kb, stream_chat
 
 

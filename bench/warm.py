@@ -44,7 +44,7 @@ import aiohttp
 
 from tests.hermes.provider import ScriptedProvider, turn_requests
 
-from .__main__ import KEY, ROOT, percentile
+from .common import KEY, ROOT, percentile
 from .gateways import CLOCK_TICKS, Gateway, Streamed, cpu_seconds, gateway, peak_rss_kb, rss_kb, stream_chat
 
 SETTLE_S = 0.3  # after a turn, before reading the gateway's CPU time: the turn's last writes land in it

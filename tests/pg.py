@@ -90,6 +90,7 @@ class PostgresServer:
     account: pwd.struct_passwd | None
     password: str = field(default_factory=lambda: secrets.token_urlsafe(18), repr=False)
     port: int = 0
+    fsync: bool = False  # tests: off (see start()); the benchmark measures with the server's default, on
     _databases: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     @property
@@ -167,8 +168,9 @@ class PostgresServer:
             # restarted, which is what tests do; without them CREATE DATABASE costs 180 ms instead of 50.
             # authentication_timeout: a connection a test left half-authenticated (a pool reconnecting in a loop that
             # no longer runs) holds up DROP DATABASE … WITH (FORCE) until it times out; 60 s by default.
+            fsync = "on" if self.fsync else "off"
             options = (
-                f"-p {port} -c listen_addresses=127.0.0.1 -k {self.root / 'sock'} -c fsync=off "
+                f"-p {port} -c listen_addresses=127.0.0.1 -k {self.root / 'sock'} -c fsync={fsync} "
                 "-c authentication_timeout=5s"
             )
             done = self._run(
@@ -225,8 +227,9 @@ class PostgresServer:
             conn.execute(sql.SQL(template).format(sql.Identifier(name)))  # type: ignore[arg-type]
 
 
-def launch() -> PostgresServer:
-    """initdb a cluster in a new temporary directory and start it; stopped at exit at the latest."""
+def launch(*, fsync: bool = False) -> PostgresServer:
+    """initdb a cluster in a new temporary directory and start it; stopped at exit at the latest. `fsync`: flush
+    commits to disk as a production server does (the benchmark), instead of the tests' fsync=off."""
     try:
         import psycopg  # noqa: F401
     except ImportError as exc:
@@ -235,7 +238,7 @@ def launch() -> PostgresServer:
     account = _server_account()
     # Not under pytest's tmp_path: its parents are 0700 root, which the server's account cannot traverse.
     root = Path(tempfile.mkdtemp(prefix="hermes-pg-"))
-    server = PostgresServer(bindir, root, account)
+    server = PostgresServer(bindir, root, account, fsync=fsync)
     atexit.register(server.destroy)  # also when the session ends without its fixture finalizer
     try:
         server.init()

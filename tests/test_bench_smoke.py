@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +32,7 @@ def test_every_benchmark_runs_at_tiny_size_and_reports_each_figure(tmp_path: Pat
         "idle_streams",
         "admissions",
         "startup",
+        "store",
     ):
         assert any(line.startswith(prefix) for line in lines), (prefix, done.stdout)
     results = json.loads(out.read_text())["results"]
@@ -38,3 +40,11 @@ def test_every_benchmark_runs_at_tiny_size_and_reports_each_figure(tmp_path: Pat
     assert results["idle_streams"]["held"] == results["idle_streams"]["requested"]
     assert results["latency"]["1"]["events"] > 0
     assert results["startup"]["median_s"] > 0
+    store = results["store"]
+    if "skipped" in store:  # no PostgreSQL server binaries here; CI installs them
+        assert os.environ.get("CI") != "true", store["skipped"]
+    else:
+        for name in ("sqlite", "postgres", "postgres_round_trip_check", "postgres_no_pool_check"):
+            assert store[name]["keyed"]["p50_ms"] > 0 and store[name]["unkeyed"]["p99_ms"] > 0
+        assert store["postgres_over_sqlite"]["keyed"]["p50_ms"] > 0
+        assert store["pool_check_us_per_borrow"]["round_trip"] > 0

@@ -20,6 +20,11 @@ class StoreError(RuntimeError):
     """The backing store failed (cannot open, disk full, corrupt file)."""
 
 
+class StoreUnavailable(StoreError):
+    """The store cannot be reached right now (its database is down or restarting): the same write may succeed later,
+    where a plain StoreError (a refused statement, a corrupt file) would fail again."""
+
+
 @dataclass(frozen=True)
 class StoredResponse:
     """A Response as stored: its latest object, what rebuilds its chain, and how to re-render it."""

@@ -3,7 +3,8 @@
 Watched journals are written to the store in one transaction per flush, covering every journal with
 new events. A stream that must not show an event before it is durable awaits `durable(journal)`,
 which joins the next group commit; otherwise a timer flushes `interval` seconds after the first
-unsaved append, and a terminal record flushes at once.
+unsaved append, and a terminal record flushes at once. A flush the store fails keeps its events unsaved
+and is retried, backing off, even when no event follows (a journal that ended while the database was down).
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ import time
 from collections.abc import Sequence
 
 from ..events import ToolCompleted, ToolStarted, TurnEvent, TurnFinished, TurnStatus
-from ..store.base import Store
+from ..store.base import Store, StoreError
 from .journal import Journal, decode_journal, encode_events
 
 log = logging.getLogger("hermes_api_plugin")
+
+MAX_RETRY_S = 5.0  # the longest pause between retries of a failed flush
 
 
 class JournalSaver:
@@ -33,6 +36,8 @@ class JournalSaver:
         self._timer: asyncio.Handle | None = None
         self._flushing: asyncio.Future[None] | None = None
         self._again = False
+        self._failures = 0  # flushes failed in a row: the retry backs off
+        self._closed = False
 
     def watch(self, turn_id: str, journal: Journal) -> None:
         key = id(journal)
@@ -102,13 +107,22 @@ class JournalSaver:
         try:
             if batches:
                 await self.store.append_journals(batches)
-        except Exception:
-            log.exception("[API Server] could not write turn journals")
+        except Exception as exc:
+            if isinstance(exc, StoreError):  # the database is down: one line, not a traceback per flush
+                log.warning("[API Server] could not write turn journals, will retry: %s", exc)
+            else:
+                log.exception("[API Server] could not write turn journals")
             self._dirty |= set(ends)
+            # Retried even if no event follows (a finished journal): sooner while the store keeps failing would
+            # only queue attempts behind the one waiting for a connection.
+            self._failures += 1
+            if not self._closed:  # after close() the store is closed too: nothing to wait for
+                self._schedule(min(self.interval * 2**self._failures, MAX_RETRY_S))
             for waiter in waiters:
                 if not waiter.done():
                     waiter.set_result(None)
             return
+        self._failures = 0
         for key, end in ends.items():
             self._written[key] = end
             turn_id, journal = self._watched[key]
@@ -132,6 +146,7 @@ class JournalSaver:
             self._written[key] = max(self._written[key], start + len(pending))
 
     async def close(self) -> None:
+        self._closed = True
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None

@@ -32,6 +32,7 @@ from ..events import (
 )
 from ..redact import redact
 from ..runtimes.base import AgentRuntime, AgentTurn, TurnHooks, TurnOutcome, TurnRequest, drive_turn
+from ..store.retry import until_stored
 from .bridge import TurnBridge
 from .journal import Journal
 from .locks import KeyedLocks
@@ -372,12 +373,13 @@ class TurnRegistry:
 
     async def _persist(self, turn: Turn, finished: TurnFinished) -> None:
         """The turn's transcript into its session (a turn cancelled before it ran adds nothing), then the
-        surface's own state."""
+        surface's own state; each retried while the store is unavailable (the terminal record waits for them)."""
+        what, persist = f"turn {turn.run_id}", turn.persist
         try:
             if turn.started:
-                await self.transcripts(turn, finished)
-            if turn.persist is not None:
-                await turn.persist(turn, finished)
+                await until_stored(lambda: self.transcripts(turn, finished), what + " (transcript)")
+            if persist is not None:
+                await until_stored(lambda: persist(turn, finished), what)
         except Exception:
             log.exception("[API Server] could not store turn %s of session %s", turn.run_id, turn.request.session_id)
 

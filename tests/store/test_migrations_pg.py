@@ -10,14 +10,17 @@ import sqlite3
 import time
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
+from psycopg_pool import AsyncConnectionPool
 
-from hermes_api_plugin.store import SqliteStore, StoreError
+from hermes_api_plugin.store import SqliteStore, StoreError, StoreUnavailable, postgres_db
 from hermes_api_plugin.store.postgres import PostgresStore
-from hermes_api_plugin.store.postgres_db import ACQUIRE_TIMEOUT_S, PostgresDatabase
+from hermes_api_plugin.store.postgres_db import ACQUIRE_TIMEOUT_S, RECONNECT_TIMEOUT_S, PostgresDatabase
 from hermes_api_plugin.store.sqlite_migrate import load_migrations
+from tests.helpers import wait_for
 from tests.pg import DatabaseFactory, PostgresServer
 
 PG_MIGRATIONS = resources.files("hermes_api_plugin.store.migrations_pg")
@@ -167,7 +170,7 @@ async def test_a_database_restart_fails_calls_with_store_error_then_serves_again
         await store.bind_session_key("scope", "k", "before")
         postgres_server.stop()
         started = time.monotonic()
-        with pytest.raises(StoreError) as down:
+        with pytest.raises(StoreUnavailable) as down:  # a later attempt may succeed: callers retry what must be kept
             await store.session_for_key("scope", "k")
         assert time.monotonic() - started < ACQUIRE_TIMEOUT_S + 5
         assert postgres_server.password not in str(down.value)
@@ -175,6 +178,78 @@ async def test_a_database_restart_fails_calls_with_store_error_then_serves_again
         assert await store.session_for_key("scope", "k") == "before"  # a fresh connection, no error first
         await store.bind_session_key("scope", "k", "after")
         assert await store.session_for_key("scope", "k") == "after"
+    finally:
+        if postgres_server.pid() is None:
+            postgres_server.start()
+        await store.close()
+
+
+async def test_connections_a_restart_cut_are_replaced_before_a_call_uses_them(
+    postgres_server: PostgresServer, postgres_url: str
+) -> None:
+    store = PostgresStore(postgres_url)
+    await store.open()
+    try:
+        await asyncio.gather(*(store.bind_session_key("scope", f"k{i}", "before") for i in range(4)))  # 4 pooled
+        postgres_server.stop()
+        postgres_server.start()  # no call in between: every pooled connection is dead and still in the pool
+        assert await asyncio.gather(*(store.session_for_key("scope", f"k{i}") for i in range(4))) == ["before"] * 4
+    finally:
+        await store.close()
+
+
+async def test_an_idle_connection_is_lent_without_a_round_trip_and_one_the_server_closed_is_replaced(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    round_trips = 0
+    real_check = AsyncConnectionPool.check_connection
+
+    async def counted(conn: Any) -> None:
+        nonlocal round_trips
+        round_trips += 1
+        await real_check(conn)
+
+    monkeypatch.setattr(AsyncConnectionPool, "check_connection", staticmethod(counted))
+    store = PostgresStore(postgres_url)
+    await store.open()
+    try:
+        await asyncio.gather(*(store.bind_session_key("scope", f"k{i}", "v") for i in range(4)))
+        for _ in range(10):
+            assert await store.session_for_key("scope", "k0") == "v"
+        assert round_trips == 0
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            terminated = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'hermes-api'"
+            assert admin.execute(terminated).fetchall()
+            alive = "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name = 'hermes-api'"
+            wait_for(lambda: admin.execute(alive).fetchone(), until=lambda row: row == (0,), what="backends gone")
+        assert await asyncio.gather(*(store.session_for_key("scope", f"k{i}") for i in range(4))) == ["v"] * 4
+        assert round_trips >= 1  # the closed ones were asked, found dead and replaced
+    finally:
+        await store.close()
+
+
+OUTAGE_S = 9.0  # after the pool's attempts at 0, 1, 3 and 7 s; its next would come at 15 s
+
+
+@pytest.mark.slow  # a database down for 9 s
+async def test_after_an_outage_longer_than_the_pool_backoff_the_first_call_is_served(
+    postgres_server: PostgresServer, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """psycopg_pool retries a lost connection with doubling pauses (1, 2, 4, 8 s …): without a bound, a database back
+    after 9 s would wait for the attempt at 15 s. The pool gives up after RECONNECT_TIMEOUT_S and connects on demand."""
+    assert RECONNECT_TIMEOUT_S < OUTAGE_S - 1
+    monkeypatch.setattr(postgres_db, "ACQUIRE_TIMEOUT_S", 1.0)  # a call waits 1 s for a connection, not 5
+    store = PostgresStore(postgres_url)
+    await store.open()
+    try:
+        await store.bind_session_key("scope", "k", "before")
+        postgres_server.stop()
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable):
+            await store.session_for_key("scope", "k")  # starts the pool's reconnection attempts
+        await asyncio.sleep(max(0.0, OUTAGE_S - (time.monotonic() - started)))
+        postgres_server.start()
+        assert await store.session_for_key("scope", "k") == "before"
     finally:
         if postgres_server.pid() is None:
             postgres_server.start()

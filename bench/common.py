@@ -1,0 +1,98 @@
+"""What the benchmark parts share: the bench Hermes home, the server process (`bench.server`), percentiles, and
+timed requests (one admission = one short non-streaming chat turn)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+KEY = "bench-key-0123456789abcdef"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+ROOT = Path(__file__).resolve().parent
+ADMISSION_BODY = {"messages": [{"role": "user", "content": "hello"}]}  # the script's default turn: "ok"
+
+
+def write_home(home: Path, keepalive: int, store_url: str | None = None) -> Path:
+    """A Hermes home for the bench server; `store_url`: the PostgreSQL store instead of SQLite."""
+    home.mkdir(parents=True, exist_ok=True)
+    env = f"API_SERVER_ENABLED=true\nAPI_SERVER_KEY={KEY}\n"
+    if store_url is not None:
+        env += f"API_SERVER_STORE_URL={store_url}\n"
+    (home / ".env").write_text(env, encoding="utf-8")
+    (home / "config.yaml").write_text(
+        f"api_server:\n  max_concurrent_runs: 0\n  sse_keepalive_seconds: {keepalive}\n", encoding="utf-8"
+    )
+    return home
+
+
+class Server:
+    """`python -m bench.server` in its own process; `options` are passed on (e.g. `--no-pool-check`)."""
+
+    def __init__(self, home: Path, deltas: int, *options: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.server", str(home), str(deltas), *options],
+            cwd=ROOT.parent,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line.startswith("PORTS"):
+            self.proc.kill()
+            raise RuntimeError(f"bench server did not start: {line!r}")
+        _, plugin, raw = line.split()
+        self.url = f"http://127.0.0.1:{plugin}"
+        self.raw_url = f"http://127.0.0.1:{raw}"
+
+    def rss_kb(self) -> int:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        return 0
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def p50_p99(samples_ms: list[float]) -> dict[str, float]:
+    return {"p50_ms": round(percentile(samples_ms, 50), 3), "p99_ms": round(percentile(samples_ms, 99), 3)}
+
+
+async def timed_read(session: aiohttp.ClientSession, method: str, url: str, **kwargs: Any) -> tuple[float, bytes]:
+    started = time.perf_counter()
+    async with session.request(method, url, **kwargs) as response:
+        body = await response.read()
+        assert response.status == 200, body[:300]
+    return time.perf_counter() - started, body
+
+
+async def admission_samples(session: aiohttp.ClientSession, url: str, keyed: bool, count: int) -> list[float]:
+    """`count` sequential admissions, each with a fresh Idempotency-Key when `keyed`; ms per request."""
+    samples = []
+    for i in range(count):
+        headers = {**AUTH, "Idempotency-Key": f"bench-{time.time_ns()}-{i}"} if keyed else AUTH
+        elapsed, _ = await timed_read(
+            session, "POST", url + "/v1/chat/completions", json=ADMISSION_BODY, headers=headers
+        )
+        samples.append(elapsed * 1000)
+    return samples
