@@ -95,8 +95,10 @@ class ResponseCreation:
         body: ResponsesRequest,
         hermes: HermesHeaders,
         model_name: str,
+        owner: str,
     ) -> None:
         self.settings = settings
+        self.owner = owner  # the boot id of this gateway process: stored with the Response until it settles
         self.model_name = model_name  # the advertised name (the profile's, WIRE §14.3) a request without one gets
         self.store = store
         self.chains = chains
@@ -156,6 +158,7 @@ class ResponseCreation:
             instructions=instructions,
             commentary=self.commentary,
             messages=list(resolved.messages),  # until it settles: what a restart-settled turn leaves in the chain
+            owner=self.owner,
         )
         return TurnPlan(
             session_id=chain.session_id,
@@ -168,6 +171,7 @@ class ResponseCreation:
             bind_key=chain.bind_key,
             session_key=self.hermes.session_key,
             durable=body.store,
+            surface="responses",
             turn_id=turn_id,
             reply=self._reply,
             persist=self._persister(record) if body.store else None,
@@ -204,7 +208,7 @@ class ResponseCreation:
         async def persist(turn: Turn, finished: TurnFinished) -> None:
             # record.messages are the turn's inputs (resolved.messages): the transcript starts with them.
             final, items = settled(settings, record, head, turn.queued_at_admission, [*turn.journal.events, finished])
-            await journals.write_now(turn.run_id, turn.journal, [finished])
+            await journals.write_now(turn.run_id, turn.journal, [finished], at=turn.finished_at)
             log_evictions(await store.put_response(final, items))
 
         return persist

@@ -103,6 +103,7 @@ class _ChatView:
             session_key=self.hermes.session_key,
             reply=lambda turn: reply,
             persist=persist,
+            surface="chat",
         )
 
     async def _continuity(self) -> tuple[HistoryLoader | Sequence[Message], Persister]:

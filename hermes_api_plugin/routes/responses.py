@@ -16,7 +16,7 @@ from ..delivery import deliver, open_stream, pump, start_detached
 from ..dialects.record import SseRecord
 from ..dialects.responses import ResponseHead, ResponsesRenderer, without_tool_items
 from ..errors import ApiError, invalid_parameter, invalid_request
-from ..keys import JOURNALS, RUNTIME, SETTINGS, STORE, TURNS
+from ..keys import JOURNALS, LEASES, RUNTIME, SETTINGS, STORE, TURNS
 from ..middleware import read_json
 from ..profiles import profile_of
 from ..protocol.common import idempotency_key, parse_hermes_headers, tool_items_shown
@@ -39,7 +39,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     profile = profile_of(request)
     submitter = profile.submitter
     creation = ResponseCreation(
-        app[SETTINGS], app[STORE], profile.chains, app[JOURNALS], body, hermes, profile.model_name
+        app[SETTINGS], app[STORE], profile.chains, app[JOURNALS], body, hermes, profile.model_name, app[LEASES].owner
     )
     slot = submitter.slot("responses", idempotency_key(request.headers), body.identity, [hermes.session_key])
     outcome: Outcome[None] = await submitter.submit(slot, creation.plan)

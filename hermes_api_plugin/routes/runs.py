@@ -97,6 +97,7 @@ class _RunPlanner:
             bind_key=chain.bind_key,
             session_key=self.session_key,
             reply=lambda turn: reply,
+            surface="runs",
         )
 
 

@@ -193,6 +193,7 @@ async def _session_chat(request: web.Request, *, stream: bool) -> web.StreamResp
             history=history,
             session_key=hermes.session_key,
             reply=lambda turn: {"session_id": session_id, "model": model},
+            surface="session_chat",
         )
 
     outcome: Outcome[None] = await submitter.submit(slot, plan)
