@@ -132,6 +132,11 @@ class Admissions:
         record = await self.store.get_admission(slot.scope, slot.surface, slot.key)
         if record is None:
             return Decision("new")
+        return await self.judge(slot, record, live)
+
+    async def judge(self, slot: Slot, record: AdmissionRecord, live: Callable[[str], bool]) -> Decision:
+        """The table for the record that holds the key (read by `decide`, or returned by a reservation that lost a
+        race to another gateway). Raises StoreError when reading the owner's lease fails."""
         same = record.identity == slot.identity and record.target == slot.target
         now = self.clock()
         state, since = record.state, record.settled_at or record.created_at

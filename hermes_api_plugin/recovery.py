@@ -9,7 +9,8 @@ left running become `failed`, their journals closed the same way.
 `sweep()` is safe at any time and from any gateway: it runs at start-up (after this process took its lease), after
 every lease renewal, and when a keyed retry finds its turn's owner gone. Of two gateways sweeping at once each
 admission and run record goes to one of them; a stored Response both find is settled twice to the same outcome.
-The turns of a live owner are never touched, however long they run.
+The turns of a live owner are never touched, however long they run. Each sweep also drops the run records (and
+journals nothing else renders) of runs that settled more than an hour ago (WIRE.md §6.2).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .leases import LeaseKeeper
 from .store.base import Store
 from .stored_responses import head_from_snapshot, settled
 from .turns.durable import close_journal
+from .turns.registry import RECENT_S
 
 log = logging.getLogger("hermes_api_plugin")
 
@@ -63,4 +65,5 @@ class Recovery:
                 closed.append(turn_id)
         if dead:
             await store.purge_leases(dead, now)
+        await store.purge_runs(now - RECENT_S)  # a run is readable this long after it settled (WIRE.md §6.2)
         return closed

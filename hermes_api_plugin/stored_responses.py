@@ -18,7 +18,7 @@ from .protocol.common import HermesHeaders, new_chain_session_id, new_response_i
 from .protocol.responses import ResponsesRequest, resolve_input
 from .store.base import Eviction, Store, StoredResponse
 from .submit import TurnPlan
-from .turns import HistoryLoader, Persister, Turn
+from .turns import HistoryLoader, Journal, Persister, Turn
 from .turns.durable import JournalSaver
 
 log = logging.getLogger("hermes_api_plugin")
@@ -50,11 +50,13 @@ def head_from_snapshot(snapshot: dict[str, Any]) -> ResponseHead:
     )
 
 
-def live_snapshot(settings: Settings, record: StoredResponse, turn: Turn, tool_items: bool = True) -> dict[str, Any]:
-    """The Response object of a stored response whose turn is still running."""
+def live_snapshot(
+    settings: Settings, record: StoredResponse, journal: Journal, tool_items: bool = True
+) -> dict[str, Any]:
+    """The Response object of a stored response whose turn is still running (here, or on another gateway)."""
     r = renderer(settings, head_from_snapshot(record.snapshot), record.commentary, tool_items)
     r.created(record.queued)
-    r.render(list(turn.journal.events))
+    r.render(list(journal.events))
     return r.snapshot()
 
 

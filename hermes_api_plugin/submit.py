@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
-from .admissions import Admissions, Slot, error_for
+from .admissions import Admissions, Decision, Slot, error_for
 from .config import Settings
 from .content import Message, canonical_json
 from .errors import ApiError
@@ -146,14 +146,26 @@ class Submitter:
         cap (429) and draining (503) propagate; admission refusals come back as `Refusal`."""
         self.registry.check_draining()
         if slot is None:
-            return await self._new(None, False, plan, None)
+            new: NewTurn[H] | Refusal[H] | Decision = await self._new(None, False, plan, None)
+            assert not isinstance(new, Decision)  # only a reservation can lose a race
+            return new
         async with self.admissions.serialised(slot):
             try:
-                decision = await self.admissions.decide(slot, lambda run_id: self.registry.get(run_id) is not None)
+                decision = await self.admissions.decide(slot, self._live)
             except StoreError:
                 return Refusal("storage_unavailable")
             if decision.outcome == "new":
-                return await self._new(slot, decision.free_expired, plan, early_head)
+                outcome = await self._new(slot, decision.free_expired, plan, early_head)
+                if not isinstance(outcome, Decision):
+                    return outcome
+                decision = outcome  # another gateway reserved the key first: its record decides
+        return await self._existing(decision)
+
+    def _live(self, run_id: str) -> bool:
+        return self.registry.get(run_id) is not None
+
+    async def _existing(self, decision: Decision) -> Existing | Refusal[H]:
+        """A key some admission holds: attach, replay, or the refusal."""
         record = decision.record
         assert record is not None
         if decision.gone:
@@ -187,7 +199,11 @@ class Submitter:
         replace_expired: bool,
         plan: Callable[[], Awaitable[TurnPlan]],
         early_head: Callable[[Turn], Awaitable[H]] | None,
-    ) -> NewTurn[H] | Refusal[H]:
+    ) -> NewTurn[H] | Refusal[H] | Decision:
+        """A new admission; a `Decision` when another gateway reserved the key between lookup and reservation (its
+        record decides: attach or conflict). On a shared store the reservation comes before a keyed chat stream's
+        early head, so that a lost race still attaches with the winner's ids; on one gateway's store no other
+        process can win a race (running_elsewhere) and the head goes out first (WIRE.md §5.3)."""
         p = await plan()
         settings = self.settings
         request = TurnRequest(
@@ -216,14 +232,19 @@ class Submitter:
         )
         turn = held.turn
         head: H | None = None
+        head_first = not self.replicas.shared
         try:
-            if early_head is not None:
+            if early_head is not None and head_first:
                 head = await early_head(turn)
             if slot is not None:
                 holder = await self.admissions.reserve(slot, turn.run_id, p.reply(turn), replace_expired)
                 if holder is not None:  # another process reserved the key between lookup and now
                     held.cancel()
-                    return Refusal("admission_conflict", head)
+                    if head is not None:
+                        return Refusal("admission_conflict", head)
+                    return await self.admissions.judge(slot, holder, self._live)
+            if early_head is not None and not head_first:
+                head = await early_head(turn)
             if p.bind_key is not None:
                 await self.store.bind_session_key(self.scope, p.bind_key, p.session_id)
             if p.admitted is not None:

@@ -360,6 +360,11 @@ class Store(Protocol):
         `failed`; returns their turn ids."""
         ...
 
+    async def purge_runs(self, settled_before: float) -> None:
+        """Drop the run records settled before `settled_before`, and their journals unless an admission or a
+        stored Response still renders them."""
+        ...
+
     # -- several gateways ----------------------------------------------------------------------------
     def feed(self) -> Feed | None:
         """The cross-gateway notifications of a store several gateways share at once (the same object on every

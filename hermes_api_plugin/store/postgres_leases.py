@@ -105,3 +105,16 @@ class PostgresLeases:
                 gone_params(now, dead),
             )
             return [r["turn_id"] for r in await cursor.fetchall()]
+
+    async def purge_runs(self, settled_before: float) -> None:
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                "DELETE FROM journal_events WHERE turn_id IN (SELECT r.turn_id FROM runs r "
+                "WHERE r.status <> 'running' AND r.settled_at < %(before)s "
+                "AND NOT EXISTS (SELECT 1 FROM admissions a WHERE a.turn_id = r.turn_id) "
+                "AND NOT EXISTS (SELECT 1 FROM responses s WHERE s.turn_id = r.turn_id))",
+                {"before": settled_before},
+            )
+            await conn.execute(
+                "DELETE FROM runs WHERE status <> 'running' AND settled_at < %(before)s", {"before": settled_before}
+            )

@@ -101,3 +101,17 @@ class SqliteLeases:
                 ]
 
         return await self.db.call(mark)
+
+    async def purge_runs(self, settled_before: float) -> None:
+        def purge(conn: sqlite3.Connection) -> None:
+            with transaction(conn):
+                conn.execute(
+                    "DELETE FROM journal_events WHERE turn_id IN (SELECT r.turn_id FROM runs r "
+                    "WHERE r.status <> 'running' AND r.settled_at < ? "
+                    "AND NOT EXISTS (SELECT 1 FROM admissions a WHERE a.turn_id = r.turn_id) "
+                    "AND NOT EXISTS (SELECT 1 FROM responses s WHERE s.turn_id = r.turn_id))",
+                    (settled_before,),
+                )
+                conn.execute("DELETE FROM runs WHERE status <> 'running' AND settled_at < ?", (settled_before,))
+
+        await self.db.call(purge)

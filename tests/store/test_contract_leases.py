@@ -171,3 +171,35 @@ async def test_two_stores_on_one_database_see_each_others_notifications(open_bac
         assert await other.load_journal("run_x", 0) == ["e0"], "the rows are committed when the listener wakes"
     finally:
         await other.close()
+
+
+async def test_run_records_and_their_unreferenced_journals_are_purged_after_they_settled(backend: Backend) -> None:
+    """An hour after a run settled its record goes, and its journal with it unless an admission or a stored Response
+    still renders it; running runs and newer ones stay."""
+    store = backend.store
+    for turn_id, status, settled_at in (
+        ("run_old", "completed", NOW - 10),
+        ("run_keyed", "completed", NOW - 10),
+        ("run_stored", "completed", NOW - 10),
+        ("run_new", "completed", NOW + 10),
+        ("run_running", "running", None),
+    ):
+        await store.put_run(replace(run(turn_id, "boot"), status=status, settled_at=settled_at))
+        await store.append_journals([(turn_id, 0, ["e0"])])
+    from .test_contract_store import admission
+
+    await store.reserve_admission(admission(turn="run_keyed", state="settled"))
+    await store.put_response(replace(stored("stored", None, "completed"), turn_id="run_stored"), [])
+    await store.purge_runs(NOW)
+    left = {t: await store.get_run(SCOPE, t) is not None for t in ("run_old", "run_keyed", "run_new", "run_running")}
+    assert left == {"run_old": False, "run_keyed": False, "run_new": True, "run_running": True}
+    journals = {
+        t: await store.load_journal(t) for t in ("run_old", "run_keyed", "run_stored", "run_new", "run_running")
+    }
+    assert journals == {
+        "run_old": [],
+        "run_keyed": ["e0"],
+        "run_stored": ["e0"],
+        "run_new": ["e0"],
+        "run_running": ["e0"],
+    }

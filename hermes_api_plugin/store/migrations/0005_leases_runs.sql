@@ -29,5 +29,7 @@ CREATE TABLE runs (
 ) WITHOUT ROWID;
 
 CREATE INDEX runs_running ON runs(owner) WHERE status = 'running';
+CREATE INDEX runs_by_settled ON runs(settled_at);
+CREATE INDEX responses_by_turn ON responses(turn_id);
 CREATE INDEX admissions_running ON admissions(owner) WHERE state = 'running';
 CREATE INDEX responses_unsettled ON responses(owner) WHERE status IN ('queued', 'in_progress');

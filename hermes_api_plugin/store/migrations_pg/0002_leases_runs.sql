@@ -28,6 +28,8 @@ CREATE TABLE runs (
 );
 
 CREATE INDEX runs_running ON runs (owner) WHERE status = 'running';
+CREATE INDEX runs_by_settled ON runs (settled_at);
+CREATE INDEX responses_by_turn ON responses (turn_id);
 DROP INDEX admissions_running;
 CREATE INDEX admissions_running ON admissions (owner) WHERE state = 'running';
 DROP INDEX responses_unsettled;
