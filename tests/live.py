@@ -129,9 +129,7 @@ class LiveGateway:
         return executions(self.home)
 
 
-def spawn_gateway(
-    home: Path, extra_env: dict[str, str] | None = None, prefix: Sequence[str] = ()
-) -> LiveGateway:
+def spawn_gateway(home: Path, extra_env: dict[str, str] | None = None, prefix: Sequence[str] = ()) -> LiveGateway:
     """Start the gateway process without waiting for it to listen (`prefix`: a command it runs under, e.g. unshare)."""
     proc = subprocess.Popen(
         [*prefix, sys.executable, "-m", "hermes_api_plugin", "gateway"],
