@@ -106,7 +106,7 @@ def create_app(
     app[CHAT_TIPS] = ChatTips()
     # This process owns what it admits under a boot id of its own, kept alive by its lease (leases.py).
     app[LEASES] = LeaseKeeper.for_this_process(store, secrets.token_hex(8), settings.store_lease_seconds)
-    app[RECOVERY] = Recovery(settings, store, app[LEASES])
+    app[RECOVERY] = Recovery(settings, store, app[LEASES], app[TURNS])
     app[LEASES].after_renewal = app[RECOVERY].sweep
     app[ADMISSIONS] = Admissions(
         store,

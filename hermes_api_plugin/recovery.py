@@ -11,6 +11,11 @@ every lease renewal, and when a keyed retry finds its turn's owner gone. Of two 
 admission and run record goes to one of them; a stored Response both find is settled twice to the same outcome.
 The turns of a live owner are never touched, however long they run. Each sweep also drops the run records (and
 journals nothing else renders) of runs that settled more than an hour ago (WIRE.md §6.2).
+
+The sweep also looks at this gateway's own records: a turn that settled here but whose settlement could not be
+stored (the database was down at that moment) still shows running to every other gateway, whose followers would
+wait for it as long as this gateway lives. Its persistence (stored Response, journal with the terminal record,
+admission, run record) is run again, until it gets through.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from .leases import LeaseKeeper
 from .store.base import Store
 from .stored_responses import head_from_snapshot, settled
 from .turns.durable import close_journal
-from .turns.registry import RECENT_S
+from .turns.registry import RECENT_S, TurnRegistry
 
 log = logging.getLogger("hermes_api_plugin")
 
@@ -31,16 +36,31 @@ log = logging.getLogger("hermes_api_plugin")
 class Recovery:
     """Settles the leftovers of gone owners (one sweep at a time per gateway)."""
 
-    def __init__(self, settings: Settings, store: Store, leases: LeaseKeeper) -> None:
+    def __init__(self, settings: Settings, store: Store, leases: LeaseKeeper, registry: TurnRegistry) -> None:
         self.settings = settings
         self.store = store
         self.leases = leases
+        self.registry = registry
         self._lock = asyncio.Lock()
 
     async def sweep(self) -> list[str]:
         """Settle what gone owners left; returns the turn ids whose journals this sweep closed. Raises StoreError."""
         async with self._lock:
-            return await self._sweep()
+            closed = await self._sweep()
+            await self._restore_own()
+            return closed
+
+    async def _restore_own(self) -> None:
+        """Store again the settlement of this gateway's turns that settled here but could not be stored."""
+        for turn_id in await self.store.owned_unsettled(self.leases.owner):
+            if self.registry.get(turn_id) is not None:
+                continue  # still running here
+            turn = self.registry.find(turn_id)
+            finished = turn.journal.finished if turn is not None else None
+            if turn is None or finished is None or turn.persist is None:
+                continue  # not known here any more: it stays until this gateway's lease is gone
+            await turn.persist(turn, finished)
+            log.info("[API Server] turn %s: its settlement is stored now", turn_id)
 
     async def _sweep(self) -> list[str]:
         store, now = self.store, self.leases.clock()

@@ -16,6 +16,7 @@ from hermes_api_plugin.config import load_settings
 from hermes_api_plugin.leases import LeaseKeeper
 from hermes_api_plugin.recovery import Recovery
 from hermes_api_plugin.store import MemoryStore
+from tests.turns.support import registry
 
 RETENTION, TOMBSTONE = 100, 1000
 LEASE = 15.0
@@ -116,7 +117,8 @@ async def test_recovery_makes_a_gone_owners_running_records_unknown_for_the_tomb
     await store.append_journals([("run_1", 0, ['{"t":"TextDelta","text":"partial","ts":1}'])])
     now = admissions(store, clock, boot="boot-now")
     await now.leases.renew()
-    assert await Recovery(load_settings(tmp_path), store, now.leases).sweep() == ["run_1"]
+    recovery = Recovery(load_settings(tmp_path), store, now.leases, await registry(store=store.sessions))
+    assert await recovery.sweep() == ["run_1"]
     assert await outcome(now, is_live=dead) == "unknown"
     record = await store.get_admission(SLOT.scope, SLOT.surface, SLOT.key)
     assert record is not None and record.state == "unknown"

@@ -22,7 +22,7 @@ import pytest
 import yaml
 from aiohttp.test_utils import TestClient
 
-from hermes_api_plugin.keys import LEASES, TURNS
+from hermes_api_plugin.keys import LEASES, RECOVERY, SCOPE, STORE, TURNS
 from tests.helpers import Reply, assert_error_envelope, fetch, read_reply, read_until, serve_app, wait_for_async
 from tests.live import SCRIPTS, executions, write_home
 
@@ -246,3 +246,35 @@ async def test_with_sqlite_a_turn_another_live_process_runs_answers_running_else
     again = await fetch(b, "POST", CHAT, json=body("chat", text, stream=False), headers=headers)
     assert again.status == 200 and again.replayed and again.json() == answer.json()
     assert executed((a,), text) == 1
+
+
+async def test_a_settlement_the_store_missed_is_stored_by_the_owners_next_sweep(
+    aiohttp_client: Any, tmp_path: Path, auth: dict[str, str]
+) -> None:
+    """The store fails just as a keyed turn settles: its admission would stay running — to other gateways a live
+    owner's running turn, followed for as long as this gateway lives. The owner's next sweep (after a lease renewal)
+    stores the settlement again: the admission settles, the journal gets its terminal record, a retry replays."""
+    app_client = await serve_app(aiohttp_client, replica_home(tmp_path / "one", None))
+    app = app_client.server.app
+    store = app[STORE]
+    k, text = key(), f"slow {secrets.token_hex(4)}"
+    async with app_client.post(
+        CHAT, json=body("chat", text, stream=False), headers={**auth, "Idempotency-Key": k}
+    ) as first:
+        await wait_for_async(lambda: app[TURNS].active == 1, what="the turn")
+        run_id = first.headers["X-Hermes-Run-Id"]
+        turn = app[TURNS].get(run_id)
+        assert turn is not None
+        await store.close()  # the database goes away before the turn settles
+        answer = await read_reply(first)
+    assert turn.journal.finished is not None and turn.journal.finished.status.value == "completed"
+    await store.open()
+    record = await store.admission_for_turn(app[SCOPE], run_id)
+    assert record is not None and record.state == "running", "the settlement was lost with the store"
+    await app[RECOVERY].sweep()
+    record = await store.admission_for_turn(app[SCOPE], run_id)
+    assert record is not None and record.state == "settled"
+    again = await fetch(
+        app_client, "POST", CHAT, json=body("chat", text, stream=False), headers={**auth, "Idempotency-Key": k}
+    )
+    assert again.status == 200 and again.replayed and again.json() == answer.json()

@@ -360,6 +360,11 @@ class Store(Protocol):
         `failed`; returns their turn ids."""
         ...
 
+    async def owned_unsettled(self, owner: str) -> list[str]:
+        """The turn ids `owner` still has unsettled in the store: running admissions and run records, queued or
+        in-progress stored Responses (its own sweep re-persists those whose turns settled but could not be stored)."""
+        ...
+
     async def purge_runs(self, settled_before: float) -> None:
         """Drop the run records settled before `settled_before`, and their journals unless an admission or a
         stored Response still renders them."""

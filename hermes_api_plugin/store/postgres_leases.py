@@ -106,6 +106,17 @@ class PostgresLeases:
             )
             return [r["turn_id"] for r in await cursor.fetchall()]
 
+    async def owned_unsettled(self, owner: str) -> list[str]:
+        async with self.db.connection() as conn:
+            cursor = await conn.execute(
+                "SELECT turn_id FROM admissions WHERE state = 'running' AND owner = %(o)s UNION "
+                "SELECT turn_id FROM runs WHERE status = 'running' AND owner = %(o)s UNION "
+                "SELECT turn_id FROM responses WHERE status IN ('queued', 'in_progress') AND owner = %(o)s "
+                "ORDER BY turn_id",
+                {"o": owner},
+            )
+            return [r["turn_id"] for r in await cursor.fetchall()]
+
     async def purge_runs(self, settled_before: float) -> None:
         async with self.db.transaction() as conn:
             await conn.execute(

@@ -102,6 +102,20 @@ class SqliteLeases:
 
         return await self.db.call(mark)
 
+    async def owned_unsettled(self, owner: str) -> list[str]:
+        return await self.db.call(
+            lambda c: [
+                r["turn_id"]
+                for r in c.execute(
+                    "SELECT turn_id FROM admissions WHERE state = 'running' AND owner = :o UNION "
+                    "SELECT turn_id FROM runs WHERE status = 'running' AND owner = :o UNION "
+                    "SELECT turn_id FROM responses WHERE status IN ('queued', 'in_progress') AND owner = :o "
+                    "ORDER BY turn_id",
+                    {"o": owner},
+                )
+            ]
+        )
+
     async def purge_runs(self, settled_before: float) -> None:
         def purge(conn: sqlite3.Connection) -> None:
             with transaction(conn):

@@ -203,3 +203,21 @@ async def test_run_records_and_their_unreferenced_journals_are_purged_after_they
         "run_new": ["e0"],
         "run_running": ["e0"],
     }
+
+
+async def test_owned_unsettled_lists_an_owners_running_admissions_runs_and_unsettled_responses(
+    backend: Backend,
+) -> None:
+    from .test_contract_store import admission
+
+    store = backend.store
+    await store.reserve_admission(admission("a", turn="run_adm", owner="me"))
+    await store.reserve_admission(admission("b", turn="run_done", owner="me", state="settled"))
+    await store.reserve_admission(admission("c", turn="run_theirs", owner="them"))
+    await store.put_run(run("run_adm", "me"))  # a keyed run: both records, one turn id
+    await store.put_run(run("run_unkeyed", "me"))
+    await store.put_run(run("run_settled", "me", status="completed"))
+    await store.put_response(replace(stored("r1", "me"), turn_id="run_resp"), [])
+    await store.put_response(replace(stored("r2", "me", status="completed"), turn_id="run_resp_done"), [])
+    assert await store.owned_unsettled("me") == ["run_adm", "run_resp", "run_unkeyed"]
+    assert await store.owned_unsettled("nobody") == []
