@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import secrets
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from aiohttp.test_utils import TestClient
 from hermes_api_plugin.keys import LEASES, RECOVERY, SCOPE, STORE, TURNS
 from tests.helpers import Reply, assert_error_envelope, fetch, read_reply, read_until, serve_app, wait_for_async
 from tests.live import SCRIPTS, executions, write_home
+from tests.pg import PostgresServer
 
 CHAT, RESPONSES = "/v1/chat/completions", "/v1/responses"
 SLOW_ANSWER = "Slow and steady wins the race, one chunk at a time."
@@ -46,6 +48,7 @@ def replica_home(root: Path, store_url: str | None, *, seconds: float = 1.0) -> 
             ],
         },
         {"match": "long", "steps": [{"reasoning": "A long one."}, {"sleep": 600}, {"text": "never"}]},
+        {"match": "restart", "steps": [{"reasoning": "Before the restart."}, {"sleep": 4}, {"text": "After it."}]},
     ]
     script["options"] = {"chunk_chars": 6, "delay_ms": 20, "execution_log": str(home / "executions.jsonl")}
     path = root / "script.yaml"
@@ -278,3 +281,30 @@ async def test_a_settlement_the_store_missed_is_stored_by_the_owners_next_sweep(
         app_client, "POST", CHAT, json=body("chat", text, stream=False), headers={**auth, "Idempotency-Key": k}
     )
     assert again.status == 200 and again.replayed and again.json() == answer.json()
+
+
+@pytest.mark.slow  # restarts the session's PostgreSQL server
+async def test_a_follower_on_b_gets_every_event_across_a_database_restart(
+    postgres_server: PostgresServer,
+    replicas: tuple[TestClient, TestClient],
+    auth: dict[str, str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """B follows a run A runs while the database restarts: B's listener reconnects and B reads again from where its
+    journal stands, so its /events stream carries every event of the run, numbered as A numbers them."""
+    a, b = replicas
+    caplog.set_level(logging.INFO, "hermes_api_plugin")
+    created = await fetch(a, "POST", "/v1/runs", json={"input": "restart run"}, headers=auth)
+    run_id = created.json()["run_id"]
+    async with b.get(f"/v1/runs/{run_id}/events", headers=auth) as events:
+        raw = await read_until(events, b"reasoning.delta")
+        postgres_server.stop()
+        await asyncio.sleep(0.5)
+        postgres_server.start()
+        rest = await read_reply(events, timeout=30)
+    followed = Reply(200, events.headers, raw + rest.raw)
+    assert followed.events[-1]["event"] == "run.completed", followed.raw[-300:]
+    assert followed.events[-1]["output"] == "After it."
+    from_a = await fetch(a, "GET", f"/v1/runs/{run_id}/events", headers=auth)
+    assert followed.records == from_a.records
+    assert "feed: listening again on PostgreSQL" in caplog.text, "the listeners reconnected"
