@@ -36,6 +36,7 @@ from .keys import (
 from .leases import LeaseKeeper
 from .middleware import MAX_BODY_BYTES, MIDDLEWARES, add_common_headers
 from .model_options import ModelOptionsCache
+from .placement import Placement, host_name
 from .profiles import PROFILES, Profile, Profiles, profile_builder, profile_middleware
 from .protocol.common import credential_scope
 from .recovery import Recovery
@@ -115,8 +116,13 @@ def create_app(
         tombstone_s=settings.idempotency_tombstone_seconds,
     )
     app[REPLICAS] = Replicas(store, app[LEASES], app[RECOVERY].sweep, app[TURNS])
-    app[CHAINS] = Chains(store, session_store, app[SCOPE])
-    app[SUBMITTER] = Submitter(settings, app[SCOPE], app[TURNS], app[ADMISSIONS], store, app[JOURNALS], app[REPLICAS])
+    # A shared store with sessions kept per host (Hermes' state.db): which host keeps each session (placement.py).
+    per_host = app[REPLICAS].shared and session_store is not own_sessions(store)
+    placement = Placement(store, session_store, host_name(settings.hermes_home) if per_host else None)
+    app[CHAINS] = Chains(store, session_store, app[SCOPE], placement)
+    app[SUBMITTER] = Submitter(
+        settings, app[SCOPE], app[TURNS], app[ADMISSIONS], store, app[JOURNALS], app[REPLICAS], placement
+    )
     own = Profile(settings.profile, None, app[SCOPE], settings.model_name, session_store, app[SUBMITTER], app[CHAINS])
     app[PROFILES] = Profiles(own, profile_builder(app[SUBMITTER], runtime.session_store, session_store))
 
@@ -198,7 +204,7 @@ async def _open_store(app: web.Application) -> None:
     await app[REPLICAS].start()
     ours = own_sessions(store)
     if ours is not None and app[SESSIONS] is not ours:  # the host's sessions now (WIRE §14.1)
-        await move_sessions(ours, app[SESSIONS])
+        await move_sessions(ours, app[SESSIONS], app[CHAINS].placement.record)
 
 
 async def _drain(app: web.Application) -> None:

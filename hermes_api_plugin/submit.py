@@ -34,6 +34,7 @@ from .config import Settings
 from .content import Message, canonical_json
 from .errors import ApiError
 from .events import TurnFinished
+from .placement import Placement
 from .protocol.common import ModelSelection, new_run_id
 from .replicas import Replicas
 from .runtimes.base import TurnRequest
@@ -107,6 +108,7 @@ class Submitter:
         store: Store,
         journals: JournalSaver,
         replicas: Replicas,
+        placement: Placement,
         profile_home: Path | None = None,
     ) -> None:
         self.settings = settings
@@ -116,10 +118,12 @@ class Submitter:
         self.store = store
         self.journals = journals
         self.replicas = replicas
+        self.placement = placement  # records which host keeps the sessions its turns run on (per-host sessions)
         self.profile_home = profile_home  # the host profile its turns run in (WIRE §14.3); None: the gateway's
 
-    def for_profile(self, scope: str, profile_home: Path) -> Submitter:
-        """The same submission path for a multiplexed host profile: its credential scope, its home."""
+    def for_profile(self, scope: str, profile_home: Path, placement: Placement) -> Submitter:
+        """The same submission path for a multiplexed host profile: its credential scope, its home, its sessions'
+        placement."""
         return Submitter(
             self.settings,
             scope,
@@ -128,6 +132,7 @@ class Submitter:
             self.store,
             self.journals,
             self.replicas,
+            placement,
             profile_home,
         )
 
@@ -251,6 +256,7 @@ class Submitter:
                 await p.admitted(turn)
             if self.replicas.shared:
                 await self.store.put_run(self._run_record(p, turn))
+                await self.placement.record(p.session_id)
         except StoreError:
             held.cancel()
             return Refusal("storage_unavailable", head)

@@ -259,8 +259,15 @@ class Store(Protocol):
     async def bind_session_key(self, scope: str, key: str, session_id: str) -> None: ...
 
     async def unbind_session(self, session_id: str) -> None:
-        """Forget every session-key binding to a (deleted) session."""
+        """Forget a (deleted) session: every session-key binding to it, and which host keeps it."""
         ...
+
+    # -- session placement (per-host session stores, placement.py) -----------------------------------
+    async def session_host(self, session_id: str) -> str | None:
+        """The gateway host that keeps `session_id`, when one recorded it."""
+        ...
+
+    async def set_session_host(self, session_id: str, host: str) -> None: ...
 
     # -- responses -----------------------------------------------------------------------------------
     async def put_response(self, response: StoredResponse, items: Sequence[dict[str, Any]]) -> list[Eviction]:

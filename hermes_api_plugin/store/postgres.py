@@ -101,8 +101,23 @@ class PostgresStore(PostgresAdmissions, PostgresLeases):
             )
 
     async def unbind_session(self, session_id: str) -> None:
-        async with self.db.connection() as conn:
+        async with self.db.transaction() as conn:
             await conn.execute("DELETE FROM session_keys WHERE session_id = %s", (session_id,))
+            await conn.execute("DELETE FROM session_hosts WHERE session_id = %s", (session_id,))
+
+    async def session_host(self, session_id: str) -> str | None:
+        async with self.db.connection() as conn:
+            cursor = await conn.execute("SELECT host FROM session_hosts WHERE session_id = %s", (session_id,))
+            row = await cursor.fetchone()
+        return row["host"] if row else None
+
+    async def set_session_host(self, session_id: str, host: str) -> None:
+        async with self.db.connection() as conn:
+            await conn.execute(
+                "INSERT INTO session_hosts (session_id, host, updated_at) VALUES (%s, %s, %s) "
+                "ON CONFLICT (session_id) DO UPDATE SET host = EXCLUDED.host, updated_at = EXCLUDED.updated_at",
+                (session_id, host, time.time()),
+            )
 
     # -- responses -----------------------------------------------------------------------------------
     async def put_response(self, response: StoredResponse, items: Sequence[dict[str, Any]]) -> list[Eviction]:

@@ -109,7 +109,27 @@ class SqliteStore(SqliteAdmissions, SqliteLeases):
         )
 
     async def unbind_session(self, session_id: str) -> None:
-        await self.db.call(lambda c: c.execute("DELETE FROM session_keys WHERE session_id = ?", (session_id,)))
+        def unbind(conn: sqlite3.Connection) -> None:
+            with transaction(conn):
+                conn.execute("DELETE FROM session_keys WHERE session_id = ?", (session_id,))
+                conn.execute("DELETE FROM session_hosts WHERE session_id = ?", (session_id,))
+
+        await self.db.call(unbind)
+
+    async def session_host(self, session_id: str) -> str | None:
+        def find(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute("SELECT host FROM session_hosts WHERE session_id = ?", (session_id,)).fetchone()
+            return row["host"] if row else None
+
+        return await self.db.call(find)
+
+    async def set_session_host(self, session_id: str, host: str) -> None:
+        await self.db.call(
+            lambda c: c.execute(
+                "INSERT OR REPLACE INTO session_hosts (session_id, host, updated_at) VALUES (?, ?, ?)",
+                (session_id, host, time.time()),
+            )
+        )
 
     # -- responses -----------------------------------------------------------------------------------
     async def put_response(self, response: StoredResponse, items: Sequence[dict[str, Any]]) -> list[Eviction]:

@@ -221,3 +221,17 @@ async def test_owned_unsettled_lists_an_owners_running_admissions_runs_and_unset
     await store.put_response(replace(stored("r2", "me", status="completed"), turn_id="run_resp_done"), [])
     assert await store.owned_unsettled("me") == ["run_adm", "run_resp", "run_unkeyed"]
     assert await store.owned_unsettled("nobody") == []
+
+
+async def test_which_host_keeps_a_session_is_recorded_moved_and_forgotten_with_it(backend: Backend) -> None:
+    store = backend.store
+    assert await store.session_host("s1") is None
+    await store.set_session_host("s1", "host-a:/home/a/.hermes")
+    await store.set_session_host("s2", "host-a:/home/a/.hermes")
+    assert await store.session_host("s1") == "host-a:/home/a/.hermes"
+    await store.set_session_host("s1", "host-b:/srv/hermes")
+    assert await store.session_host("s1") == "host-b:/srv/hermes"
+    await store.bind_session_key(SCOPE, "key-1", "s1")
+    await store.unbind_session("s1")  # the session was deleted
+    assert (await store.session_host("s1"), await store.session_for_key(SCOPE, "key-1")) == (None, None)
+    assert await store.session_host("s2") == "host-a:/home/a/.hermes"

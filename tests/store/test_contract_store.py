@@ -381,6 +381,8 @@ async def test_writing_a_sequence_number_again_replaces_that_event(backend: Back
 
 
 def test_store_protocol_holds_no_session_methods() -> None:
-    """The plugin store never needs the sessions tables; session-key bindings are its own."""
+    """The plugin store never needs the sessions tables; session-key bindings and which host keeps a session (per-host
+    session stores, placement.py) are its own."""
     methods = {name for name in vars(Store) if not name.startswith("_")}
-    assert not {m for m in methods if "session" in m} - {"session_for_key", "bind_session_key", "unbind_session"}
+    own = {"session_for_key", "bind_session_key", "unbind_session", "session_host", "set_session_host"}
+    assert not {m for m in methods if "session" in m} - own

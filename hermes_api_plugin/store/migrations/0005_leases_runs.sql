@@ -28,6 +28,14 @@ CREATE TABLE runs (
     settled_at  REAL
 ) WITHOUT ROWID;
 
+-- Which gateway host keeps a session when each host keeps its own sessions (the hermes runtime: state.db per
+-- Hermes home): `host` is `<hostname>:<Hermes home>` (placement.py).
+CREATE TABLE session_hosts (
+    session_id  TEXT PRIMARY KEY,
+    host        TEXT NOT NULL,
+    updated_at  REAL NOT NULL
+) WITHOUT ROWID;
+
 CREATE INDEX runs_running ON runs(owner) WHERE status = 'running';
 CREATE INDEX runs_by_settled ON runs(settled_at);
 CREATE INDEX responses_by_turn ON responses(turn_id);
