@@ -308,3 +308,44 @@ async def test_a_follower_on_b_gets_every_event_across_a_database_restart(
     from_a = await fetch(a, "GET", f"/v1/runs/{run_id}/events", headers=auth)
     assert followed.records == from_a.records
     assert "feed: listening again on PostgreSQL" in caplog.text, "the listeners reconnected"
+
+
+async def test_a_background_response_a_runs_is_cancelled_from_b_and_cannot_be_deleted_meanwhile(
+    replicas: tuple[TestClient, TestClient], auth: dict[str, str]
+) -> None:
+    """§4.8 across gateways: DELETE on B while A runs the response is 409 response_in_progress; cancel on B reaches A
+    through the store's feed and answers the settled (cancelled) object, as a cancel on A would."""
+    a, b = replicas
+    created = await fetch(
+        a, "POST", RESPONSES, json=body("responses", "long one", stream=False, background=True), headers=auth
+    )
+    assert created.status == 200, created.raw
+    response_id, run_id = created.json()["id"], created.headers["X-Hermes-Run-Id"]
+    turn = a.server.app[TURNS].get(run_id)
+    assert turn is not None
+    await wait_for_async(lambda: len(turn.journal.events) >= 2, what="the turn's reasoning")
+    deleting = await fetch(b, "DELETE", f"{RESPONSES}/{response_id}", headers=auth)
+    assert_error_envelope(deleting, 409, "response_in_progress")
+    cancelled = await fetch(b, "POST", f"{RESPONSES}/{response_id}/cancel", headers=auth)
+    assert cancelled.status == 200, cancelled.raw
+    assert cancelled.json()["status"] == "cancelled"
+    assert (await asyncio.wait_for(turn.wait(), 10)).status.value == "cancelled"
+    assert (await fetch(b, "DELETE", f"{RESPONSES}/{response_id}", headers=auth)).status == 200
+
+
+async def test_a_keyed_run_retried_on_b_names_the_run_a_runs(
+    replicas: tuple[TestClient, TestClient], auth: dict[str, str]
+) -> None:
+    """§6.1 replay/attach across gateways: 202 with the same run id and its current status, Idempotency-Replayed."""
+    a, b = replicas
+    headers = {**auth, "Idempotency-Key": key()}
+    created = await fetch(a, "POST", "/v1/runs", json={"input": "long run"}, headers=headers)
+    assert created.status == 202, created.raw
+    run_id = created.json()["run_id"]
+    again = await fetch(b, "POST", "/v1/runs", json={"input": "long run"}, headers=headers)
+    assert again.status == 202 and again.headers["Idempotency-Replayed"] == "true"
+    assert again.json()["run_id"] == run_id and again.json()["replayed"] is True
+    assert again.json()["status"] in ("queued", "running")
+    assert (await fetch(b, "POST", f"/v1/runs/{run_id}/stop", headers=auth)).json()["status"] == "stopping"
+    turn = a.server.app[TURNS].find(run_id)
+    assert turn is not None and (await asyncio.wait_for(turn.wait(), 10)).status.value == "cancelled"
