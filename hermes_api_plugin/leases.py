@@ -84,6 +84,7 @@ class LeaseKeeper:
         self._pid_running = pid_running
         self.after_renewal: Callable[[], Awaitable[object]] | None = None
         self._task: asyncio.Task[None] | None = None
+        self._released = False
 
     @classmethod
     def for_this_process(cls, store: Store, owner: str, lease_seconds: float) -> LeaseKeeper:
@@ -149,13 +150,15 @@ class LeaseKeeper:
                     log.exception("[API Server] could not settle what gone gateways left running")
 
     async def stop(self, *, release: bool) -> None:
-        """Stop renewing; `release` drops the lease (a clean shutdown, after the drain)."""
+        """Stop renewing; `release` drops the lease (a clean shutdown, after the drain). Once: hosts may call the
+        close path twice (their shutdown hook, then the app's cleanup)."""
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        if release:
+        if release and not self._released:
+            self._released = True
             try:
                 await self.store.release_lease(self.owner)
             except StoreError as exc:

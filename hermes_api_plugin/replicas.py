@@ -183,6 +183,7 @@ class Replicas:
             task = asyncio.get_running_loop().create_task(self._run(follower), name=f"follow {turn_id}")
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+        follower.idle_since = None  # the caller is about to follow it: IDLE_S to start before it may end
         await asyncio.shield(follower.first_read)
         return follower.journal
 

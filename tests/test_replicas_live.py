@@ -77,7 +77,12 @@ def start(postgres_url: str, tmp_path: Path) -> Iterator[Start]:
 
     yield go
     for live in started:
-        live.stop(timeout=15)
+        killed = live.proc.poll() is not None
+        code = live.stop(timeout=15)
+        if not killed:  # a clean shutdown: drained, lease released, nothing logged as broken
+            output = live.output()
+            assert code == 0 and "Traceback" not in output, output[-3000:]
+            assert "could not" not in output, output[-3000:]
 
 
 def executed(gateways: Sequence[LiveGateway], text: str) -> int:
