@@ -245,9 +245,10 @@ class Submitter:
                 holder = await self.admissions.reserve(slot, turn.run_id, p.reply(turn), replace_expired)
                 if holder is not None:  # another process reserved the key between lookup and now
                     held.cancel()
-                    if head is not None:
+                    decision = None if head is not None else await self.admissions.judge(slot, holder, self._live)
+                    if decision is None or decision.outcome == "new":
                         return Refusal("admission_conflict", head)
-                    return await self.admissions.judge(slot, holder, self._live)
+                    return decision
             if early_head is not None and not head_first:
                 head = await early_head(turn)
             if p.bind_key is not None:
