@@ -2,10 +2,10 @@
 twice (tests/live.py), each with its own Hermes home — so each logs the turns it executes in its own execution log
 — and `api_server.store.lease_seconds: 2`. Nothing is mocked.
 
-(a) 20 concurrent keyed requests spread over both execute once;
-(b) a keyed streaming retry on B while A runs the turn attaches: byte-identical records, the same ids (and the
-    attach latency, printed);
-(c) kill -9 of A mid-turn: with B on the same host (same pid namespace) A's pid says it is gone at once; with B in
+(a) W-5.2 across gateways: 20 concurrent keyed requests spread over both execute once;
+(b) §5.3 attach across gateways: a keyed streaming retry on B while A runs the turn attaches: byte-identical
+    records, the same ids (and the attach latency, printed);
+(c) W-5.7 across gateways: kill -9 of A mid-turn: with B on the same host (same pid namespace) A's pid says it is gone at once; with B in
     a pid namespace of its own (as on another host) B attaches until A's lease runs out, then the attached stream
     ends unknown_execution and a retry gets 409 unknown_execution — never a second execution;
 (d) a run started on A is read (GET, events with Last-Event-ID) and stopped from B; A's turn ends cancelled;
