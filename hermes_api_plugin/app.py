@@ -200,11 +200,15 @@ async def _open_store(app: web.Application) -> None:
     store = app[STORE]
     await store.open()
     await app[LEASES].start()
-    await app[RECOVERY].sweep()
-    await app[REPLICAS].start()
-    ours = own_sessions(store)
-    if ours is not None and app[SESSIONS] is not ours:  # the host's sessions now (WIRE §14.1)
-        await move_sessions(ours, app[SESSIONS], app[CHAINS].placement.record)
+    try:
+        await app[RECOVERY].sweep()
+        await app[REPLICAS].start()
+        ours = own_sessions(store)
+        if ours is not None and app[SESSIONS] is not ours:  # the host's sessions now (WIRE §14.1)
+            await move_sessions(ours, app[SESSIONS], app[CHAINS].placement.record)
+    except BaseException:
+        await app[LEASES].stop(release=True)  # a start that failed keeps no lease renewed in the host process
+        raise
 
 
 async def _drain(app: web.Application) -> None:
