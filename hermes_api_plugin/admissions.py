@@ -1,19 +1,23 @@
 """Idempotent admissions (WIRE.md §5): one durable mechanism for every work-creating POST.
 
 A keyed request is looked up in its slot (scope, surface, key) with the identity and target session it
-carries. `decide` is a pure decision table over the stored record and the clock:
+carries. `decide` is a pure decision table over the stored record, the owner's lease (`leases.py`) and the clock:
 
-    no record                                   → new
-    tombstone/unknown older than tombstone_s    → new (the expired record is replaced)
-    different identity or target                → conflict
-    settled, older than retention_s             → expired (its answer is gone; the key stays consumed)
-    unknown (its process died mid-turn)         → unknown
-    running in this process                     → attach
-    running, owner gone                         → unknown
-    settled                                     → replay
+    no record                                         → new
+    tombstone/unknown older than tombstone_s          → new (the expired record is replaced)
+    different identity or target                      → conflict
+    settled, older than retention_s                   → expired (its answer is gone; the key stays consumed)
+    unknown (its process died mid-turn)               → unknown
+    running in this process                           → attach
+    running, its owner's lease alive elsewhere        → attach, remote (follow the owner's journal)
+    running, its owner gone (lease expired or absent,
+      process gone, or this process without the turn) → unknown, gone (the caller settles the leftovers:
+                                                         record marked unknown, journal closed — recovery.py)
+    settled                                           → replay
 
-Requests with one key are serialised in-process (`serialised`) so lookup and reservation happen as one
-step; the reservation itself is atomic in the store, so two processes never both admit one key.
+A live owner is never judged gone, however long its turn runs: its lease is renewed while it runs. Requests with
+one key are serialised in-process (`serialised`) so lookup and reservation happen as one step; the reservation
+itself is atomic in the store, so two processes (or gateways) never both admit one key.
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .errors import ApiError, storage_unavailable
+from .leases import LeaseKeeper
 from .store.base import AdmissionRecord, Store
-from .turns.durable import close_journal
 from .turns.locks import KeyedLocks
 
 SURFACES = ("chat", "responses", "runs", "session_chat")
@@ -46,11 +50,24 @@ def admission_expired() -> ApiError:
     return ApiError(409, "admission_expired", type="conflict_error", code="admission_expired")
 
 
+def running_elsewhere() -> ApiError:
+    """The key's turn runs in another live gateway process that this store cannot follow (SQLite has no feed):
+    retry shortly; once it settled, the retry replays it."""
+    return ApiError(
+        503,
+        "running_elsewhere",
+        type="server_error",
+        code="running_elsewhere",
+        headers={"Retry-After": "2"},
+    )
+
+
 ERRORS = {
     "admission_conflict": conflict,
     "unknown_execution": unknown_execution,
     "admission_expired": admission_expired,
     "storage_unavailable": storage_unavailable,
+    "running_elsewhere": running_elsewhere,
 }
 _CODES = {"conflict": "admission_conflict", "unknown": "unknown_execution", "expired": "admission_expired"}
 
@@ -76,6 +93,8 @@ class Decision:
     outcome: Outcome
     record: AdmissionRecord | None = None  # the existing record (every outcome but "new")
     free_expired: bool = False  # "new" over a record whose tombstone ran out: replace it
+    remote: bool = False  # "attach" to a turn another live gateway process runs
+    gone: bool = False  # "unknown" for a record still marked running: its owner's leftovers need settling
 
     @property
     def code(self) -> str | None:
@@ -84,13 +103,15 @@ class Decision:
 
 
 class Admissions:
-    """Looks up, reserves and settles admissions for one gateway process (`boot_id` owns what it runs)."""
+    """Looks up, reserves and settles admissions for one gateway process (`leases.owner`, its boot id, owns what
+    it runs; `leases` judges the other owners)."""
 
     def __init__(
-        self, store: Store, boot_id: str, *, retention_s: int, tombstone_s: int, clock: Clock = time.time
+        self, store: Store, leases: LeaseKeeper, *, retention_s: int, tombstone_s: int, clock: Clock = time.time
     ) -> None:
         self.store = store
-        self.boot_id = boot_id
+        self.leases = leases
+        self.boot_id = leases.owner
         self.retention_s = retention_s
         self.tombstone_s = tombstone_s
         self.clock = clock
@@ -103,13 +124,19 @@ class Admissions:
             yield
 
     async def decide(self, slot: Slot, live: Callable[[str], bool]) -> Decision:
-        """What to do with a keyed request. `live(turn_id)` tells whether a turn runs in this process.
+        """What to do with a keyed request. `live(turn_id)` tells whether a turn runs in this process; another
+        owner's lease is read only for a running record whose turn is not here.
 
         Raises StoreError when the store fails (the caller answers storage_unavailable).
         """
         record = await self.store.get_admission(slot.scope, slot.surface, slot.key)
         if record is None:
             return Decision("new")
+        return await self.judge(slot, record, live)
+
+    async def judge(self, slot: Slot, record: AdmissionRecord, live: Callable[[str], bool]) -> Decision:
+        """The table for the record that holds the key (read by `decide`, or returned by a reservation that lost a
+        race to another gateway). Raises StoreError when reading the owner's lease fails."""
         same = record.identity == slot.identity and record.target == slot.target
         now = self.clock()
         state, since = record.state, record.settled_at or record.created_at
@@ -126,7 +153,11 @@ class Admissions:
         if state == "unknown":
             return Decision("unknown", record)
         if state == "running":
-            return Decision("attach" if live(record.turn_id) else "unknown", record)
+            if live(record.turn_id):
+                return Decision("attach", record)
+            if record.owner != self.boot_id and await self.leases.owner_alive(record.owner):
+                return Decision("attach", record, remote=True)
+            return Decision("unknown", record, gone=record.owner != self.boot_id)
         return Decision("replay", record)
 
     async def reserve(
@@ -154,14 +185,6 @@ class Admissions:
 
     async def settle(self, turn_id: str) -> None:
         await self.store.settle_admission(turn_id)
-
-    async def recover(self) -> list[str]:
-        """At startup: admissions another process left running become `unknown` (never re-run); their
-        journals are closed with a failed/unknown_execution terminal record. Returns their turn ids."""
-        turn_ids = await self.store.mark_unknown_admissions(self.boot_id)
-        for turn_id in turn_ids:
-            await close_journal(self.store, turn_id)
-        return turn_ids
 
 
 __all__ = ["Admissions", "Decision", "Slot", "error_for"]

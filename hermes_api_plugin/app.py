@@ -19,7 +19,10 @@ from .keys import (
     CHAINS,
     CHAT_TIPS,
     JOURNALS,
+    LEASES,
     MODEL_OPTIONS,
+    RECOVERY,
+    REPLICAS,
     RUNTIME,
     SCOPE,
     SESSIONS,
@@ -30,11 +33,14 @@ from .keys import (
     SUBMITTER,
     TURNS,
 )
+from .leases import LeaseKeeper
 from .middleware import MAX_BODY_BYTES, MIDDLEWARES, add_common_headers
 from .model_options import ModelOptionsCache
+from .placement import Placement, host_name
 from .profiles import PROFILES, Profile, Profiles, profile_builder, profile_middleware
 from .protocol.common import credential_scope
-from .recovery import recover
+from .recovery import Recovery
+from .replicas import Replicas
 from .routes import (
     approvals,
     chat,
@@ -55,7 +61,7 @@ from .store.session_move import move_sessions
 from .streams import StreamGauge
 from .submit import Submitter
 from .turns import TurnRegistry
-from .turns.durable import JournalSaver
+from .turns.durable import SHARED_INTERVAL_S, JournalSaver
 from .turns.registry import DRAIN_GRACE_S
 from .turns.transcripts import session_transcripts
 
@@ -95,17 +101,28 @@ def create_app(
         secret_values=secret_values,
     )
     app[BACKGROUND] = BackgroundWork()
-    app[JOURNALS] = JournalSaver(store)
+    # Shared store: other gateways follow this one's journals, so they are committed sooner (turns/durable.py).
+    app[JOURNALS] = JournalSaver(store, SHARED_INTERVAL_S) if store.feed() is not None else JournalSaver(store)
     app[MODEL_OPTIONS] = ModelOptionsCache()
     app[CHAT_TIPS] = ChatTips()
+    # This process owns what it admits under a boot id of its own, kept alive by its lease (leases.py).
+    app[LEASES] = LeaseKeeper.for_this_process(store, secrets.token_hex(8), settings.store_lease_seconds)
+    app[RECOVERY] = Recovery(settings, store, app[LEASES], app[TURNS])
+    app[LEASES].after_renewal = app[RECOVERY].sweep
     app[ADMISSIONS] = Admissions(
         store,
-        secrets.token_hex(8),
+        app[LEASES],
         retention_s=settings.idempotency_retention_seconds,
         tombstone_s=settings.idempotency_tombstone_seconds,
     )
-    app[CHAINS] = Chains(store, session_store, app[SCOPE])
-    app[SUBMITTER] = Submitter(settings, app[SCOPE], app[TURNS], app[ADMISSIONS], store, app[JOURNALS])
+    app[REPLICAS] = Replicas(store, app[LEASES], app[RECOVERY].sweep, app[TURNS])
+    # A shared store with sessions kept per host (Hermes' state.db): which host keeps each session (placement.py).
+    per_host = app[REPLICAS].shared and session_store is not own_sessions(store)
+    placement = Placement(store, session_store, host_name(settings.hermes_home) if per_host else None)
+    app[CHAINS] = Chains(store, session_store, app[SCOPE], placement)
+    app[SUBMITTER] = Submitter(
+        settings, app[SCOPE], app[TURNS], app[ADMISSIONS], store, app[JOURNALS], app[REPLICAS], placement
+    )
     own = Profile(settings.profile, None, app[SCOPE], settings.model_name, session_store, app[SUBMITTER], app[CHAINS])
     app[PROFILES] = Profiles(own, profile_builder(app[SUBMITTER], runtime.session_store, session_store))
 
@@ -178,12 +195,20 @@ def _add_host_routes(app: web.Application) -> None:
 
 
 async def _open_store(app: web.Application) -> None:
+    """Open the store, take this process's lease (before anything is admitted under it), settle what gone gateway
+    processes left (WIRE.md §5.4), listen for the other gateways (shared stores)."""
     store = app[STORE]
     await store.open()
-    await recover(app[SETTINGS], store, app[ADMISSIONS])
-    ours = own_sessions(store)
-    if ours is not None and app[SESSIONS] is not ours:  # the host's sessions now (WIRE §14.1)
-        await move_sessions(ours, app[SESSIONS])
+    await app[LEASES].start()
+    try:
+        await app[RECOVERY].sweep()
+        await app[REPLICAS].start()
+        ours = own_sessions(store)
+        if ours is not None and app[SESSIONS] is not ours:  # the host's sessions now (WIRE §14.1)
+            await move_sessions(ours, app[SESSIONS], app[CHAINS].placement.record)
+    except BaseException:
+        await app[LEASES].stop(release=True)  # a start that failed keeps no lease renewed in the host process
+        raise
 
 
 async def _drain(app: web.Application) -> None:
@@ -192,7 +217,10 @@ async def _drain(app: web.Application) -> None:
 
 
 async def _close_store(app: web.Application) -> None:
+    """After the drain: the last journal rows, then the lease is released (every turn settled), then the store."""
     await app[JOURNALS].close()
+    await app[REPLICAS].close()
+    await app[LEASES].stop(release=True)
     await app[STORE].close()
 
 

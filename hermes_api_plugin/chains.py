@@ -14,6 +14,7 @@ from typing import Any
 
 from .content import Message
 from .errors import ApiError, not_found
+from .placement import Placement
 from .protocol.common import derived_session_id
 from .store.base import SessionStore, Store, StoredResponse
 from .turns import HistoryLoader
@@ -37,10 +38,11 @@ class Chains:
     """Chain resolution over the plugin's store (responses, conversation names, key bindings) and the
     session store (transcripts)."""
 
-    def __init__(self, store: Store, sessions: SessionStore, scope: str) -> None:
+    def __init__(self, store: Store, sessions: SessionStore, scope: str, placement: Placement) -> None:
         self.store = store
         self.sessions = sessions
         self.scope = scope
+        self.placement = placement  # per-host session stores: a session another host keeps is refused here
 
     async def previous(
         self, previous_response_id: str | None, conversation: str | None = None
@@ -66,13 +68,18 @@ class Chains:
         new_session: Callable[[], str],
     ) -> Chain:
         """Session precedence: an explicit session id, the chain's session, the session bound to the
-        session key (or a new one bound to it), else a new session."""
+        session key (or a new one bound to it), else a new session. An existing session another gateway host keeps
+        is 409 session_on_other_host (placement.py)."""
         if explicit_session is not None:
+            await self.placement.check(explicit_session)
             return Chain(explicit_session, previous)
         if previous is not None:
+            await self.placement.check(previous.session_id)
             return Chain(previous.session_id, previous)
         if session_key is not None:
             bound = await self.store.session_for_key(self.scope, session_key)
+            if bound is not None:
+                await self.placement.check(bound)
             return Chain(bound or new_session(), bind_key=session_key, key_session=True)
         return Chain(new_session())
 

@@ -74,6 +74,7 @@ class Settings:
     # of repr: the URL may carry the database password.
     store_url: str | None = field(default=None, repr=False)
     store_url_problem: str | None = None  # set when a store URL was given but is not a PostgreSQL one
+    store_lease_seconds: float = 15.0  # a gateway that stops renewing its lease this long is gone (leases.py)
     model: ModelSettings = field(default_factory=ModelSettings)
     problems: tuple[str, ...] = ()
 
@@ -346,6 +347,7 @@ def load_settings(hermes_home: Path | None = None, environ: Mapping[str, str] | 
         script_path=script_path,
         store_url=store_url,
         store_url_problem=store_url_problem,
+        store_lease_seconds=r.number("api_server.store.lease_seconds", 15.0, 1.0, 3600.0),
         model=model,
         problems=tuple(problems + r.problems),
     )

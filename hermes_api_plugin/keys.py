@@ -9,7 +9,10 @@ from .background import BackgroundWork
 from .chains import Chains
 from .config import Settings
 from .continuity import ChatTips
+from .leases import LeaseKeeper
 from .model_options import ModelOptionsCache
+from .recovery import Recovery
+from .replicas import Replicas
 from .runtimes.base import AgentRuntime
 from .store.base import SessionStore, Store
 from .streams import StreamGauge
@@ -34,3 +37,6 @@ PROFILE_PREFIX = web.RequestKey("profile_prefix", str)
 STREAMS = web.AppKey("streams", StreamGauge)  # streaming replies still being written (/health/detailed)
 CHAT_TIPS = web.AppKey("chat_tips", ChatTips)  # where stateless chats end, for continuity (continuity.py)
 BACKGROUND = web.AppKey("background", BackgroundWork)  # host work a request started and answered for (cron fire)
+LEASES = web.AppKey("leases", LeaseKeeper)  # this process's lease (its boot id owns its turns) and the judge of others
+RECOVERY = web.AppKey("recovery", Recovery)  # settles what gone gateway processes left unsettled
+REPLICAS = web.AppKey("replicas", Replicas)  # following and stopping turns other gateways run (shared stores)

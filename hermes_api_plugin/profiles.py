@@ -37,6 +37,7 @@ from .chains import Chains
 from .errors import ApiError, not_found, not_supported_by_host
 from .host import HostData
 from .keys import PROFILE_PREFIX, RUNTIME
+from .placement import Placement, host_name
 from .protocol.common import credential_scope
 from .store.base import SessionStore
 from .submit import Submitter
@@ -117,15 +118,19 @@ def profile_builder(
     own: Submitter, runtime_sessions: Callable[[Path], SessionStore | None], fallback_sessions: SessionStore
 ) -> Callable[[str, Path], Profile]:
     """How a multiplexed profile is built: the gateway's submitter and store, the profile's scope, sessions
-    (its own state.db; the plugin's tables where the runtime keeps none) and name."""
+    (its own state.db; the plugin's tables where the runtime keeps none), their placement, and name."""
 
     def build(name: str, home: Path) -> Profile:
         key = own.settings.key
         assert key is not None  # create_app refuses to start without one
         scope = credential_scope(name, key)
-        sessions = runtime_sessions(home) or fallback_sessions
-        submitter = own.for_profile(scope, home)
-        chains = Chains(own.store, sessions, scope)
+        profile_sessions = runtime_sessions(home)
+        sessions = profile_sessions or fallback_sessions
+        # The profile's own state.db is this host's: on a shared store its sessions are placed (placement.py).
+        host = host_name(home) if profile_sessions is not None and own.replicas.shared else None
+        placement = Placement(own.store, sessions, host)
+        submitter = own.for_profile(scope, home, placement)
+        chains = Chains(own.store, sessions, scope, placement)
         return Profile(name, home, scope, name, sessions, submitter, chains)
 
     return build

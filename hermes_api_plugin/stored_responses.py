@@ -18,7 +18,7 @@ from .protocol.common import HermesHeaders, new_chain_session_id, new_response_i
 from .protocol.responses import ResponsesRequest, resolve_input
 from .store.base import Eviction, Store, StoredResponse
 from .submit import TurnPlan
-from .turns import HistoryLoader, Persister, Turn
+from .turns import HistoryLoader, Journal, Persister, Turn
 from .turns.durable import JournalSaver
 
 log = logging.getLogger("hermes_api_plugin")
@@ -50,11 +50,13 @@ def head_from_snapshot(snapshot: dict[str, Any]) -> ResponseHead:
     )
 
 
-def live_snapshot(settings: Settings, record: StoredResponse, turn: Turn, tool_items: bool = True) -> dict[str, Any]:
-    """The Response object of a stored response whose turn is still running."""
+def live_snapshot(
+    settings: Settings, record: StoredResponse, journal: Journal, tool_items: bool = True
+) -> dict[str, Any]:
+    """The Response object of a stored response whose turn is still running (here, or on another gateway)."""
     r = renderer(settings, head_from_snapshot(record.snapshot), record.commentary, tool_items)
     r.created(record.queued)
-    r.render(list(turn.journal.events))
+    r.render(list(journal.events))
     return r.snapshot()
 
 
@@ -95,8 +97,10 @@ class ResponseCreation:
         body: ResponsesRequest,
         hermes: HermesHeaders,
         model_name: str,
+        owner: str,
     ) -> None:
         self.settings = settings
+        self.owner = owner  # the boot id of this gateway process: stored with the Response until it settles
         self.model_name = model_name  # the advertised name (the profile's, WIRE §14.3) a request without one gets
         self.store = store
         self.chains = chains
@@ -156,6 +160,7 @@ class ResponseCreation:
             instructions=instructions,
             commentary=self.commentary,
             messages=list(resolved.messages),  # until it settles: what a restart-settled turn leaves in the chain
+            owner=self.owner,
         )
         return TurnPlan(
             session_id=chain.session_id,
@@ -168,6 +173,7 @@ class ResponseCreation:
             bind_key=chain.bind_key,
             session_key=self.hermes.session_key,
             durable=body.store,
+            surface="responses",
             turn_id=turn_id,
             reply=self._reply,
             persist=self._persister(record) if body.store else None,
@@ -204,7 +210,7 @@ class ResponseCreation:
         async def persist(turn: Turn, finished: TurnFinished) -> None:
             # record.messages are the turn's inputs (resolved.messages): the transcript starts with them.
             final, items = settled(settings, record, head, turn.queued_at_admission, [*turn.journal.events, finished])
-            await journals.write_now(turn.run_id, turn.journal, [finished])
+            await journals.write_now(turn.run_id, turn.journal, [finished], at=turn.finished_at)
             log_evictions(await store.put_response(final, items))
 
         return persist

@@ -6,30 +6,39 @@
 that resolves everything a new turn needs — and returns a typed outcome:
 
     NewTurn    admitted, reserved, stored; its agent work is held until the delivery writes the head
-    Existing   the key's turn: `attach` to the live one, or `replay` of the recorded journal
-    Refusal    nothing executes: admission_conflict | unknown_execution | admission_expired | storage_unavailable
+    Existing   the key's turn: `attach` to the live one — here, or on another gateway (its journal followed
+               through the shared store, replicas.py) — or `replay` of the recorded journal
+    Refusal    nothing executes: admission_conflict | unknown_execution | admission_expired | storage_unavailable |
+               running_elsewhere (another live process runs it and the store cannot follow it: SQLite)
 
 Order (WIRE.md §5.3): drain check → key lookup → (new only) plan → cap → admission → optional early head
 (keyed chat streams) → reservation → session-key binding → the surface's `admitted` step. A failure after
 admission cancels the held turn, so it settles and frees its slot. The key's lock covers lookup to
 reservation only, never delivery: a retry arriving while the turn runs attaches at once.
+
+On a shared store (PostgreSQL) every turn is durable whether keyed or not: its journal is group-committed and a run
+record (`RunRecord`) names its owner, so any gateway can read, follow and stop it (routes/runs.py). A keyed retry
+whose turn's owner is gone settles that owner's leftovers (recovery.py) before it answers unknown_execution.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
-from .admissions import Admissions, Slot, error_for
+from .admissions import Admissions, Decision, Slot, error_for
 from .config import Settings
 from .content import Message, canonical_json
 from .errors import ApiError
 from .events import TurnFinished
+from .placement import Placement
 from .protocol.common import ModelSelection, new_run_id
+from .replicas import Replicas
 from .runtimes.base import TurnRequest
-from .store.base import AdmissionRecord, Store, StoreError
+from .store.base import AdmissionRecord, RunRecord, Store, StoreError
 from .turns import HeldTurn, HistoryLoader, Journal, Persister, Turn, TurnRegistry
 from .turns.durable import JournalSaver, stored_journal
 
@@ -52,6 +61,7 @@ class TurnPlan:
     queued: bool = True  # turns of the session run one at a time (chat on a derived session: False)
     persist: Persister | None = None  # the surface's own state, stored before the terminal record
     durable: bool = False  # journal kept in the store even without a key (stored Responses)
+    surface: str = ""  # chat | responses | runs | session_chat: the run record's (shared stores)
     bind_key: str | None = None  # X-Hermes-Session-Key to bind to `session_id` once admitted
     session_key: str | None = None  # X-Hermes-Session-Key: the agent's session key and memory/approval scope
     turn_id: str = field(default_factory=new_run_id)
@@ -69,8 +79,8 @@ class NewTurn(Generic[H]):
 class Existing:
     kind: Literal["attach", "replay"]
     record: AdmissionRecord
-    journal: Journal
-    turn: Turn | None  # the live turn of an attach
+    journal: Journal  # the live turn's, one another gateway writes (followed), or the recorded one
+    turn: Turn | None  # the live turn of an attach in this process
 
     @property
     def run_id(self) -> str:
@@ -97,6 +107,8 @@ class Submitter:
         admissions: Admissions,
         store: Store,
         journals: JournalSaver,
+        replicas: Replicas,
+        placement: Placement,
         profile_home: Path | None = None,
     ) -> None:
         self.settings = settings
@@ -105,11 +117,24 @@ class Submitter:
         self.admissions = admissions
         self.store = store
         self.journals = journals
+        self.replicas = replicas
+        self.placement = placement  # records which host keeps the sessions its turns run on (per-host sessions)
         self.profile_home = profile_home  # the host profile its turns run in (WIRE §14.3); None: the gateway's
 
-    def for_profile(self, scope: str, profile_home: Path) -> Submitter:
-        """The same submission path for a multiplexed host profile: its credential scope, its home."""
-        return Submitter(self.settings, scope, self.registry, self.admissions, self.store, self.journals, profile_home)
+    def for_profile(self, scope: str, profile_home: Path, placement: Placement) -> Submitter:
+        """The same submission path for a multiplexed host profile: its credential scope, its home, its sessions'
+        placement."""
+        return Submitter(
+            self.settings,
+            scope,
+            self.registry,
+            self.admissions,
+            self.store,
+            self.journals,
+            self.replicas,
+            placement,
+            profile_home,
+        )
 
     def slot(self, surface: str, key: str | None, identity: Callable[[], str], target: Any) -> Slot | None:
         """The idempotency slot of a request (None without `Idempotency-Key`); the identity hash is computed
@@ -126,26 +151,52 @@ class Submitter:
         cap (429) and draining (503) propagate; admission refusals come back as `Refusal`."""
         self.registry.check_draining()
         if slot is None:
-            return await self._new(None, False, plan, None)
+            new: NewTurn[H] | Refusal[H] | Decision = await self._new(None, False, plan, None)
+            assert not isinstance(new, Decision)  # only a reservation can lose a race
+            return new
         async with self.admissions.serialised(slot):
             try:
-                decision = await self.admissions.decide(slot, lambda run_id: self.registry.get(run_id) is not None)
+                decision = await self.admissions.decide(slot, self._live)
             except StoreError:
                 return Refusal("storage_unavailable")
             if decision.outcome == "new":
-                return await self._new(slot, decision.free_expired, plan, early_head)
-        if decision.code is not None:
-            return Refusal(decision.code)
+                outcome = await self._new(slot, decision.free_expired, plan, early_head)
+                if not isinstance(outcome, Decision):
+                    return outcome
+                decision = outcome  # another gateway reserved the key first: its record decides
+        return await self._existing(decision)
+
+    def _live(self, run_id: str) -> bool:
+        return self.registry.get(run_id) is not None
+
+    async def _existing(self, decision: Decision) -> Existing | Refusal[H]:
+        """A key some admission holds: attach, replay, or the refusal."""
         record = decision.record
         assert record is not None
+        if decision.gone:
+            await self._settle_gone()
+        if decision.code is not None:
+            return Refusal(decision.code)
         live = self.registry.get(record.turn_id)
         if decision.outcome == "attach" and live is not None:
             return Existing("attach", record, live.journal, live)
         try:
+            if decision.remote:
+                if not self.replicas.shared:
+                    return Refusal("running_elsewhere")
+                assert record.owner is not None
+                return Existing("attach", record, await self.replicas.journal(record.turn_id, record.owner), None)
             journal = await stored_journal(self.store, record.turn_id)
         except StoreError:
             return Refusal("storage_unavailable")
         return Existing("replay", record, journal, None)
+
+    async def _settle_gone(self) -> None:
+        """A keyed retry found its turn's owner gone: settle what that owner left (WIRE.md §5.4) before answering."""
+        try:
+            await self.replicas.sweep()
+        except StoreError:
+            pass  # the answer is unknown_execution all the same; the next sweep settles it
 
     async def _new(
         self,
@@ -153,7 +204,11 @@ class Submitter:
         replace_expired: bool,
         plan: Callable[[], Awaitable[TurnPlan]],
         early_head: Callable[[Turn], Awaitable[H]] | None,
-    ) -> NewTurn[H] | Refusal[H]:
+    ) -> NewTurn[H] | Refusal[H] | Decision:
+        """A new admission; a `Decision` when another gateway reserved the key between lookup and reservation (its
+        record decides: attach or conflict). On a shared store the reservation comes before a keyed chat stream's
+        early head, so that a lost race still attaches with the winner's ids; on one gateway's store no other
+        process can win a race (running_elsewhere) and the head goes out first (WIRE.md §5.3)."""
         p = await plan()
         settings = self.settings
         request = TurnRequest(
@@ -182,40 +237,66 @@ class Submitter:
         )
         turn = held.turn
         head: H | None = None
+        head_first = not self.replicas.shared
         try:
-            if early_head is not None:
+            if early_head is not None and head_first:
                 head = await early_head(turn)
             if slot is not None:
                 holder = await self.admissions.reserve(slot, turn.run_id, p.reply(turn), replace_expired)
                 if holder is not None:  # another process reserved the key between lookup and now
                     held.cancel()
-                    return Refusal("admission_conflict", head)
+                    decision = None if head is not None else await self.admissions.judge(slot, holder, self._live)
+                    if decision is None or decision.outcome == "new":
+                        return Refusal("admission_conflict", head)
+                    return decision
+            if early_head is not None and not head_first:
+                head = await early_head(turn)
             if p.bind_key is not None:
                 await self.store.bind_session_key(self.scope, p.bind_key, p.session_id)
             if p.admitted is not None:
                 await p.admitted(turn)
+            if self.replicas.shared:
+                await self.store.put_run(self._run_record(p, turn))
+                await self.placement.record(p.session_id)
         except StoreError:
             held.cancel()
             return Refusal("storage_unavailable", head)
         except BaseException:
             held.cancel()
             raise
-        if slot is not None or p.durable:
+        if slot is not None or p.durable or self.replicas.shared:
             self.journals.watch(turn.run_id, turn.journal)
         return NewTurn(held, head)
 
+    def _run_record(self, plan: TurnPlan, turn: Turn) -> RunRecord:
+        return RunRecord(
+            turn.run_id,
+            self.scope,
+            self.admissions.boot_id,
+            plan.surface,
+            plan.session_id,
+            plan.selection.model,
+            "running",
+            turn.created_at,
+        )
+
     def _persister(self, plan: TurnPlan, keyed: bool) -> Persister | None:
-        """The surface's persistence, then (keyed) the settle step: the whole journal, terminal record
-        included, is durable before the admission is marked settled, so a replay finds the complete turn."""
-        surface, journals, admissions = plan.persist, self.journals, self.admissions
-        if not keyed:
+        """The surface's persistence, then (keyed, or on a shared store) the settle step: the whole journal,
+        terminal record included, is durable before the admission and the run record are marked settled, so a
+        replay — or another gateway — finds the complete turn."""
+        surface, journals, admissions, store = plan.persist, self.journals, self.admissions, self.store
+        shared = self.replicas.shared
+        if not keyed and not shared:
             return surface
 
         async def persist(turn: Turn, finished: TurnFinished) -> None:
             if surface is not None:
                 await surface(turn, finished)
-            await journals.write_now(turn.run_id, turn.journal, [finished])
-            await admissions.settle(turn.run_id)
+            await journals.write_now(turn.run_id, turn.journal, [finished], at=turn.finished_at)
+            if keyed:
+                await admissions.settle(turn.run_id)
+            if shared:
+                await store.settle_run(turn.run_id, finished.status.value, turn.finished_at or time.time())
 
         return persist
 

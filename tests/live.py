@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -128,10 +129,10 @@ class LiveGateway:
         return executions(self.home)
 
 
-def spawn_gateway(home: Path, extra_env: dict[str, str] | None = None) -> LiveGateway:
-    """Start the gateway process without waiting for it to listen."""
+def spawn_gateway(home: Path, extra_env: dict[str, str] | None = None, prefix: Sequence[str] = ()) -> LiveGateway:
+    """Start the gateway process without waiting for it to listen (`prefix`: a command it runs under, e.g. unshare)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hermes_api_plugin", "gateway"],
+        [*prefix, sys.executable, "-m", "hermes_api_plugin", "gateway"],
         env=gateway_env(home, extra_env),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -151,9 +152,11 @@ def spawn_gateway(home: Path, extra_env: dict[str, str] | None = None) -> LiveGa
     return live
 
 
-def start_gateway(home: Path, extra_env: dict[str, str] | None = None, timeout: float = 30.0) -> LiveGateway:
+def start_gateway(
+    home: Path, extra_env: dict[str, str] | None = None, timeout: float = 30.0, prefix: Sequence[str] = ()
+) -> LiveGateway:
     """Start the gateway and wait for its listening line (port 0 → the port it printed)."""
-    live = spawn_gateway(home, extra_env)
+    live = spawn_gateway(home, extra_env, prefix)
     match = live.wait_for_line(_LISTENING.pattern, timeout)
     if match is None:
         live.stop(signal.SIGKILL)

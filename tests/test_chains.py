@@ -13,6 +13,7 @@ import pytest
 from hermes_api_plugin.chains import Chains
 from hermes_api_plugin.content import text_message
 from hermes_api_plugin.errors import ApiError
+from hermes_api_plugin.placement import Placement
 from hermes_api_plugin.store import MemoryStore
 from hermes_api_plugin.store.base import StoredResponse
 
@@ -23,7 +24,7 @@ SCOPE = "scope"
 async def chains() -> AsyncIterator[Chains]:
     store = MemoryStore()
     await store.open()
-    yield Chains(store, store.sessions, SCOPE)
+    yield Chains(store, store.sessions, SCOPE, Placement(store, store.sessions, None))
     await store.close()
 
 

@@ -179,3 +179,13 @@ def test_a_store_url_that_is_not_postgresql_is_a_problem_naming_the_key(
 def test_the_store_url_password_stays_out_of_the_settings_repr(tmp_path: Path) -> None:
     s = load_settings(tmp_path, environ={"API_SERVER_STORE_URL": PG_URL})
     assert s.store_url == PG_URL and "s3cret-pw" not in repr(s)
+
+
+def test_the_lease_seconds_default_to_15_and_are_checked(tmp_path: Path) -> None:
+    """Issue 15: `api_server.store.lease_seconds` (1–3600, a number): a gateway renews its lease every third of it."""
+    assert load_settings(tmp_path / "none", environ={}).store_lease_seconds == 15.0
+    for value, expected, problem in ((2, 2.0, False), (0.5, 15.0, True), ("soon", 15.0, True), (7200, 15.0, True)):
+        (tmp_path / str(value)).mkdir()
+        s = load_settings(home_with(tmp_path / str(value), "", {"api_server": {"store": {"lease_seconds": value}}}), {})
+        assert s.store_lease_seconds == expected
+        assert any("api_server.store.lease_seconds" in p for p in s.problems) is problem

@@ -82,6 +82,7 @@ class _ChatView:
         history: HistoryLoader | Sequence[Message] = chat.history
         persist = None
         if explicit:
+            await self.profile.chains.placement.check(self.session_id)  # kept by another host: 409, never empty
             history = self.profile.chains.session_history(self.session_id)
         elif self.settings.chat_continuity == "auto":
             history, persist = await self._continuity()
@@ -103,6 +104,7 @@ class _ChatView:
             session_key=self.hermes.session_key,
             reply=lambda turn: reply,
             persist=persist,
+            surface="chat",
         )
 
     async def _continuity(self) -> tuple[HistoryLoader | Sequence[Message], Persister]:

@@ -1,7 +1,9 @@
 """The Responses API: POST /v1/responses and the /v1/responses/{id} read-back, cancel, delete and input items.
 
 POST reads as parse → submit → deliver; what a new Response is made of (chain, head, stored record) lives
-in `stored_responses.py`, chain resolution in `chains.py`, the rendering in `dialects/responses.py`.
+in `stored_responses.py`, chain resolution in `chains.py`, the rendering in `dialects/responses.py`. On a shared
+store a Response another gateway runs is read, resumed (`?stream=true&starting_after=`) and cancelled here too:
+its journal is followed through the store (replicas.py), the cancel reaches its owner through the store's feed.
 """
 
 from __future__ import annotations
@@ -15,14 +17,14 @@ from ..chains import response_not_found
 from ..delivery import deliver, open_stream, pump, start_detached
 from ..dialects.record import SseRecord
 from ..dialects.responses import ResponseHead, ResponsesRenderer, without_tool_items
-from ..errors import ApiError, invalid_parameter, invalid_request
-from ..keys import JOURNALS, RUNTIME, SETTINGS, STORE, TURNS
+from ..errors import ApiError, invalid_parameter, invalid_request, storage_unavailable
+from ..keys import JOURNALS, LEASES, REPLICAS, RUNTIME, SETTINGS, STORE, TURNS
 from ..middleware import read_json
 from ..profiles import profile_of
 from ..protocol.common import idempotency_key, parse_hermes_headers, tool_items_shown
 from ..protocol.params import parse_params
 from ..protocol.responses import GET_QUERY, INPUT_ITEMS_QUERY, ResponsesRequest, parse_responses_request
-from ..store.base import StoredResponse
+from ..store.base import StoredResponse, StoreError
 from ..stored_responses import ResponseCreation, head_from_snapshot, live_snapshot, renderer
 from ..submit import Existing, NewTurn, Outcome, refusal_error
 from ..turns import HeldTurn, Journal
@@ -39,7 +41,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     profile = profile_of(request)
     submitter = profile.submitter
     creation = ResponseCreation(
-        app[SETTINGS], app[STORE], profile.chains, app[JOURNALS], body, hermes, profile.model_name
+        app[SETTINGS], app[STORE], profile.chains, app[JOURNALS], body, hermes, profile.model_name, app[LEASES].owner
     )
     slot = submitter.slot("responses", idempotency_key(request.headers), body.identity, [hermes.session_key])
     outcome: Outcome[None] = await submitter.submit(slot, creation.plan)
@@ -99,6 +101,23 @@ async def _stored(request: web.Request) -> StoredResponse:
     return record
 
 
+def _unsettled(record: StoredResponse) -> bool:
+    return record.status in ("queued", "in_progress")
+
+
+async def _remote_journal(request: web.Request, record: StoredResponse, *, follow: bool) -> Journal | None:
+    """The journal of an unsettled response another gateway runs (shared stores): followed live, or as stored."""
+    app = request.app
+    if not (_unsettled(record) and app[REPLICAS].shared and record.owner and record.owner != app[LEASES].owner):
+        return None
+    try:
+        if follow:
+            return await app[REPLICAS].journal(record.turn_id, record.owner)
+        return await stored_journal(app[STORE], record.turn_id)
+    except StoreError:
+        raise storage_unavailable() from None
+
+
 async def get_response(request: web.Request) -> web.StreamResponse:
     app = request.app
     record = await _stored(request)
@@ -107,9 +126,10 @@ async def get_response(request: web.Request) -> web.StreamResponse:
     # numbers its events like the stream it resumes only when it sends the same value.
     tool_items = tool_items_shown(request.headers)
     query = parse_params(request.query, GET_QUERY)
+    live = turn.journal if turn is not None else await _remote_journal(request, record, follow=query["stream"])
     if not query["stream"]:
-        if turn is not None:
-            return json_response(live_snapshot(app[SETTINGS], record, turn, tool_items))
+        if live is not None:
+            return json_response(live_snapshot(app[SETTINGS], record, live, tool_items))
         return json_response(record.snapshot if tool_items else without_tool_items(record.snapshot))
     after = query["starting_after"]
     r = renderer(app[SETTINGS], head_from_snapshot(record.snapshot), record.commentary, tool_items)
@@ -120,14 +140,14 @@ async def get_response(request: web.Request) -> web.StreamResponse:
     stream = await open_stream(
         request, run_headers(record.session_id, record.turn_id, None), after_n(r.created(record.queued))
     )
-    if turn is not None:
+    if live is not None:
         saver = app[JOURNALS]
         await pump(
             stream,
-            turn.journal,
+            live,
             lambda batch: after_n(r.render(batch)),
             app[SETTINGS].sse_keepalive_seconds,
-            before_send=lambda: saver.durable(turn.journal),
+            before_send=(lambda: saver.durable(live)) if turn is not None else None,
         )
     else:
         journal = await stored_journal(app[STORE], record.turn_id)
@@ -136,11 +156,17 @@ async def get_response(request: web.Request) -> web.StreamResponse:
     return stream.response
 
 
+def response_in_progress() -> ApiError:
+    return ApiError(409, "response_in_progress", type="conflict_error", code="response_in_progress")
+
+
 async def delete_response(request: web.Request) -> web.Response:
     app = request.app
     record = await _stored(request)
     if app[TURNS].get(record.turn_id) is not None:
-        raise ApiError(409, "response_in_progress", type="conflict_error", code="response_in_progress")
+        raise response_in_progress()
+    if _unsettled(record) and record.owner != app[LEASES].owner and await app[LEASES].owner_alive(record.owner):
+        raise response_in_progress()  # another gateway runs it
     await app[STORE].delete_response(profile_of(request).scope, record.id)
     return json_response({"id": record.id, "object": "response", "deleted": True})
 
@@ -151,6 +177,9 @@ async def cancel_response(request: web.Request) -> web.Response:
     turn = app[TURNS].get(record.turn_id)
     background = bool(record.snapshot.get("background"))
     if turn is None:
+        remote = await _remote_journal(request, record, follow=True) if background else None
+        if remote is not None and record.owner is not None:
+            return await _cancel_remote(request, record, record.owner, remote)
         if background:
             return json_response(record.snapshot)
         raise invalid_request("response_not_cancellable", "Only background or detached responses can be cancelled")
@@ -162,9 +191,32 @@ async def cancel_response(request: web.Request) -> web.Response:
     try:
         await asyncio.wait_for(asyncio.shield(turn.wait()), CANCEL_WAIT_S)
     except TimeoutError:
-        return json_response(live_snapshot(app[SETTINGS], record, turn))
+        return json_response(live_snapshot(app[SETTINGS], record, turn.journal))
     settled = await app[STORE].get_response(profile_of(request).scope, record.id)
-    return json_response(settled.snapshot if settled is not None else live_snapshot(app[SETTINGS], record, turn))
+    return json_response(
+        settled.snapshot if settled is not None else live_snapshot(app[SETTINGS], record, turn.journal)
+    )
+
+
+async def _cancel_remote(request: web.Request, record: StoredResponse, owner: str, journal: Journal) -> web.Response:
+    """Cancel a background response another gateway runs: the stop goes to it through the store's feed; the answer
+    waits (up to CANCEL_WAIT_S) for the turn to settle, as a local cancel does."""
+    app = request.app
+    try:
+        await app[REPLICAS].request_stop(owner, record.turn_id)
+    except StoreError:
+        raise storage_unavailable() from None
+
+    async def settled() -> None:
+        async for _ in journal.follow(len(journal.events)):
+            pass
+
+    try:
+        await asyncio.wait_for(settled(), CANCEL_WAIT_S)
+    except TimeoutError:
+        return json_response(live_snapshot(app[SETTINGS], record, journal))
+    again = await app[STORE].get_response(profile_of(request).scope, record.id)
+    return json_response(again.snapshot if again is not None else live_snapshot(app[SETTINGS], record, journal))
 
 
 async def list_input_items(request: web.Request) -> web.Response:

@@ -1,7 +1,9 @@
 """Runs: POST /v1/runs, GET /v1/runs/{id}, its SSE events, and stop (WIRE.md §6).
 
 Every admitted turn is a run, whichever surface admitted it. Runs are read from the live registry
-(running, or settled within the last hour) or, for keyed runs, from their durable admission and journal.
+(running, or settled within the last hour), from their durable run record and journal on a shared store — on
+any gateway: a run another gateway runs is followed through its journal (replicas.py) and stopped through the
+store's feed, with the same scope check — or, for keyed runs, from their durable admission and journal.
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ from ..delivery import open_stream, pump, start_detached
 from ..dialects.record import SseRecord, after_id
 from ..dialects.runs import RunEventsRenderer, run_object
 from ..errors import ApiError, not_found
-from ..keys import RUNTIME, SETTINGS, STORE, TURNS
+from ..events import StatusChanged, unanswered_approvals
+from ..keys import LEASES, REPLICAS, RUNTIME, SETTINGS, STORE, TURNS
 from ..middleware import read_json
 from ..profiles import profile_of
 from ..protocol.common import idempotency_key, last_event_id, new_session_id, parse_hermes_headers
 from ..protocol.runs import RunRequest, parse_run_request
-from ..store.base import StoreError
+from ..store.base import RunRecord, StoreError
 from ..submit import Existing, NewTurn, Outcome, TurnPlan, refusal_error
 from ..turns import HistoryLoader, Journal
 from ..turns.durable import stored_journal
@@ -97,6 +100,7 @@ class _RunPlanner:
             bind_key=chain.bind_key,
             session_key=self.session_key,
             reply=lambda turn: reply,
+            surface="runs",
         )
 
 
@@ -109,9 +113,34 @@ class RunView:
     created_at: float
     session_id: str
     model: str
+    owner: str | None = None  # the gateway process that runs it, when that is another one and it is unsettled
 
 
-async def _find(request: web.Request, run_id: str) -> RunView | None:
+def _unsettled_status(journal: Journal) -> str:
+    """The status of a run another gateway runs, from its journal so far (WIRE.md §6.2, §14.2)."""
+    if unanswered_approvals(journal.events):
+        return "waiting_for_approval"
+    return "running" if any(isinstance(e, StatusChanged) for e in journal.events) else "queued"
+
+
+async def _shared(request: web.Request, run: RunRecord, follow: bool) -> RunView:
+    """A run of the shared store's run records (StoreError when the store fails)."""
+    app = request.app
+    owner = run.owner if run.status == "running" and run.owner != app[LEASES].owner else None
+    if owner is not None and follow:
+        journal = await app[REPLICAS].journal(run.turn_id, owner)  # followed as the owner writes it
+    else:
+        journal = await stored_journal(app[STORE], run.turn_id)
+    finished = journal.finished
+    status = finished.status.value if finished is not None else _unsettled_status(journal)
+    if finished is not None:
+        owner = None
+    model = run.model or profile_of(request).model_name
+    return RunView(status, journal, run.created_at, run.session_id, model, owner)
+
+
+async def _find(request: web.Request, run_id: str, *, follow: bool = False) -> RunView | None:
+    """The run as this scope may see it; `follow`: a run another gateway runs is followed live (its events)."""
     app = request.app
     profile = profile_of(request)
     turn = app[TURNS].find(run_id)
@@ -125,6 +154,9 @@ async def _find(request: web.Request, run_id: str) -> RunView | None:
         )
     store = app[STORE]
     try:
+        run = await store.get_run(profile.scope, run_id) if app[REPLICAS].shared else None
+        if run is not None:
+            return await _shared(request, run, follow)
         record = await store.admission_for_turn(profile.scope, run_id)
         if record is None:
             return None
@@ -136,9 +168,9 @@ async def _find(request: web.Request, run_id: str) -> RunView | None:
     return RunView(status, journal, record.created_at, record.reply.get("session_id", ""), model)
 
 
-async def found_run(request: web.Request) -> tuple[str, RunView]:
+async def found_run(request: web.Request, *, follow: bool = False) -> tuple[str, RunView]:
     run_id = request.match_info["run_id"]
-    view = await _find(request, run_id)
+    view = await _find(request, run_id, follow=follow)
     if view is None:
         raise run_not_found()
     return run_id, view
@@ -164,7 +196,7 @@ async def get_run(request: web.Request) -> web.Response:
 
 
 async def run_events(request: web.Request) -> web.StreamResponse:
-    run_id, view = await found_run(request)
+    run_id, view = await found_run(request, follow=True)
     journal = view.journal
     after = last_event_id(request.headers)
     if after:
@@ -190,4 +222,10 @@ async def stop_run(request: web.Request) -> web.Response:
     if request.app[TURNS].stop(run_id) is not None:
         return json_response({"run_id": run_id, "status": "stopping"})
     _, view = await found_run(request)
+    if view.owner is not None:  # another gateway runs it: the stop reaches it through the store's feed
+        try:
+            await request.app[REPLICAS].request_stop(view.owner, run_id)
+        except StoreError:
+            raise error_for("storage_unavailable") from None
+        return json_response({"run_id": run_id, "status": "stopping"})
     return json_response({"run_id": run_id, "status": view.status})

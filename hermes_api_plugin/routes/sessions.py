@@ -40,6 +40,13 @@ def session_not_found() -> ApiError:
     return not_found("No session with that id", code="session_not_found")
 
 
+async def missing(request: web.Request, session_id: str) -> ApiError:
+    """A session this host's store lacks: 404 session_not_found, or 409 session_on_other_host when another gateway
+    host keeps it (sessions per host on a shared store, placement.py)."""
+    await profile_of(request).chains.placement.check(session_id)
+    return session_not_found()
+
+
 def _path_session(request: web.Request) -> str:
     session_id = request.match_info["session_id"]
     if not percent_decodes_to_utf8(request.raw_path.partition("?")[0]):
@@ -58,18 +65,22 @@ async def list_sessions(request: web.Request) -> web.Response:
 
 
 async def get_session(request: web.Request) -> web.Response:
-    session = await profile_of(request).sessions.get_session(_path_session(request))
+    session_id = _path_session(request)
+    session = await profile_of(request).sessions.get_session(session_id)
     if session is None:
-        raise session_not_found()
+        raise await missing(request, session_id)
     return json_response({"object": "hermes.session", "session": session})
 
 
 async def create_session(request: web.Request) -> web.Response:
     create = parse_session_create(await read_json(request))
     session_id = create.id or new_session_id()
-    store = profile_of(request).sessions
+    profile = profile_of(request)
+    store = profile.sessions
+    await profile.chains.placement.check(session_id)  # kept by another host: never a second one of that id here
     if not await store.create_session(session_id, create.title):
         raise session_exists()
+    await profile.chains.placement.record(session_id)
     return json_response({"object": "hermes.session", "session": await store.get_session(session_id)}, status=201)
 
 
@@ -82,12 +93,14 @@ async def fork_session(request: web.Request) -> web.Response:
     session_id = _path_session(request)
     fork = parse_session_fork(await read_json(request) if request.can_read_body else {})
     fork_id = fork.id or new_session_id()
-    store = profile_of(request).sessions
+    profile = profile_of(request)
+    store = profile.sessions
     result = await store.fork_session(session_id, fork_id, fork.title)
     if result == "no_source":
-        raise session_not_found()
+        raise await missing(request, session_id)
     if result == "exists":
         raise session_exists()
+    await profile.chains.placement.record(fork_id)
     return json_response({"object": "hermes.session", "session": await store.get_session(fork_id)}, status=201)
 
 
@@ -96,7 +109,7 @@ async def update_session(request: web.Request) -> web.Response:
     fields = parse_session_update(await read_json(request))
     store = profile_of(request).sessions
     if not await store.update_session(session_id, fields):
-        raise session_not_found()
+        raise await missing(request, session_id)
     return json_response({"object": "hermes.session", "session": await store.get_session(session_id)})
 
 
@@ -107,9 +120,10 @@ async def delete_session(request: web.Request) -> web.Response:
     profile = profile_of(request)
     deleted = await profile.sessions.delete_session(session_id)
     request.app[RUNTIME].forget_conversation(session_id, profile.home)  # its warm agent goes with it
-    await request.app[STORE].unbind_session(session_id)  # session keys no longer lead to it
-    if not deleted:
-        raise session_not_found()
+    error = None if deleted else await missing(request, session_id)  # another host's session: 409, nothing unbound
+    await request.app[STORE].unbind_session(session_id)  # session keys no longer lead to it; no host keeps it
+    if error is not None:
+        raise error
     return json_response({"object": "hermes.session.deleted", "id": session_id, "deleted": True})
 
 
@@ -141,7 +155,7 @@ async def session_messages(request: web.Request) -> web.Response:
     requested = _path_session(request)
     store = profile_of(request).sessions
     if await store.get_session(requested) is None:
-        raise session_not_found()
+        raise await missing(request, requested)
     session_id = await store.live_session_id(requested)  # a compacted Hermes session goes on under its tip
     query = parse_params(request.query, MESSAGES_QUERY)
     limit, offset, order = query["limit"], query["offset"], query["order"]
@@ -185,6 +199,7 @@ async def _session_chat(request: web.Request, *, stream: bool) -> web.StreamResp
     model = chat.selection.model or profile.model_name
 
     async def plan() -> TurnPlan:
+        await profile.chains.placement.check(requested)  # kept by another host: 409, never an empty conversation
         return TurnPlan(
             session_id=session_id,
             input=chat.message,
@@ -193,6 +208,7 @@ async def _session_chat(request: web.Request, *, stream: bool) -> web.StreamResp
             history=history,
             session_key=hermes.session_key,
             reply=lambda turn: {"session_id": session_id, "model": model},
+            surface="session_chat",
         )
 
     outcome: Outcome[None] = await submitter.submit(slot, plan)

@@ -5,11 +5,15 @@ behind `/api/sessions` and `X-Hermes-Session-Id` (the plugin's own tables with t
 Hermes' SessionDB with the hermes runtime: `hermes/sessions.py`), `Store` is the state only this plugin
 owns (stored Responses, conversation names, session-key bindings, idempotent admissions, turn journals).
 Neither needs the other's tables.
+
+Gateways sharing one store (PostgreSQL) coordinate through it: each renews a `Lease` under its boot id, durable
+`RunRecord`s let any gateway read and stop any run, and a `Feed` (LISTEN/NOTIFY) wakes the followers of a turn
+another gateway runs and carries stop requests to the owner. A store that is not shared (SQLite) has no feed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypedDict
 
@@ -43,6 +47,7 @@ class StoredResponse:
     queued: bool = False
     commentary: bool = True
     created_at: float = 0.0
+    owner: str | None = None  # the boot id of the gateway process running it (None: stored before leases)
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,67 @@ class AdmissionRecord:
     owner: str | None = None
     created_at: float = 0.0
     settled_at: float | None = None
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A gateway process's claim to be alive (`owner`: its boot id) until `expires_at` (the owner's clock).
+
+    `space` names the process space of `pid` (kernel boot id + pid namespace, `leases.py`): a gateway in the same
+    space can tell at once that a crashed owner's process is gone, without waiting for the lease to run out."""
+
+    owner: str
+    expires_at: float
+    space: str | None = None
+    pid: int | None = None
+    host: str = ""
+    renewed_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """The durable record of a turn on a shared store (WIRE.md §6.2): enough for any gateway to find the run,
+    check its scope, follow its journal and send its stop to the owner."""
+
+    turn_id: str
+    scope: str
+    owner: str
+    surface: str  # chat | responses | runs | session_chat
+    session_id: str
+    model: str | None
+    status: str  # running | completed | incomplete | failed | cancelled
+    created_at: float
+    settled_at: float | None = None
+
+
+class FeedSink(Protocol):
+    """What a gateway does with the notifications of a shared store (its `Feed`)."""
+
+    def journal_written(self, turn_id: str, end: int) -> None:
+        """The journal rows of `turn_id` up to sequence number `end - 1` are committed."""
+        ...
+
+    def stop_requested(self, owner: str, turn_id: str) -> None:
+        """A gateway asked `owner` to stop `turn_id` (WIRE.md §6.4)."""
+        ...
+
+    def reconnected(self) -> None:
+        """The feed listens again after losing its connection: notifications may have been missed."""
+        ...
+
+
+class Feed(Protocol):
+    """Cross-gateway wake-ups over a shared store: one listening connection per gateway."""
+
+    async def start(self, sink: FeedSink) -> None:
+        """Listen and dispatch to `sink` until `close()`; returns once listening (reconnects on its own)."""
+        ...
+
+    async def close(self) -> None: ...
+
+    async def request_stop(self, owner: str, turn_id: str) -> None:
+        """Ask the gateway `owner` to stop `turn_id` (delivered to its sink's `stop_requested`)."""
+        ...
 
 
 class SessionInfo(TypedDict):
@@ -198,8 +264,15 @@ class Store(Protocol):
     async def bind_session_key(self, scope: str, key: str, session_id: str) -> None: ...
 
     async def unbind_session(self, session_id: str) -> None:
-        """Forget every session-key binding to a (deleted) session."""
+        """Forget a (deleted) session: every session-key binding to it, and which host keeps it."""
         ...
+
+    # -- session placement (per-host session stores, placement.py) -----------------------------------
+    async def session_host(self, session_id: str) -> str | None:
+        """The gateway host that keeps `session_id`, when one recorded it."""
+        ...
+
+    async def set_session_host(self, session_id: str, host: str) -> None: ...
 
     # -- responses -----------------------------------------------------------------------------------
     async def put_response(self, response: StoredResponse, items: Sequence[dict[str, Any]]) -> list[Eviction]:
@@ -228,8 +301,9 @@ class Store(Protocol):
         """The output of a tool this server ran (never a client's own function_call_output)."""
         ...
 
-    async def unsettled_responses(self) -> list[StoredResponse]:
-        """Responses a previous gateway process left queued or in progress."""
+    async def unsettled_responses(self, now: float, dead: Collection[str] = ()) -> list[StoredResponse]:
+        """Responses left queued or in progress by a gateway process that is gone: whose owner holds no lease valid
+        at `now` (none, or expired) or is one of `dead`."""
         ...
 
     # -- admissions ----------------------------------------------------------------------------------
@@ -247,8 +321,10 @@ class Store(Protocol):
         """The turn's running admission becomes `settled` (other states are left alone)."""
         ...
 
-    async def mark_unknown_admissions(self, owner: str) -> list[str]:
-        """Admissions left running by another (gone) process become `unknown`; returns their turn ids."""
+    async def mark_unknown_admissions(self, now: float, dead: Collection[str] = ()) -> list[str]:
+        """Admissions left running by a gateway process that is gone — whose owner holds no lease valid at `now`
+        (none, or expired) or is one of `dead` — become `unknown`; returns their turn ids. Safe at any time, from
+        any gateway: of two gateways marking at once, each record goes to one of them."""
         ...
 
     async def admission_for_turn(self, scope: str, turn_id: str) -> AdmissionRecord | None: ...
@@ -259,6 +335,55 @@ class Store(Protocol):
         writing a sequence number again replaces that event."""
         ...
 
-    async def load_journal(self, turn_id: str) -> list[str]:
-        """A turn's events in sequence order; empty when unknown."""
+    async def load_journal(self, turn_id: str, start: int = 0) -> list[str]:
+        """A turn's events from sequence number `start` on, in order; empty when unknown."""
+        ...
+
+    # -- leases (one per gateway process) --------------------------------------------------------------
+    async def renew_lease(self, lease: Lease) -> None:
+        """Insert or extend the lease of `lease.owner`."""
+        ...
+
+    async def release_lease(self, owner: str) -> None:
+        """Drop a lease (a clean shutdown, after its turns settled)."""
+        ...
+
+    async def get_lease(self, owner: str) -> Lease | None: ...
+
+    async def leases(self) -> list[Lease]:
+        """Every lease, expired ones included (one row per gateway process: a small table)."""
+        ...
+
+    async def purge_leases(self, owners: Collection[str], expired_before: float) -> None:
+        """Drop the leases of `owners` that expired before `expired_before` (their leftovers are settled)."""
+        ...
+
+    # -- run records (written when the store is shared) ---------------------------------------------
+    async def put_run(self, run: RunRecord) -> None: ...
+
+    async def settle_run(self, turn_id: str, status: str, settled_at: float) -> None:
+        """A running run record takes its settled status (other states are left alone)."""
+        ...
+
+    async def get_run(self, scope: str, turn_id: str) -> RunRecord | None: ...
+
+    async def mark_unknown_runs(self, now: float, dead: Collection[str] = ()) -> list[str]:
+        """Run records left running by a gateway process that is gone (as `mark_unknown_admissions`) become
+        `failed`; returns their turn ids."""
+        ...
+
+    async def owned_unsettled(self, owner: str) -> list[str]:
+        """The turn ids `owner` still has unsettled in the store: running admissions and run records, queued or
+        in-progress stored Responses (its own sweep re-persists those whose turns settled but could not be stored)."""
+        ...
+
+    async def purge_runs(self, settled_before: float) -> None:
+        """Drop the run records settled before `settled_before`, and their journals unless an admission or a
+        stored Response still renders them."""
+        ...
+
+    # -- several gateways ----------------------------------------------------------------------------
+    def feed(self) -> Feed | None:
+        """The cross-gateway notifications of a store several gateways share at once (the same object on every
+        call); None for the store of one gateway."""
         ...

@@ -1,5 +1,6 @@
 """PostgresStore: the plugin-owned state (stored Responses, conversation names, session-key bindings, admissions,
-turn journals) in PostgreSQL, for several gateways sharing one database (`api_server.store.url`).
+turn journals, leases and run records) in PostgreSQL, for several gateways sharing one database
+(`api_server.store.url`); its feed (`postgres_feed.py`) carries LISTEN/NOTIFY between them.
 
 The same semantics as SqliteStore, statement for statement where SQLite's single writer thread made a read-then-
 write safe on its own: here concurrent requests (and other gateways) run in parallel transactions, so each such
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ from ..content import Message
 from .base import Eviction, StoredResponse
 from .postgres_admissions import PostgresAdmissions
 from .postgres_db import Connection, PostgresDatabase
+from .postgres_feed import PostgresFeed
+from .postgres_leases import GONE, PostgresLeases, gone_params
 from .postgres_migrate import MIGRATION_LOCK
 from .postgres_sessions import PostgresSessionStore
 from .sqlite_db import json_text
@@ -48,16 +51,18 @@ def _response(row: dict[str, Any]) -> StoredResponse:
         queued=bool(render.get("queued")),
         commentary=bool(render.get("commentary", True)),
         created_at=row["created_at"],
+        owner=row["owner"],
     )
 
 
-class PostgresStore(PostgresAdmissions):
+class PostgresStore(PostgresAdmissions, PostgresLeases):
     """The Store protocol on PostgreSQL; `sessions` is the SessionStore over the same database."""
 
     def __init__(self, url: str, *, max_responses: int = 10000, migrations_dir: Path | None = None) -> None:
         self.db = PostgresDatabase(url, migrations_dir=migrations_dir)
         self.sessions = PostgresSessionStore(self.db)
         self.max_responses = max_responses
+        self._feed = PostgresFeed(self.db)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.db.where})"
@@ -74,6 +79,7 @@ class PostgresStore(PostgresAdmissions):
         await self.db.open()
 
     async def close(self) -> None:
+        await self._feed.close()
         await self.db.close()
 
     # -- session-key bindings ------------------------------------------------------------------------
@@ -95,8 +101,23 @@ class PostgresStore(PostgresAdmissions):
             )
 
     async def unbind_session(self, session_id: str) -> None:
-        async with self.db.connection() as conn:
+        async with self.db.transaction() as conn:
             await conn.execute("DELETE FROM session_keys WHERE session_id = %s", (session_id,))
+            await conn.execute("DELETE FROM session_hosts WHERE session_id = %s", (session_id,))
+
+    async def session_host(self, session_id: str) -> str | None:
+        async with self.db.connection() as conn:
+            cursor = await conn.execute("SELECT host FROM session_hosts WHERE session_id = %s", (session_id,))
+            row = await cursor.fetchone()
+        return row["host"] if row else None
+
+    async def set_session_host(self, session_id: str, host: str) -> None:
+        async with self.db.connection() as conn:
+            await conn.execute(
+                "INSERT INTO session_hosts (session_id, host, updated_at) VALUES (%s, %s, %s) "
+                "ON CONFLICT (session_id) DO UPDATE SET host = EXCLUDED.host, updated_at = EXCLUDED.updated_at",
+                (session_id, host, time.time()),
+            )
 
     # -- responses -----------------------------------------------------------------------------------
     async def put_response(self, response: StoredResponse, items: Sequence[dict[str, Any]]) -> list[Eviction]:
@@ -116,6 +137,7 @@ class PostgresStore(PostgresAdmissions):
             "render": json_text({"queued": response.queued, "commentary": response.commentary}),
             "created_at": response.created_at or now,
             "accessed_at": now,
+            "owner": response.owner,
         }
         # Only outputs of tools this server ran are indexed by call_id: a client's own
         # function_call_output for that call (sent back as input) must never replace the real one.
@@ -137,10 +159,10 @@ class PostgresStore(PostgresAdmissions):
             # An update keeps what the chain was built from (input, instructions, links) as first stored.
             await conn.execute(
                 "INSERT INTO responses (id, scope, turn_id, session_id, previous_response_id, conversation, status, "
-                "snapshot, input_items, instructions, messages, render, created_at, accessed_at) VALUES (%(id)s, "
-                "%(scope)s, %(turn_id)s, %(session_id)s, %(previous_response_id)s, %(conversation)s, %(status)s, "
-                "%(snapshot)s, %(input_items)s, %(instructions)s, %(messages)s, %(render)s, %(created_at)s, "
-                "%(accessed_at)s) ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, "
+                "snapshot, input_items, instructions, messages, render, created_at, accessed_at, owner) VALUES ("
+                "%(id)s, %(scope)s, %(turn_id)s, %(session_id)s, %(previous_response_id)s, %(conversation)s, "
+                "%(status)s, %(snapshot)s, %(input_items)s, %(instructions)s, %(messages)s, %(render)s, "
+                "%(created_at)s, %(accessed_at)s, %(owner)s) ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, "
                 "snapshot = EXCLUDED.snapshot, messages = EXCLUDED.messages, accessed_at = EXCLUDED.accessed_at",
                 row,
             )
@@ -268,8 +290,11 @@ class PostgresStore(PostgresAdmissions):
             row = await cursor.fetchone()
         return json.loads(row["item"]).get("output") if row else None
 
-    async def unsettled_responses(self) -> list[StoredResponse]:
+    async def unsettled_responses(self, now: float, dead: Collection[str] = ()) -> list[StoredResponse]:
         async with self.db.connection() as conn:
-            cursor = await conn.execute("SELECT * FROM responses WHERE status IN ('queued', 'in_progress')")
+            cursor = await conn.execute(
+                f"SELECT * FROM responses AS t WHERE status IN ('queued', 'in_progress') AND {GONE}",
+                gone_params(now, dead),
+            )
             rows = await cursor.fetchall()
         return [_response(row) for row in rows]

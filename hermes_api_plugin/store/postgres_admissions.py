@@ -1,18 +1,21 @@
 """Admissions and turn journals of the PostgreSQL store: the durable half of idempotency (WIRE.md §5.4).
 
 A reservation is one `INSERT … ON CONFLICT DO NOTHING`: of any number of gateways reserving one key at once,
-exactly one inserts; the others read the record that holds it.
+exactly one inserts; the others read the record that holds it. Journal rows are written together with a NOTIFY
+per turn, so followers on other gateways wake when they commit.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from .base import AdmissionRecord, StoreError
 from .postgres_db import PostgresDatabase
+from .postgres_feed import JOURNAL_CHANNEL
+from .postgres_leases import GONE, gone_params
 from .sqlite_db import json_text
 
 _COLUMNS = ("scope", "surface", "key", "identity", "target", "state", "turn_id", "reply", "owner", "created_at")
@@ -101,12 +104,12 @@ class PostgresAdmissions:
                 (time.time(), turn_id),
             )
 
-    async def mark_unknown_admissions(self, owner: str) -> list[str]:
+    async def mark_unknown_admissions(self, now: float, dead: Collection[str] = ()) -> list[str]:
         async with self.db.connection() as conn:
             cursor = await conn.execute(
-                "UPDATE admissions SET state = 'unknown', settled_at = %s "
-                "WHERE state = 'running' AND owner IS DISTINCT FROM %s RETURNING turn_id",
-                (time.time(), owner),
+                "UPDATE admissions AS t SET state = 'unknown', settled_at = %(now)s "
+                f"WHERE state = 'running' AND {GONE} RETURNING turn_id",
+                gone_params(now, dead),
             )
             return [r["turn_id"] for r in await cursor.fetchall()]
 
@@ -120,6 +123,9 @@ class PostgresAdmissions:
         rows = [(turn_id, first + i, event) for turn_id, first, events in batches for i, event in enumerate(events)]
         if not rows:
             return
+        ends: dict[str, int] = {}
+        for turn_id, first, events in batches:
+            ends[turn_id] = max(ends.get(turn_id, 0), first + len(events))
         async with self.db.transaction() as conn, conn.cursor() as cursor:
             # Writing a sequence number again replaces that event: a retried batch is harmless.
             await cursor.executemany(
@@ -127,8 +133,16 @@ class PostgresAdmissions:
                 "ON CONFLICT (turn_id, seq) DO UPDATE SET event = EXCLUDED.event",
                 rows,
             )
+            # Followers on other gateways wake when this commits, and find the rows (postgres_feed.py).
+            await cursor.execute(
+                "SELECT pg_notify(%s, x.turn_id || ' ' || x.end_seq) FROM unnest(%s::text[], %s::int[]) "
+                "AS x(turn_id, end_seq)",
+                (JOURNAL_CHANNEL, list(ends), list(ends.values())),
+            )
 
-    async def load_journal(self, turn_id: str) -> list[str]:
+    async def load_journal(self, turn_id: str, start: int = 0) -> list[str]:
         async with self.db.connection() as conn:
-            cursor = await conn.execute("SELECT event FROM journal_events WHERE turn_id = %s ORDER BY seq", (turn_id,))
+            cursor = await conn.execute(
+                "SELECT event FROM journal_events WHERE turn_id = %s AND seq >= %s ORDER BY seq", (turn_id, start)
+            )
             return [r["event"] for r in await cursor.fetchall()]

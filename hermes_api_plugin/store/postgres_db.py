@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import select
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -46,6 +46,10 @@ CONNECT_TIMEOUT_S = 5  # libpq's connect_timeout, unless the URL sets its own
 # pool that gave up makes a new connection at the next request's demand, at once.
 RECONNECT_TIMEOUT_S = 5.0
 MAX_CONNECTIONS = 10
+APPLICATION_NAME = "hermes-api"
+# The listening connection idles between notifications: after 10 s of silence TCP probes the peer, and 3 probes
+# unanswered 5 s apart end the connection (a lost host or network), so the feed reconnects.
+LISTEN_KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3}
 
 
 async def check_lent(conn: Connection) -> None:
@@ -86,7 +90,7 @@ class PostgresDatabase:
         if "connect_timeout" not in params:
             self._kwargs["connect_timeout"] = CONNECT_TIMEOUT_S
         if "application_name" not in params:
-            self._kwargs["application_name"] = "hermes-api"  # how pg_stat_activity names a gateway's connections
+            self._kwargs["application_name"] = APPLICATION_NAME  # how pg_stat_activity names a gateway's connections
         self._pool: AsyncConnectionPool[Connection] | None = None
 
     def __repr__(self) -> str:
@@ -142,6 +146,22 @@ class PostgresDatabase:
         pool, self._pool = self._pool, None
         if pool is not None:
             await pool.close()
+
+    async def listener(self, channels: Sequence[str]) -> Connection:
+        """A connection of its own (not the pool's) listening on `channels`, with TCP keepalives so a lost host
+        ends it instead of leaving it waiting for good. The caller closes it."""
+        kwargs = {**LISTEN_KEEPALIVES, **self._kwargs}
+        try:
+            conn = await Connection.connect(self._url, **kwargs)
+        except psycopg.Error as exc:
+            raise self.error("cannot connect to PostgreSQL", exc) from exc
+        try:
+            for channel in channels:
+                await conn.execute(f"LISTEN {channel}")  # constants of the feed, never user input
+        except psycopg.Error as exc:
+            await conn.close()
+            raise self.error("cannot LISTEN on PostgreSQL", exc) from exc
+        return conn
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[Connection]:

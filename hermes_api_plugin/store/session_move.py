@@ -11,6 +11,7 @@ after: a start interrupted midway copies nothing twice (a session the host alrea
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 from ..errors import ApiError
 from .base import SessionStore
@@ -19,9 +20,12 @@ log = logging.getLogger("hermes_api_plugin")
 _PAGE = 100
 
 
-async def move_sessions(source: SessionStore, target: SessionStore) -> int:
+async def move_sessions(
+    source: SessionStore, target: SessionStore, moved_here: Callable[[str], Awaitable[None]] | None = None
+) -> int:
     """Move every session of `source` into `target`; returns how many moved. A session that cannot be moved (the
-    target refuses it) stays in `source`, logged, and is tried again at the next start."""
+    target refuses it) stays in `source`, logged, and is tried again at the next start. `moved_here(id)` runs for
+    each moved session (a shared store then records that this host keeps it, placement.py)."""
     moved = kept = 0
     while True:
         page, _ = await source.list_sessions(_PAGE, kept, None, include_children=True)
@@ -35,6 +39,8 @@ async def move_sessions(source: SessionStore, target: SessionStore) -> int:
                 if await target.get_session(session_id) is None:
                     await target.seed_session(session_id, await source.load_session_messages(session_id))
                     await _copy_fields(target, session_id, info["title"], info["pinned"], info["archived"])
+                if moved_here is not None:
+                    await moved_here(session_id)
                 await source.delete_session(session_id)
                 moved += 1
             except Exception:

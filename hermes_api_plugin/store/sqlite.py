@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from ..content import Message
 from .base import Eviction, StoredResponse
 from .sqlite_admissions import SqliteAdmissions
 from .sqlite_db import SqliteDatabase, insert_sql, json_text, transaction
+from .sqlite_leases import GONE, SqliteLeases, gone_params
 from .sqlite_sessions import SqliteSessionStore
 
 _RESPONSE_COLUMNS = (
@@ -36,6 +37,7 @@ _RESPONSE_COLUMNS = (
     "render",
     "created_at",
     "accessed_at",
+    "owner",
 )
 
 
@@ -60,10 +62,11 @@ def _response(row: sqlite3.Row) -> StoredResponse:
         queued=bool(render.get("queued")),
         commentary=bool(render.get("commentary", True)),
         created_at=row["created_at"],
+        owner=row["owner"],
     )
 
 
-class SqliteStore(SqliteAdmissions):
+class SqliteStore(SqliteAdmissions, SqliteLeases):
     """The Store protocol on SQLite; `sessions` is the SessionStore over the same database."""
 
     def __init__(self, path: Path | None, *, max_responses: int = 10000, fallback_to_memory: bool = False) -> None:
@@ -106,7 +109,27 @@ class SqliteStore(SqliteAdmissions):
         )
 
     async def unbind_session(self, session_id: str) -> None:
-        await self.db.call(lambda c: c.execute("DELETE FROM session_keys WHERE session_id = ?", (session_id,)))
+        def unbind(conn: sqlite3.Connection) -> None:
+            with transaction(conn):
+                conn.execute("DELETE FROM session_keys WHERE session_id = ?", (session_id,))
+                conn.execute("DELETE FROM session_hosts WHERE session_id = ?", (session_id,))
+
+        await self.db.call(unbind)
+
+    async def session_host(self, session_id: str) -> str | None:
+        def find(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute("SELECT host FROM session_hosts WHERE session_id = ?", (session_id,)).fetchone()
+            return row["host"] if row else None
+
+        return await self.db.call(find)
+
+    async def set_session_host(self, session_id: str, host: str) -> None:
+        await self.db.call(
+            lambda c: c.execute(
+                "INSERT OR REPLACE INTO session_hosts (session_id, host, updated_at) VALUES (?, ?, ?)",
+                (session_id, host, time.time()),
+            )
+        )
 
     # -- responses -----------------------------------------------------------------------------------
     async def put_response(self, response: StoredResponse, items: Sequence[dict[str, Any]]) -> list[Eviction]:
@@ -126,6 +149,7 @@ class SqliteStore(SqliteAdmissions):
             "render": json_text({"queued": response.queued, "commentary": response.commentary}),
             "created_at": response.created_at or now,
             "accessed_at": now,
+            "owner": response.owner,
         }
         # Only outputs of tools this server ran are indexed by call_id: a client's own
         # function_call_output for that call (sent back as input) must never replace the real one.
@@ -269,13 +293,15 @@ class SqliteStore(SqliteAdmissions):
         raw = await self.db.call(find)
         return json.loads(raw).get("output") if raw is not None else None
 
-    async def unsettled_responses(self) -> list[StoredResponse]:
+    async def unsettled_responses(self, now: float, dead: Collection[str] = ()) -> list[StoredResponse]:
+        params = gone_params(now, dead)
+
         def find(conn: sqlite3.Connection) -> list[sqlite3.Row]:
-            return conn.execute("SELECT * FROM responses WHERE status IN ('queued', 'in_progress')").fetchall()
+            return conn.execute(
+                f"SELECT * FROM responses AS t WHERE status IN ('queued', 'in_progress') AND {GONE}", params
+            ).fetchall()
 
         return [_response(row) for row in await self.db.call(find)]
-
-    # -- admissions ----------------------------------------------------------------------------------
 
 
 class MemoryStore(SqliteStore):

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from .base import AdmissionRecord
 from .sqlite_db import SqliteDatabase, insert_sql, json_text, transaction
+from .sqlite_leases import GONE, gone_params
 
 _ADMISSION_COLUMNS = (
     "scope",
@@ -101,21 +102,19 @@ class SqliteAdmissions:
             )
         )
 
-    async def mark_unknown_admissions(self, owner: str) -> list[str]:
+    async def mark_unknown_admissions(self, now: float, dead: Collection[str] = ()) -> list[str]:
+        params = gone_params(now, dead)
+
         def mark(conn: sqlite3.Connection) -> list[str]:
             with transaction(conn):
-                turns = [
+                return [
                     r["turn_id"]
                     for r in conn.execute(
-                        "SELECT turn_id FROM admissions WHERE state = 'running' AND owner IS NOT ?", (owner,)
-                    )
+                        "UPDATE admissions AS t SET state = 'unknown', settled_at = :now "
+                        f"WHERE state = 'running' AND {GONE} RETURNING turn_id",
+                        params,
+                    ).fetchall()
                 ]
-                conn.execute(
-                    "UPDATE admissions SET state = 'unknown', settled_at = ? "
-                    "WHERE state = 'running' AND owner IS NOT ?",
-                    (time.time(), owner),
-                )
-                return turns
 
         return await self.db.call(mark)
 
@@ -136,11 +135,13 @@ class SqliteAdmissions:
 
         await self.db.call(append)
 
-    async def load_journal(self, turn_id: str) -> list[str]:
+    async def load_journal(self, turn_id: str, start: int = 0) -> list[str]:
         def load(conn: sqlite3.Connection) -> list[str]:
             return [
                 r["event"]
-                for r in conn.execute("SELECT event FROM journal_events WHERE turn_id = ? ORDER BY seq", (turn_id,))
+                for r in conn.execute(
+                    "SELECT event FROM journal_events WHERE turn_id = ? AND seq >= ? ORDER BY seq", (turn_id, start)
+                )
             ]
 
         return await self.db.call(load)

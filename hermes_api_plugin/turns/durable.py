@@ -5,6 +5,8 @@ new events. A stream that must not show an event before it is durable awaits `du
 which joins the next group commit; otherwise a timer flushes `interval` seconds after the first
 unsaved append, and a terminal record flushes at once. A flush the store fails keeps its events unsaved
 and is retried, backing off, even when no event follows (a journal that ended while the database was down).
+On a shared store the interval is shorter (SHARED_INTERVAL_S): gateways following a turn another one runs
+read its rows when they commit.
 """
 
 from __future__ import annotations
@@ -21,12 +23,14 @@ from .journal import Journal, decode_journal, encode_events
 log = logging.getLogger("hermes_api_plugin")
 
 MAX_RETRY_S = 5.0  # the longest pause between retries of a failed flush
+INTERVAL_S = 0.25  # one gateway: a stream waiting on durability joins the next commit at once anyway
+SHARED_INTERVAL_S = 0.05  # a shared store: followers on other gateways see events this much later at most
 
 
 class JournalSaver:
     """Writes watched journals to the store by group commit; `durable()` lets a stream wait for its events."""
 
-    def __init__(self, store: Store, interval: float = 0.25) -> None:
+    def __init__(self, store: Store, interval: float = INTERVAL_S) -> None:
         self.store = store
         self.interval = interval
         self._watched: dict[int, tuple[str, Journal]] = {}  # id(journal) → (turn id, journal)
@@ -133,14 +137,17 @@ class JournalSaver:
             if not waiter.done():
                 waiter.set_result(None)
 
-    async def write_now(self, turn_id: str, journal: Journal, extra: Sequence[TurnEvent] = ()) -> None:
-        """Write a journal's unsaved events plus `extra` (numbered after them) right now."""
+    async def write_now(
+        self, turn_id: str, journal: Journal, extra: Sequence[TurnEvent] = (), at: float | None = None
+    ) -> None:
+        """Write a journal's unsaved events plus `extra` (numbered after them, journaled at `at`) right now."""
         key = id(journal)
         start = self._written.get(key, 0)
         pending = journal.events[start:]
         events = [*pending, *extra]
         if events:
-            stamps = [*journal.stamps[start:], *(time.time() for _ in extra)]
+            when = time.time() if at is None else at
+            stamps = [*journal.stamps[start:], *(when for _ in extra)]
             await self.store.append_journals([(turn_id, start, encode_events(events, stamps))])
         if key in self._written:
             self._written[key] = max(self._written[key], start + len(pending))

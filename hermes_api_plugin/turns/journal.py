@@ -39,12 +39,22 @@ class Journal:
             journal.finished = events[-1]
         return journal
 
-    def extend(self, events: list[TurnEvent]) -> None:
+    def extend(self, events: list[TurnEvent], at: float | None = None) -> None:
+        """Append events journaled now (or at `at`: the terminal record's time, fixed before it was persisted)."""
         if self.finished is not None or not events:
             return
+        now = time.time() if at is None else at
+        self._append(events, [now] * len(events))
+
+    def extend_recorded(self, events: Sequence[TurnEvent], stamps: Sequence[float]) -> None:
+        """Append events with the times they were journaled (a journal another gateway writes, read back)."""
+        if self.finished is not None or not events:
+            return
+        self._append(list(events), list(stamps))
+
+    def _append(self, events: list[TurnEvent], stamps: list[float]) -> None:
         self.events.extend(events)
-        now = time.time()
-        self.stamps.extend(now for _ in events)
+        self.stamps.extend(stamps)
         last = events[-1]
         if isinstance(last, TurnFinished):
             self.finished = last
@@ -110,12 +120,17 @@ def encode_events(events: Sequence[TurnEvent], stamps: Sequence[float] | None = 
     ]
 
 
-def decode_journal(rows: Sequence[str]) -> Journal:
-    """Stored rows as a journal (settled when they end with the terminal record)."""
+def decode_events(rows: Sequence[str]) -> tuple[list[TurnEvent], list[float]]:
+    """Stored rows as events and the times they were journaled."""
     events: list[TurnEvent] = []
     stamps: list[float] = []
     for row in rows:
         data = json.loads(row)
         stamps.append(float(data.pop("ts", 0.0)))
         events.append(event_from_json(data))
-    return Journal.settled(events, stamps)
+    return events, stamps
+
+
+def decode_journal(rows: Sequence[str]) -> Journal:
+    """Stored rows as a journal (settled when they end with the terminal record)."""
+    return Journal.settled(*decode_events(rows))

@@ -86,6 +86,7 @@ class Turn:
         self.persist = persist
         self.detached = False  # its client went away and it keeps running
         self.created_at = time.time()
+        self.finished_at: float | None = None  # the terminal record's journal time, fixed before it is persisted
         self.started = False
         self.task: asyncio.Task[None] | None = None
         loop = asyncio.get_running_loop()
@@ -337,10 +338,10 @@ class TurnRegistry:
         if turn.journal.finished is not None:
             return
         turn.journal.extend(self._closing_events(turn, outcome))
-        finished = self._terminal(outcome)
+        finished, turn.finished_at = self._terminal(outcome), time.time()
         if persist:
             await self._persist(turn, finished)
-        turn.journal.extend([finished])
+        turn.journal.extend([finished], at=turn.finished_at)
 
     def _closing_events(self, turn: Turn, outcome: TurnOutcome) -> list[TurnEvent]:
         turn.bridge.close()

@@ -12,10 +12,12 @@ from typing import Any
 
 from hermes_api_plugin.content import Message, TextPart
 from hermes_api_plugin.store import AdmissionRecord, Eviction, Store, StoredResponse
+from hermes_api_plugin.store.base import Lease
 
 from .conftest import Backend, BackendFactory
 
 SCOPE, OTHER = "scope-a", "scope-b"
+NOW = 5000.0
 
 
 def text(role: str, value: str) -> Message:
@@ -250,10 +252,11 @@ async def test_unsettled_responses_are_never_evicted_and_are_listed(open_backend
     assert await store.put_response(response("done"), []) == [Eviction("done", ())]
     assert await store.get_response(SCOPE, "q") is not None
     assert await store.get_response(OTHER, "p") is not None
-    assert sorted(r.id for r in await store.unsettled_responses()) == ["p", "q"]
+    # owner None: stored before leases, so no live owner claims them
+    assert sorted(r.id for r in await store.unsettled_responses(NOW)) == ["p", "q"]
     # Once settled, q is evictable: still two stored, one over the cap.
     assert await store.put_response(response("q", status="completed"), []) == [Eviction("q", ())]
-    assert [r.id for r in await store.unsettled_responses()] == ["p"]
+    assert [r.id for r in await store.unsettled_responses(NOW)] == ["p"]
 
 
 # -- admissions --------------------------------------------------------------------------------------------
@@ -310,22 +313,38 @@ async def test_settle_moves_running_to_settled_only(backend: Backend) -> None:
     assert b is not None and b.state == "unknown"
 
 
-async def test_mark_unknown_takes_running_admissions_of_other_owners(backend: Backend) -> None:
+async def test_mark_unknown_takes_running_admissions_whose_owner_holds_no_live_lease(backend: Backend) -> None:
+    """WIRE.md §5.4 with leases (issue 15): a running admission is left behind when its owner's lease expired, is
+    absent, or the caller knows the owner's process is gone (`dead`); a live owner's stays running."""
     store = backend.store
+    await store.renew_lease(Lease("boot-me", NOW + 10, renewed_at=NOW))
+    await store.renew_lease(Lease("boot-live", NOW + 1, renewed_at=NOW))
+    await store.renew_lease(Lease("boot-expired", NOW - 1, renewed_at=NOW - 16))
+    await store.renew_lease(Lease("boot-killed", NOW + 10, renewed_at=NOW))
     await store.reserve_admission(admission("mine", turn="run_mine", owner="boot-me"))
+    await store.reserve_admission(admission("live", turn="run_live", owner="boot-live"))
+    await store.reserve_admission(admission("expired", turn="run_expired", owner="boot-expired"))
+    await store.reserve_admission(admission("killed", turn="run_killed", owner="boot-killed"))
     await store.reserve_admission(admission("gone", turn="run_gone", owner="boot-old"))
     await store.reserve_admission(admission("anon", turn="run_anon", owner=None))
     await store.reserve_admission(admission("done", turn="run_done", owner="boot-old", state="settled"))
-    assert sorted(await store.mark_unknown_admissions("boot-me")) == ["run_anon", "run_gone"]
-    states = {k: (await store.get_admission(SCOPE, "chat", k)) for k in ("mine", "gone", "anon", "done")}
+    marked = await store.mark_unknown_admissions(NOW, dead=["boot-killed"])
+    assert sorted(marked) == ["run_anon", "run_expired", "run_gone", "run_killed"]
+    keys = ("mine", "live", "expired", "killed", "gone", "anon", "done")
+    states = {k: (await store.get_admission(SCOPE, "chat", k)) for k in keys}
     assert {k: r.state for k, r in states.items() if r is not None} == {
         "mine": "running",
+        "live": "running",
+        "expired": "unknown",
+        "killed": "unknown",
         "gone": "unknown",
         "anon": "unknown",
         "done": "settled",
     }
-    assert states["gone"] is not None and states["gone"].settled_at is not None
-    assert await store.mark_unknown_admissions("boot-me") == []
+    assert states["gone"] is not None and states["gone"].settled_at == NOW
+    assert await store.mark_unknown_admissions(NOW) == []
+    # time passes: the live lease runs out too (the caller's clock decides, never the backend's)
+    assert await store.mark_unknown_admissions(NOW + 2) == ["run_live"]
 
 
 async def test_admission_for_turn_is_scoped(backend: Backend) -> None:
@@ -362,6 +381,8 @@ async def test_writing_a_sequence_number_again_replaces_that_event(backend: Back
 
 
 def test_store_protocol_holds_no_session_methods() -> None:
-    """The plugin store never needs the sessions tables; session-key bindings are its own."""
+    """The plugin store never needs the sessions tables; session-key bindings and which host keeps a session (per-host
+    session stores, placement.py) are its own."""
     methods = {name for name in vars(Store) if not name.startswith("_")}
-    assert not {m for m in methods if "session" in m} - {"session_for_key", "bind_session_key", "unbind_session"}
+    own = {"session_for_key", "bind_session_key", "unbind_session", "session_host", "set_session_host"}
+    assert not {m for m in methods if "session" in m} - own
