@@ -25,10 +25,19 @@ from typing import Any
 
 import aiohttp
 
-from . import store
-from .common import AUTH, ROOT, Server, admission_samples, p50_p99, percentile, timed_read, write_home
+from . import replicas, store
+from .common import (
+    AUTH,
+    ROOT,
+    Server,
+    admission_samples,
+    p50_p99,
+    percentile,
+    received_stamps,
+    timed_read,
+    write_home,
+)
 
-STAMP = re.compile(rb"(\d{10}\.\d{6});")
 FULL = {
     "deltas": 20000,
     "repeat": 3,
@@ -41,6 +50,10 @@ FULL = {
     "store_requests": 1000,
     "store_rounds": 10,
     "store_warmup": 20,
+    "replicas_deltas": 200,
+    "replicas_gap_ms": [10, 25],
+    "replicas_turns": [1, 10],
+    "replicas_rounds": 3,
 }
 QUICK = {
     "deltas": 500,
@@ -54,6 +67,10 @@ QUICK = {
     "store_requests": 10,
     "store_rounds": 1,
     "store_warmup": 2,
+    "replicas_deltas": 20,
+    "replicas_gap_ms": [10, 25],
+    "replicas_turns": [1, 2],
+    "replicas_rounds": 1,
 }
 
 
@@ -100,9 +117,8 @@ async def _latency_stream(
     await asyncio.sleep(phase)
     body = {"stream": True, "messages": [{"role": "user", "content": f"ticks {ticks} {hz}"}]}
     async with session.post(url + "/v1/chat/completions", json=body, headers=AUTH) as response:
-        async for chunk in response.content.iter_any():
-            now = time.time()
-            samples.extend((now - float(m)) * 1000 for m in STAMP.findall(chunk))
+        async for now, stamps in received_stamps(response):
+            samples.extend((now - float(m)) * 1000 for m in stamps)
 
 
 async def latency(session: aiohttp.ClientSession, server: Server, size: dict[str, Any]) -> dict[str, Any]:
@@ -278,6 +294,10 @@ async def run(size: dict[str, Any], only: list[str], work: Path) -> dict[str, An
         results["store"] = await store.store(size, work)
         for line in store.report(results["store"]):
             print(line, flush=True)
+    if not only or "replicas" in only:
+        results["replicas"] = await replicas.replicas(size, work)
+        for line in replicas.report(results["replicas"]):
+            print(line, flush=True)
     return results
 
 
@@ -285,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
     parser.add_argument(
-        "--only", nargs="*", default=[], help="run only these: " + ", ".join([*BENCHES, "startup", "store"])
+        "--only", nargs="*", default=[], help="run only these: " + ", ".join([*BENCHES, "startup", "store", "replicas"])
     )
     parser.add_argument("--out", default=str(ROOT / "results.json"))
     args = parser.parse_args(argv)

@@ -1,11 +1,13 @@
-"""What the benchmark parts share: the bench Hermes home, the server process (`bench.server`), percentiles, and
-timed requests (one admission = one short non-streaming chat turn)."""
+"""What the benchmark parts share: the bench Hermes home, the server process (`bench.server`), percentiles, timed
+requests (one admission = one short non-streaming chat turn), and the receipt of timestamped deltas."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ KEY = "bench-key-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 ROOT = Path(__file__).resolve().parent
 ADMISSION_BODY = {"messages": [{"role": "user", "content": "hello"}]}  # the script's default turn: "ok"
+STAMP = re.compile(rb"(\d{10}\.\d{6});")  # a bench runtime delta: time.time() of its runtime callback (runtime.py)
 
 
 def write_home(home: Path, keepalive: int, store_url: str | None = None) -> Path:
@@ -96,3 +99,16 @@ async def admission_samples(session: aiohttp.ClientSession, url: str, keyed: boo
         )
         samples.append(elapsed * 1000)
     return samples
+
+
+async def received_stamps(response: aiohttp.ClientResponse) -> AsyncIterator[tuple[float, list[bytes]]]:
+    """The delta stamps of an SSE stream as its records complete, with the time.time() they arrived. A record split
+    over two reads counts when its end arrives: a stamp is never cut in two nor received before it was whole."""
+    pending = b""
+    async for piece in response.content.iter_any():
+        now = time.time()
+        pending += piece
+        end = pending.rfind(b"\n\n") + 2
+        if end > 1:
+            whole, pending = pending[:end], pending[end:]
+            yield now, STAMP.findall(whole)

@@ -1,9 +1,16 @@
-"""The benchmark runtime: the scripted runtime plus a `ticks N HZ` turn whose deltas carry timestamps."""
+"""The benchmark runtime: the scripted runtime plus turns whose text deltas carry timestamps.
+
+`ticks N HZ`: N deltas, HZ per second (the latency part). `paced N MIN_MS MAX_MS [tag]`: N deltas MIN_MS–MAX_MS
+apart, the gaps a fixed pseudo-random spread (the replicas part; the tag only makes the prompt unique). Each delta
+is `<time.time() of the runtime callback>;`, which the client subtracts from its receipt time.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import random
 import time
+from pathlib import Path
 
 from hermes_api_plugin.events import TurnStatus
 from hermes_api_plugin.runtimes.base import AgentTurn, TurnOutcome
@@ -25,20 +32,39 @@ def write_script(path: str, deltas: int) -> None:
         fh.write(SCRIPT % ("x" * deltas))
 
 
+def paced_offsets(count: int, min_ms: float, max_ms: float) -> list[float]:
+    """Seconds from the turn's start of each of `count` deltas, min_ms–max_ms apart (the same spread every run)."""
+    spread = random.Random(count)
+    offsets, at = [], 0.0
+    for _ in range(count):
+        offsets.append(at)
+        at += spread.uniform(min_ms, max_ms) / 1000
+    return offsets
+
+
+def stamped_offsets(words: list[str]) -> list[float] | None:
+    """The delta schedule a `ticks` or `paced` prompt asks for; None for any other prompt (the script answers)."""
+    if words[:1] == ["ticks"]:
+        hz = float(words[2])
+        return [i / hz for i in range(int(words[1]))]
+    if words[:1] == ["paced"]:
+        return paced_offsets(int(words[1]), float(words[2]), float(words[3]))
+    return None
+
+
 class BenchRuntime(ScriptedRuntime):
-    """`ticks N HZ`: N text deltas `<time.time()>;`, HZ per second (latency); anything else: the script."""
+    """`ticks` and `paced` turns: timestamped text deltas on a schedule; anything else: the script."""
 
     async def run(self, turn: AgentTurn) -> TurnOutcome:
-        words = turn.request.input.text.split()
-        if not words or words[0] != "ticks":
+        offsets = stamped_offsets(turn.request.input.text.split())
+        if offsets is None:
             return await super().run(turn)
-        count, hz = int(words[1]), float(words[2])
         loop = asyncio.get_running_loop()
         start = loop.time()
-        for i in range(count):
+        for offset in offsets:
             if turn.interrupted:
                 return TurnOutcome(TurnStatus.CANCELLED)
-            delay = start + i / hz - loop.time()
+            delay = start + offset - loop.time()
             if delay > 0:
                 await asyncio.sleep(delay)
             if turn.stream_delta_callback is not None:
@@ -47,6 +73,4 @@ class BenchRuntime(ScriptedRuntime):
 
 
 def runtime(script_path: str) -> BenchRuntime:
-    from pathlib import Path
-
     return BenchRuntime(load_script(Path(script_path)))

@@ -33,6 +33,7 @@ def test_every_benchmark_runs_at_tiny_size_and_reports_each_figure(tmp_path: Pat
         "admissions",
         "startup",
         "store",
+        "replicas",
     ):
         assert any(line.startswith(prefix) for line in lines), (prefix, done.stdout)
     results = json.loads(out.read_text())["results"]
@@ -48,3 +49,12 @@ def test_every_benchmark_runs_at_tiny_size_and_reports_each_figure(tmp_path: Pat
             assert store[name]["keyed"]["p50_ms"] > 0 and store[name]["unkeyed"]["p99_ms"] > 0
         assert store["postgres_over_sqlite"]["keyed"]["p50_ms"] > 0
         assert store["pool_check_us_per_borrow"]["round_trip"] > 0
+    replicas = results["replicas"]
+    if "skipped" in replicas:
+        assert os.environ.get("CI") != "true", replicas["skipped"]
+    else:  # A's own client and B's, attached through the database, on the same deltas
+        for turns in ("1", "2"):
+            figures = replicas[turns]
+            assert figures["events"] > 0
+            assert figures["own"]["p50_ms"] > 0 and figures["attached"]["p99_ms"] > 0
+            assert figures["difference"]["p50_ms"] > 0, "B reads A's rows after A's client got them"
