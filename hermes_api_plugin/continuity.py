@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .content import Message, canonical_json
+from .placement import Placement
 from .protocol.common import derived_session_id
 from .store.base import SessionStore
 
@@ -116,6 +117,7 @@ class Resolution:
 async def resolve(
     tips: ChatTips,
     sessions: SessionStore,
+    placement: Placement,
     scope: str,
     system_prompt: str | None,
     sent: Sequence[Message],
@@ -123,14 +125,16 @@ async def resolve(
 ) -> Resolution:
     """The conversation a stateless chat continues: the one its first message derives, or the branch its history
     ends at, when the stored transcript matches what the client sent; else a new branch of its own. A first message
-    whose derived session already holds a conversation starts one of its own. A history that is not a chat
-    transcript (tool messages a client manages itself) keeps the derived session and its own history."""
+    whose derived session already holds a conversation — here, or on another gateway host (`placement`) — starts one
+    of its own. A history that is not a chat transcript (tool messages a client manages itself) keeps the derived
+    session and its own history."""
     key = tip(scope, system_prompt, sent)
     if not sent:
         # A new conversation. Its opening may be another conversation's (Open WebUI users open many chats with "hi"):
-        # that one's transcript is not this one's to append to, so a taken opening starts a session of its own.
+        # that one's transcript is not this one's to append to, so a taken opening starts a session of its own. Taken
+        # on another host counts too: one id naming two hosts' conversations would hand a client the wrong one.
         taken = await sessions.get_session(derived)
-        fresh = taken is None or taken["message_count"] == 0
+        fresh = taken["message_count"] == 0 if taken is not None else await placement.other_host(derived) is None
         return Resolution(derived if fresh else "api-" + secrets.token_hex(8), continued=False)
     if key is None or any(m.role not in ("user", "assistant") for m in sent):
         return Resolution(derived, continued=False)
@@ -144,4 +148,6 @@ async def resolve(
         if continues(sent, stored):  # a concurrent twin seeded it
             return Resolution(branch, continued=True, stored=tuple(stored))
         branch = "api-" + secrets.token_hex(8)  # this branching happened before and went on: branch afresh
+    elif await placement.other_host(branch) is not None:
+        branch = "api-" + secrets.token_hex(8)  # another host branched this history: its branch is not ours to seed
     return Resolution(branch, continued=False, seed=True)

@@ -9,7 +9,9 @@ holds each session the API created or ran a turn on (`session_hosts`), and such 
 
     409 session_on_other_host   (type conflict_error, param session_id; the message names the host)
 
-before anything is admitted: the client (or its load balancer, by sticky sessions) sends it to that host.
+before anything is admitted: the client (or its load balancer, by sticky sessions) sends it to that host. A stateless
+chat whose derived session another host keeps is another conversation here: it gets a session of its own
+(continuity.py), never that id.
 
 A host is named `<hostname>:<Hermes home>` — two gateways on one machine with one Hermes home share their
 `state.db`, so they are one host here. `Placement(None)` (sessions in the shared store, or a store nobody shares)
@@ -48,14 +50,18 @@ class Placement:
         self.sessions = sessions
         self.host = host
 
+    async def other_host(self, session_id: str) -> str | None:
+        """The other host recorded as keeping `session_id`, if any (whether this host's store has it too is not
+        looked at)."""
+        if self.host is None:
+            return None
+        elsewhere = await self.store.session_host(session_id)
+        return None if elsewhere == self.host else elsewhere
+
     async def check(self, session_id: str) -> None:
         """409 session_on_other_host when another host keeps `session_id` and this host's store lacks it."""
-        if self.host is None:
-            return
-        elsewhere = await self.store.session_host(session_id)
-        if elsewhere is None or elsewhere == self.host:
-            return
-        if await self.sessions.get_session(session_id) is None:
+        elsewhere = await self.other_host(session_id)
+        if elsewhere is not None and await self.sessions.get_session(session_id) is None:
             raise session_on_other_host(session_id, elsewhere)
 
     async def record(self, session_id: str) -> None:

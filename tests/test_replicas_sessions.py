@@ -5,7 +5,8 @@ shared PostgreSQL store. Here two gateways in one process stand for two hosts: e
 scripted runtime, the shared store, and a session store of its own (an SQLite file in its Hermes home, where Hermes
 keeps `state.db`) — what `create_app` gets from the hermes runtime. A request bound to a session the other host keeps
 answers 409 session_on_other_host (never an empty conversation under the old id); sessions of its own, new
-sessions and keyed replays work on either.
+sessions and keyed replays work on either; a stateless chat whose derived session the other host keeps gets a
+session of its own.
 """
 
 from __future__ import annotations
@@ -153,3 +154,25 @@ async def test_chains_and_session_keys_leading_to_another_hosts_session_are_409(
     assert replay.status == 200 and replay.replayed and replay.json() == first.json()
     # the stored Response itself is shared: read on either host
     assert (await fetch(b, "GET", f"/v1/responses/{response_id}", headers=auth)).json() == first.json()
+
+
+@pytest.mark.parametrize("earlier", [0, 1], ids=["opening", "history"])
+async def test_a_stateless_chat_whose_derived_session_another_host_keeps_gets_a_session_of_its_own(
+    hosts: tuple[TestClient, TestClient], auth: dict[str, str], earlier: int
+) -> None:
+    """Without X-Hermes-Session-Id a chat's session derives from its opening (or, for a history no host answered, from
+    that history: a branch). The same messages on B are another conversation: a session of its own there, so A's id
+    keeps naming A's conversation — X-Hermes-Session-Id with it on B is 409, never B's conversation."""
+    a, b = hosts
+    said = [{"role": "user", "content": "hi there"}, {"role": "assistant", "content": "An answer no host gave."}]
+    chat = {"model": "hermes-agent", "messages": [*said[: 2 * earlier], {"role": "user", "content": "hello"}]}
+    on_a = await fetch(a, "POST", "/v1/chat/completions", json=chat, headers=auth)
+    on_b = await fetch(b, "POST", "/v1/chat/completions", json=chat, headers=auth)
+    assert on_a.status == on_b.status == 200, (on_a.raw, on_b.raw)
+    kept = on_a.headers["X-Hermes-Session-Id"]
+    assert on_b.headers["X-Hermes-Session-Id"] != kept
+    again = {"model": "hermes-agent", "messages": [{"role": "user", "content": "more"}]}
+    reply = await fetch(b, "POST", "/v1/chat/completions", json=again, headers={**auth, "X-Hermes-Session-Id": kept})
+    on_other_host(reply, a.home)  # type: ignore[attr-defined]
+    same = await fetch(a, "POST", "/v1/chat/completions", json=again, headers={**auth, "X-Hermes-Session-Id": kept})
+    assert same.status == 200, same.raw

@@ -112,7 +112,9 @@ class _ChatView:
         branch it starts; once the turn completed, where the conversation ends now."""
         chat, profile, tips = self.chat, self.profile, self.request.app[CHAT_TIPS]
         sent = chat.history
-        resolution = await resolve(tips, profile.sessions, profile.scope, chat.system_prompt, sent, self.session_id)
+        resolution = await resolve(
+            tips, profile.sessions, profile.chains.placement, profile.scope, chat.system_prompt, sent, self.session_id
+        )
         self.session_id = resolution.session_id
         history: HistoryLoader | Sequence[Message] = sent
         if resolution.continued:

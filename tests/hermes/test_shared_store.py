@@ -8,6 +8,7 @@ agent, each with a Hermes home of its own — its own `state.db`, as two hosts �
   provider never sees B's messages;
 - a stored Response A made is read on B (the Response and its input items); continuing it on B is refused the same
   way, since its session is Hermes' on A, and so is a session key A bound (Responses, runs);
+- a stateless chat (no session header) whose derived session A keeps gets a session of its own on B, never A's id;
 - a keyed retry on B of a turn A runs attaches: the same records byte for byte, one execution.
 """
 
@@ -161,6 +162,29 @@ def test_a_session_key_bound_on_a_is_409_session_on_other_host_on_b(hosts: Hosts
     for path in ("/v1/responses", "/v1/runs"):
         assert_on_other_host(live_request(b, "POST", path, {"input": asked}, headers=bound), a)
     assert turn_requests(provider, asked) == [], "nothing ran on B"
+
+
+@pytest.mark.parametrize("earlier", [0, 1], ids=["opening", "history"])
+def test_a_stateless_chat_a_keeps_the_session_of_gets_a_session_of_its_own_on_b(
+    hosts: Hosts, provider: ScriptedProvider, earlier: int
+) -> None:
+    """Without X-Hermes-Session-Id a chat's session derives from what the client sent: from its opening, or for a
+    history no host answered, from that whole history (a branch). The same messages on B are another conversation:
+    it runs on a session of its own, so A's session id keeps naming A's conversation — on B a request for it is 409,
+    never B's conversation under A's id."""
+    a, b = hosts
+    said = [("user", unique("[bench-zero] the same opening")), ("assistant", "An answer no host gave.")][: 2 * earlier]
+    last = unique("[bench-zero] the same message")
+    body = {"model": "hermes-agent", "messages": [{"role": r, "content": c} for r, c in [*said, ("user", last)]]}
+    on_a, on_b = live_request(a, "POST", CHAT, body), live_request(b, "POST", CHAT, body)
+    assert on_a.status == on_b.status == 200, (on_a.raw, on_b.raw)
+    kept = on_a.headers["X-Hermes-Session-Id"]
+    assert on_b.headers["X-Hermes-Session-Id"] != kept
+    asked = unique("[bench-zero] A's session on B")
+    refused = live_request(b, "POST", CHAT, chat(asked, stream=False), headers={"X-Hermes-Session-Id": kept})
+    assert_on_other_host(refused, a)
+    assert turn_requests(provider, asked) == [], "nothing ran on B"
+    assert len(turn_requests(provider, last)) == 2, "one turn on each host"
 
 
 async def read_until(resp: aiohttp.ClientResponse, raw: bytearray, marker: bytes) -> None:
