@@ -1,7 +1,7 @@
 """Fixtures of the real-Hermes suite: a scripted model provider and Hermes homes pointing at it.
 
 These tests need hermes-agent, which pins `openai==2.24.0`, so they run from their own virtualenv
-(`./test --hermes` creates `.venv-hermes` with `pip install -e '.[hermes]'`); the main suite ignores this
+(`./test --hermes` creates `.venv-hermes` with `pip install -e '.[hermes,postgres]'`); the main suite ignores this
 folder (`--ignore=tests/hermes` in pytest's addopts). Without hermes-agent every test here is skipped —
 or fails under CI=true, where a skipped acceptance test would hide a broken setup.
 """

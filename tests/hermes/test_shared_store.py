@@ -165,7 +165,7 @@ def test_a_session_key_bound_on_a_is_409_session_on_other_host_on_b(hosts: Hosts
 
 
 @pytest.mark.parametrize("earlier", [0, 1], ids=["opening", "history"])
-def test_a_stateless_chat_a_keeps_the_session_of_gets_a_session_of_its_own_on_b(
+def test_a_stateless_chat_whose_derived_session_a_keeps_gets_a_session_of_its_own_on_b(
     hosts: Hosts, provider: ScriptedProvider, earlier: int
 ) -> None:
     """Without X-Hermes-Session-Id a chat's session derives from what the client sent: from its opening, or for a
