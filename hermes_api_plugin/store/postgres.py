@@ -24,35 +24,10 @@ from .postgres_feed import PostgresFeed
 from .postgres_leases import GONE, PostgresLeases, gone_params
 from .postgres_migrate import MIGRATION_LOCK
 from .postgres_sessions import PostgresSessionStore
-from .sqlite_db import json_text
+from .rows import messages_from_json, response_from_row, response_rows
 
 # Serialises LRU eviction across gateways (two evicting at once would each drop the excess); not the migration lock.
 EVICTION_LOCK = MIGRATION_LOCK + 1
-
-
-def _messages(raw: str) -> list[Message]:
-    return [Message.from_json(m) for m in json.loads(raw)]
-
-
-def _response(row: dict[str, Any]) -> StoredResponse:
-    render = json.loads(row["render"])
-    return StoredResponse(
-        id=row["id"],
-        scope=row["scope"],
-        turn_id=row["turn_id"],
-        session_id=row["session_id"],
-        previous_response_id=row["previous_response_id"],
-        conversation=row["conversation"],
-        status=row["status"],
-        snapshot=json.loads(row["snapshot"]),
-        input_items=json.loads(row["input_items"]),
-        instructions=row["instructions"],
-        messages=_messages(row["messages"]),
-        queued=bool(render.get("queued")),
-        commentary=bool(render.get("commentary", True)),
-        created_at=row["created_at"],
-        owner=row["owner"],
-    )
 
 
 class PostgresStore(PostgresAdmissions, PostgresLeases):
@@ -122,39 +97,7 @@ class PostgresStore(PostgresAdmissions, PostgresLeases):
     # -- responses -----------------------------------------------------------------------------------
     async def put_response(self, response: StoredResponse, items: Sequence[dict[str, Any]]) -> list[Eviction]:
         now = time.time()
-        row = {
-            "id": response.id,
-            "scope": response.scope,
-            "turn_id": response.turn_id,
-            "session_id": response.session_id,
-            "previous_response_id": response.previous_response_id,
-            "conversation": response.conversation,
-            "status": response.status,
-            "snapshot": json_text(response.snapshot),
-            "input_items": json_text(response.input_items),
-            "instructions": response.instructions,
-            "messages": json_text([m.to_json() for m in response.messages]),
-            "render": json_text({"queued": response.queued, "commentary": response.commentary}),
-            "created_at": response.created_at or now,
-            "accessed_at": now,
-            "owner": response.owner,
-        }
-        # Only outputs of tools this server ran are indexed by call_id: a client's own
-        # function_call_output for that call (sent back as input) must never replace the real one.
-        input_ids = {item.get("id") for item in response.input_items}
-        item_rows = [
-            {
-                "item_id": item["id"],
-                "scope": response.scope,
-                "response_id": response.id,
-                "item": json_text(item),
-                "call_id": item.get("call_id")
-                if item.get("type") == "function_call_output" and item["id"] not in input_ids
-                else None,
-            }
-            for item in items
-            if isinstance(item.get("id"), str)
-        ]
+        row, item_rows = response_rows(response, items, now)
         async with self.db.transaction() as conn:
             # An update keeps what the chain was built from (input, instructions, links) as first stored.
             await conn.execute(
@@ -246,7 +189,7 @@ class PostgresStore(PostgresAdmissions, PostgresLeases):
                 (time.time(), response_id, scope),
             )
             row = await cursor.fetchone()
-        return _response(row) if row else None
+        return response_from_row(row) if row else None
 
     async def delete_response(self, scope: str, response_id: str) -> bool:
         async with self.db.transaction() as conn:
@@ -271,7 +214,7 @@ class PostgresStore(PostgresAdmissions, PostgresLeases):
                 (response_id, scope, scope),
             )
             rows = await cursor.fetchall()
-        return [m for r in rows for m in _messages(r["messages"])]
+        return [m for r in rows for m in messages_from_json(r["messages"])]
 
     async def find_item(self, scope: str, item_id: str) -> dict[str, Any] | None:
         async with self.db.connection() as conn:
@@ -297,4 +240,4 @@ class PostgresStore(PostgresAdmissions, PostgresLeases):
                 gone_params(now, dead),
             )
             rows = await cursor.fetchall()
-        return [_response(row) for row in rows]
+        return [response_from_row(row) for row in rows]

@@ -7,16 +7,14 @@ per turn, so followers on other gateways wake when they commit.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Collection, Sequence
-from typing import Any
 
 from .base import AdmissionRecord, StoreError
 from .postgres_db import PostgresDatabase
 from .postgres_feed import JOURNAL_CHANNEL
 from .postgres_leases import GONE, gone_params
-from .sqlite_db import json_text
+from .rows import admission_from_row, admission_row
 
 _COLUMNS = ("scope", "surface", "key", "identity", "target", "state", "turn_id", "reply", "owner", "created_at")
 _INSERT = (
@@ -24,40 +22,6 @@ _INSERT = (
     f"VALUES ({', '.join(f'%({c})s' for c in _COLUMNS)}, %(settled_at)s)"
 )
 _RESERVE_ATTEMPTS = 5
-
-
-def _admission(row: dict[str, Any] | None) -> AdmissionRecord | None:
-    if row is None:
-        return None
-    return AdmissionRecord(
-        scope=row["scope"],
-        surface=row["surface"],
-        key=row["key"],
-        identity=row["identity"],
-        target=row["target"],
-        state=row["state"],
-        turn_id=row["turn_id"],
-        reply=json.loads(row["reply"]),
-        owner=row["owner"],
-        created_at=row["created_at"],
-        settled_at=row["settled_at"],
-    )
-
-
-def _admission_row(r: AdmissionRecord) -> dict[str, Any]:
-    return {
-        "scope": r.scope,
-        "surface": r.surface,
-        "key": r.key,
-        "identity": r.identity,
-        "target": r.target,
-        "state": r.state,
-        "turn_id": r.turn_id,
-        "reply": json_text(r.reply),
-        "owner": r.owner,
-        "created_at": r.created_at or time.time(),
-        "settled_at": r.settled_at,
-    }
 
 
 class PostgresAdmissions:
@@ -70,10 +34,10 @@ class PostgresAdmissions:
             cursor = await conn.execute(
                 "SELECT * FROM admissions WHERE scope = %s AND surface = %s AND key = %s", (scope, surface, key)
             )
-            return _admission(await cursor.fetchone())
+            return admission_from_row(await cursor.fetchone())
 
     async def reserve_admission(self, record: AdmissionRecord) -> AdmissionRecord | None:
-        row = _admission_row(record)
+        row = admission_row(record)
         async with self.db.connection() as conn:
             for _ in range(_RESERVE_ATTEMPTS):
                 # A concurrent insert of the same key makes this one wait for its commit, then do nothing.
@@ -83,14 +47,14 @@ class PostgresAdmissions:
                 held = await conn.execute(
                     "SELECT * FROM admissions WHERE scope = %(scope)s AND surface = %(surface)s AND key = %(key)s", row
                 )
-                holder = _admission(await held.fetchone())
+                holder = admission_from_row(await held.fetchone())
                 if holder is not None:
                     return holder
                 # The holder went between the two statements (a purge): try to take the key again.
         raise StoreError(f"admission key {record.key!r} neither free nor held after {_RESERVE_ATTEMPTS} attempts")
 
     async def replace_admission(self, record: AdmissionRecord) -> None:
-        row = _admission_row(record)
+        row = admission_row(record)
         updates = ", ".join(
             f"{c} = EXCLUDED.{c}" for c in (*_COLUMNS, "settled_at") if c not in ("scope", "surface", "key")
         )
@@ -116,7 +80,7 @@ class PostgresAdmissions:
     async def admission_for_turn(self, scope: str, turn_id: str) -> AdmissionRecord | None:
         async with self.db.connection() as conn:
             cursor = await conn.execute("SELECT * FROM admissions WHERE turn_id = %s AND scope = %s", (turn_id, scope))
-            return _admission(await cursor.fetchone())
+            return admission_from_row(await cursor.fetchone())
 
     # -- journals ------------------------------------------------------------------------------------
     async def append_journals(self, batches: Sequence[tuple[str, int, Sequence[str]]]) -> None:

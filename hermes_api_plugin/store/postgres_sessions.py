@@ -15,6 +15,7 @@ from typing import Any
 from ..content import Message
 from .base import ForkResult, SessionInfo, SessionMessageRow
 from .postgres_db import PostgresDatabase
+from .rows import session_from_row
 from .sqlite_db import json_text
 
 _SESSION_COLUMNS = (
@@ -31,32 +32,6 @@ _SUMMARY = json_text({"summary": True})  # `extra` of the summary message a comp
 _INSERT_MESSAGE = (
     "INSERT INTO messages (session_id, role, content, reasoning, extra, created_at) VALUES (%s, %s, %s, %s, %s, %s)"
 )
-
-
-def _session(row: dict[str, Any] | None) -> SessionInfo | None:
-    if row is None:
-        return None
-    preview = None
-    if row["first_user_content"] is not None:
-        parts = json.loads(row["first_user_content"])
-        preview = "".join(p.get("text", "") for p in parts if p.get("type") == "text")[:200]
-    return {
-        "id": row["id"],
-        "source": row["source"],
-        "title": row["title"],
-        "model": row["model"],
-        "started_at": row["created_at"],
-        "ended_at": row["ended_at"],
-        "last_active": row["updated_at"],
-        "message_count": int(row["message_count"]),
-        "tool_call_count": int(row["tool_call_count"]),
-        "input_tokens": int(row["input_tokens"]),
-        "output_tokens": int(row["output_tokens"]),
-        "parent_session_id": row["parent_session_id"],
-        "pinned": bool(row["pinned"]),
-        "archived": bool(row["archived"]),
-        "preview": preview,
-    }
 
 
 class PostgresSessionStore:
@@ -137,7 +112,7 @@ class PostgresSessionStore:
                 (*args, limit + 1, offset),
             )
             rows = await cursor.fetchall()
-        found = [s for s in map(_session, rows) if s is not None]
+        found = [s for s in map(session_from_row, rows) if s is not None]
         return found[:limit], len(found) > limit
 
     async def live_session_id(self, session_id: str) -> str:
@@ -146,7 +121,7 @@ class PostgresSessionStore:
     async def get_session(self, session_id: str) -> SessionInfo | None:
         async with self.db.connection() as conn:
             cursor = await conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.id = %s", (session_id,))
-            return _session(await cursor.fetchone())
+            return session_from_row(await cursor.fetchone())
 
     async def create_session(self, session_id: str, title: str | None) -> bool:
         now = time.time()

@@ -17,8 +17,9 @@ from typing import Any
 
 from ..content import Message
 from .base import Eviction, StoredResponse
+from .rows import messages_from_json, response_from_row, response_rows
 from .sqlite_admissions import SqliteAdmissions
-from .sqlite_db import SqliteDatabase, insert_sql, json_text, transaction
+from .sqlite_db import SqliteDatabase, insert_sql, transaction
 from .sqlite_leases import GONE, SqliteLeases, gone_params
 from .sqlite_sessions import SqliteSessionStore
 
@@ -39,31 +40,6 @@ _RESPONSE_COLUMNS = (
     "accessed_at",
     "owner",
 )
-
-
-def _messages(raw: str) -> list[Message]:
-    return [Message.from_json(m) for m in json.loads(raw)]
-
-
-def _response(row: sqlite3.Row) -> StoredResponse:
-    render = json.loads(row["render"])
-    return StoredResponse(
-        id=row["id"],
-        scope=row["scope"],
-        turn_id=row["turn_id"],
-        session_id=row["session_id"],
-        previous_response_id=row["previous_response_id"],
-        conversation=row["conversation"],
-        status=row["status"],
-        snapshot=json.loads(row["snapshot"]),
-        input_items=json.loads(row["input_items"]),
-        instructions=row["instructions"],
-        messages=_messages(row["messages"]),
-        queued=bool(render.get("queued")),
-        commentary=bool(render.get("commentary", True)),
-        created_at=row["created_at"],
-        owner=row["owner"],
-    )
 
 
 class SqliteStore(SqliteAdmissions, SqliteLeases):
@@ -134,39 +110,7 @@ class SqliteStore(SqliteAdmissions, SqliteLeases):
     # -- responses -----------------------------------------------------------------------------------
     async def put_response(self, response: StoredResponse, items: Sequence[dict[str, Any]]) -> list[Eviction]:
         now = time.time()
-        row = {
-            "id": response.id,
-            "scope": response.scope,
-            "turn_id": response.turn_id,
-            "session_id": response.session_id,
-            "previous_response_id": response.previous_response_id,
-            "conversation": response.conversation,
-            "status": response.status,
-            "snapshot": json_text(response.snapshot),
-            "input_items": json_text(response.input_items),
-            "instructions": response.instructions,
-            "messages": json_text([m.to_json() for m in response.messages]),
-            "render": json_text({"queued": response.queued, "commentary": response.commentary}),
-            "created_at": response.created_at or now,
-            "accessed_at": now,
-            "owner": response.owner,
-        }
-        # Only outputs of tools this server ran are indexed by call_id: a client's own
-        # function_call_output for that call (sent back as input) must never replace the real one.
-        input_ids = {item.get("id") for item in response.input_items}
-        item_rows = [
-            {
-                "item_id": item["id"],
-                "scope": response.scope,
-                "response_id": response.id,
-                "item": json_text(item),
-                "call_id": item.get("call_id")
-                if item.get("type") == "function_call_output" and item["id"] not in input_ids
-                else None,
-            }
-            for item in items
-            if isinstance(item.get("id"), str)
-        ]
+        row, item_rows = response_rows(response, items, now)
 
         def put(conn: sqlite3.Connection) -> list[Eviction]:
             with transaction(conn):
@@ -238,7 +182,7 @@ class SqliteStore(SqliteAdmissions, SqliteLeases):
             if row is None:
                 return None
             conn.execute("UPDATE responses SET accessed_at = ? WHERE id = ?", (time.time(), response_id))
-            return _response(row)
+            return response_from_row(row)
 
         return await self.db.call(get)
 
@@ -270,7 +214,7 @@ class SqliteStore(SqliteAdmissions, SqliteLeases):
             ).fetchall()
             return [r["messages"] for r in rows]
 
-        return [m for raw in await self.db.call(chain) for m in _messages(raw)]
+        return [m for raw in await self.db.call(chain) for m in messages_from_json(raw)]
 
     async def find_item(self, scope: str, item_id: str) -> dict[str, Any] | None:
         def find(conn: sqlite3.Connection) -> str | None:
@@ -301,7 +245,7 @@ class SqliteStore(SqliteAdmissions, SqliteLeases):
                 f"SELECT * FROM responses AS t WHERE status IN ('queued', 'in_progress') AND {GONE}", params
             ).fetchall()
 
-        return [_response(row) for row in await self.db.call(find)]
+        return [response_from_row(row) for row in await self.db.call(find)]
 
 
 class MemoryStore(SqliteStore):

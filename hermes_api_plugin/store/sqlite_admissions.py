@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from collections.abc import Collection, Sequence
-from typing import Any
 
 from .base import AdmissionRecord
-from .sqlite_db import SqliteDatabase, insert_sql, json_text, transaction
+from .rows import admission_from_row, admission_row
+from .sqlite_db import SqliteDatabase, insert_sql, transaction
 from .sqlite_leases import GONE, gone_params
 
 _ADMISSION_COLUMNS = (
@@ -27,40 +26,6 @@ _ADMISSION_COLUMNS = (
 )
 
 
-def _admission(row: sqlite3.Row | None) -> AdmissionRecord | None:
-    if row is None:
-        return None
-    return AdmissionRecord(
-        scope=row["scope"],
-        surface=row["surface"],
-        key=row["key"],
-        identity=row["identity"],
-        target=row["target"],
-        state=row["state"],
-        turn_id=row["turn_id"],
-        reply=json.loads(row["reply"]),
-        owner=row["owner"],
-        created_at=row["created_at"],
-        settled_at=row["settled_at"],
-    )
-
-
-def _admission_row(r: AdmissionRecord) -> dict[str, Any]:
-    return {
-        "scope": r.scope,
-        "surface": r.surface,
-        "key": r.key,
-        "identity": r.identity,
-        "target": r.target,
-        "state": r.state,
-        "turn_id": r.turn_id,
-        "reply": json_text(r.reply),
-        "owner": r.owner,
-        "created_at": r.created_at or time.time(),
-        "settled_at": r.settled_at,
-    }
-
-
 class SqliteAdmissions:
     """The admission and journal methods of the Store protocol, over `self.db`."""
 
@@ -68,7 +33,7 @@ class SqliteAdmissions:
 
     async def get_admission(self, scope: str, surface: str, key: str) -> AdmissionRecord | None:
         return await self.db.call(
-            lambda c: _admission(
+            lambda c: admission_from_row(
                 c.execute(
                     "SELECT * FROM admissions WHERE scope = ? AND surface = ? AND key = ?", (scope, surface, key)
                 ).fetchone()
@@ -76,7 +41,7 @@ class SqliteAdmissions:
         )
 
     async def reserve_admission(self, record: AdmissionRecord) -> AdmissionRecord | None:
-        row = _admission_row(record)
+        row = admission_row(record)
 
         def reserve(conn: sqlite3.Connection) -> AdmissionRecord | None:
             with transaction(conn):  # read and insert under one write lock: one reservation wins
@@ -84,14 +49,14 @@ class SqliteAdmissions:
                     "SELECT * FROM admissions WHERE scope = :scope AND surface = :surface AND key = :key", row
                 ).fetchone()
                 if existing is not None:
-                    return _admission(existing)
+                    return admission_from_row(existing)
                 conn.execute(insert_sql("admissions", _ADMISSION_COLUMNS), row)
                 return None
 
         return await self.db.call(reserve)
 
     async def replace_admission(self, record: AdmissionRecord) -> None:
-        row = _admission_row(record)
+        row = admission_row(record)
         await self.db.call(lambda c: c.execute(insert_sql("admissions", _ADMISSION_COLUMNS, "INSERT OR REPLACE"), row))
 
     async def settle_admission(self, turn_id: str) -> None:
@@ -120,7 +85,7 @@ class SqliteAdmissions:
 
     async def admission_for_turn(self, scope: str, turn_id: str) -> AdmissionRecord | None:
         return await self.db.call(
-            lambda c: _admission(
+            lambda c: admission_from_row(
                 c.execute("SELECT * FROM admissions WHERE turn_id = ? AND scope = ?", (turn_id, scope)).fetchone()
             )
         )

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..content import Message
 from .base import ForkResult, SessionInfo, SessionMessageRow
+from .rows import session_from_row
 from .sqlite_db import SqliteDatabase, transaction
 
 _SESSION_COLUMNS = (
@@ -30,32 +31,6 @@ _UPDATABLE = ("title", "pinned", "archived")
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _session(row: sqlite3.Row | None) -> SessionInfo | None:
-    if row is None:
-        return None
-    preview = None
-    if row["first_user_content"] is not None:
-        parts = json.loads(row["first_user_content"])
-        preview = "".join(p.get("text", "") for p in parts if p.get("type") == "text")[:200]
-    return {
-        "id": row["id"],
-        "source": row["source"],
-        "title": row["title"],
-        "model": row["model"],
-        "started_at": row["created_at"],
-        "ended_at": row["ended_at"],
-        "last_active": row["updated_at"],
-        "message_count": row["message_count"],
-        "tool_call_count": row["tool_call_count"],
-        "input_tokens": row["input_tokens"],
-        "output_tokens": row["output_tokens"],
-        "parent_session_id": row["parent_session_id"],
-        "pinned": bool(row["pinned"]),
-        "archived": bool(row["archived"]),
-        "preview": preview,
-    }
 
 
 class SqliteSessionStore:
@@ -142,7 +117,7 @@ class SqliteSessionStore:
                 (*args, limit + 1, offset),
             ).fetchall()
 
-        found = [s for s in map(_session, await self.db.call(rows)) if s is not None]
+        found = [s for s in map(session_from_row, await self.db.call(rows)) if s is not None]
         return found[:limit], len(found) > limit
 
     async def live_session_id(self, session_id: str) -> str:
@@ -150,7 +125,7 @@ class SqliteSessionStore:
 
     async def get_session(self, session_id: str) -> SessionInfo | None:
         return await self.db.call(
-            lambda c: _session(
+            lambda c: session_from_row(
                 c.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.id = ?", (session_id,)).fetchone()
             )
         )
