@@ -13,7 +13,7 @@ from collections.abc import Collection, Sequence
 from .base import AdmissionRecord, StoreError
 from .postgres_db import PostgresDatabase
 from .postgres_feed import JOURNAL_CHANNEL
-from .postgres_leases import GONE, gone_params
+from .postgres_leases import settle_gone
 from .rows import admission_from_row, admission_row
 
 _COLUMNS = ("scope", "surface", "key", "identity", "target", "state", "turn_id", "reply", "owner", "created_at")
@@ -69,13 +69,7 @@ class PostgresAdmissions:
             )
 
     async def mark_unknown_admissions(self, now: float, dead: Collection[str] = ()) -> list[str]:
-        async with self.db.connection() as conn:
-            cursor = await conn.execute(
-                "UPDATE admissions AS t SET state = 'unknown', settled_at = %(now)s "
-                f"WHERE state = 'running' AND {GONE} RETURNING turn_id",
-                gone_params(now, dead),
-            )
-            return [r["turn_id"] for r in await cursor.fetchall()]
+        return await settle_gone(self.db, "admissions", "state = 'unknown'", "state = 'running'", now, dead)
 
     async def admission_for_turn(self, scope: str, turn_id: str) -> AdmissionRecord | None:
         async with self.db.connection() as conn:

@@ -27,6 +27,19 @@ def gone_params(now: float, dead: Collection[str]) -> dict[str, Any]:
     return {"now": now, "dead": sorted(dead)}
 
 
+async def settle_gone(
+    db: PostgresDatabase, table: str, settle: str, running: str, now: float, dead: Collection[str]
+) -> list[str]:
+    """The rows of `table` still `running` whose owner is gone get `settle` and `settled_at = now`, in one
+    statement; returns their turn ids. `table`, `settle` and `running` are the caller's SQL constants."""
+    async with db.connection() as conn:
+        cursor = await conn.execute(
+            f"UPDATE {table} AS t SET {settle}, settled_at = %(now)s WHERE {running} AND {GONE} RETURNING turn_id",
+            gone_params(now, dead),
+        )
+        return [r["turn_id"] for r in await cursor.fetchall()]
+
+
 def _insert(table: str, columns: tuple[str, ...]) -> str:
     return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(f'%({c})s' for c in columns)})"
 
@@ -98,13 +111,7 @@ class PostgresLeases:
             return _run(await cursor.fetchone())
 
     async def mark_unknown_runs(self, now: float, dead: Collection[str] = ()) -> list[str]:
-        async with self.db.connection() as conn:
-            cursor = await conn.execute(
-                f"UPDATE runs AS t SET status = 'failed', settled_at = %(now)s WHERE status = 'running' AND {GONE} "
-                "RETURNING turn_id",
-                gone_params(now, dead),
-            )
-            return [r["turn_id"] for r in await cursor.fetchall()]
+        return await settle_gone(self.db, "runs", "status = 'failed'", "status = 'running'", now, dead)
 
     async def owned_unsettled(self, owner: str) -> list[str]:
         async with self.db.connection() as conn:

@@ -9,7 +9,7 @@ from collections.abc import Collection, Sequence
 from .base import AdmissionRecord
 from .rows import admission_from_row, admission_row
 from .sqlite_db import SqliteDatabase, insert_sql, transaction
-from .sqlite_leases import GONE, gone_params
+from .sqlite_leases import settle_gone
 
 _ADMISSION_COLUMNS = (
     "scope",
@@ -68,20 +68,7 @@ class SqliteAdmissions:
         )
 
     async def mark_unknown_admissions(self, now: float, dead: Collection[str] = ()) -> list[str]:
-        params = gone_params(now, dead)
-
-        def mark(conn: sqlite3.Connection) -> list[str]:
-            with transaction(conn):
-                return [
-                    r["turn_id"]
-                    for r in conn.execute(
-                        "UPDATE admissions AS t SET state = 'unknown', settled_at = :now "
-                        f"WHERE state = 'running' AND {GONE} RETURNING turn_id",
-                        params,
-                    ).fetchall()
-                ]
-
-        return await self.db.call(mark)
+        return await settle_gone(self.db, "admissions", "state = 'unknown'", "state = 'running'", now, dead)
 
     async def admission_for_turn(self, scope: str, turn_id: str) -> AdmissionRecord | None:
         return await self.db.call(

@@ -28,6 +28,26 @@ def gone_params(now: float, dead: Collection[str]) -> dict[str, Any]:
     return {"now": now, "dead": json.dumps(sorted(dead))}
 
 
+async def settle_gone(
+    db: SqliteDatabase, table: str, settle: str, running: str, now: float, dead: Collection[str]
+) -> list[str]:
+    """The rows of `table` still `running` whose owner is gone get `settle` and `settled_at = now`, in one
+    transaction; returns their turn ids. `table`, `settle` and `running` are the caller's SQL constants."""
+    params = gone_params(now, dead)
+
+    def mark(conn: sqlite3.Connection) -> list[str]:
+        with transaction(conn):
+            return [
+                r["turn_id"]
+                for r in conn.execute(
+                    f"UPDATE {table} AS t SET {settle}, settled_at = :now WHERE {running} AND {GONE} RETURNING turn_id",
+                    params,
+                ).fetchall()
+            ]
+
+    return await db.call(mark)
+
+
 def _lease(row: sqlite3.Row) -> Lease:
     return Lease(**{c: row[c] for c in _LEASE_COLUMNS})
 
@@ -87,20 +107,7 @@ class SqliteLeases:
         )
 
     async def mark_unknown_runs(self, now: float, dead: Collection[str] = ()) -> list[str]:
-        params = gone_params(now, dead)
-
-        def mark(conn: sqlite3.Connection) -> list[str]:
-            with transaction(conn):
-                return [
-                    r["turn_id"]
-                    for r in conn.execute(
-                        "UPDATE runs AS t SET status = 'failed', settled_at = :now "
-                        f"WHERE status = 'running' AND {GONE} RETURNING turn_id",
-                        params,
-                    ).fetchall()
-                ]
-
-        return await self.db.call(mark)
+        return await settle_gone(self.db, "runs", "status = 'failed'", "status = 'running'", now, dead)
 
     async def owned_unsettled(self, owner: str) -> list[str]:
         return await self.db.call(
