@@ -24,7 +24,8 @@ from typing import Any
 import aiohttp
 import yaml
 
-from tests.hermes.provider import MODEL, ScriptedProvider
+from tests.hermes.conftest import hermes_config
+from tests.hermes.provider import ScriptedProvider
 
 from .common import KEY, ROOT
 
@@ -45,21 +46,11 @@ def hermes_home(
         f"API_SERVER_ENABLED=true\nAPI_SERVER_KEY={KEY}\nAPI_SERVER_HOST=127.0.0.1\nAPI_SERVER_PORT={port}\n",
         encoding="utf-8",
     )
-    config: dict[str, Any] = {
-        "model": {
-            "provider": "custom",
-            "default": MODEL,
-            "base_url": provider.base_url,
-            "api_key": "bench",
-            "context_length": 131072,
-        },
-        "memory": {"memory_enabled": False, "user_profile_enabled": False, "provider": ""},
-        "terminal": {"backend": "local", "cwd": str(work)},
-        "platform_toolsets": {"api_server": ["terminal"]},
-        "mcp_servers": {},
-        "security": {"tirith_enabled": False},
-        "gateway": {"api_server": {"max_concurrent_runs": 100}},
-    }
+    # The Hermes config of the real-Hermes suite (scripted provider, no memory, terminal tool only), with the bench's
+    # provider key and a built-in server allowed 100 concurrent runs.
+    config = hermes_config(
+        provider, work, model={"api_key": "bench"}, gateway={"api_server": {"max_concurrent_runs": 100}}
+    )
     if ours:
         config["agent"] = {"runtime": "hermes"}
         config["api_server"] = {"max_concurrent_runs": 0, **(extra or {})}
