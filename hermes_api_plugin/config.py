@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from .redact import mask_url
+from .redact import mask_url, userinfo_password
 
 MIN_KEY_LENGTH = 16
 DEFAULT_PORT = 8642
@@ -234,9 +234,15 @@ def _store_url(r: _Reader) -> tuple[str | None, str | None]:
         if not url:
             return None, None  # set but empty: the embedded SQLite store, as when unset
         scheme, sep, rest = url.partition("://")
-        if sep and scheme.lower() in STORE_URL_SCHEMES and rest:
+        if not (sep and scheme.lower() in STORE_URL_SCHEMES and rest):
+            problem = f"{where}: expected a postgresql:// or postgres:// URL, got {mask_url(url)!r}"
+        elif any(c in (userinfo_password(url) or "") for c in "@/?#"):
+            # libpq would split such a password into host, port or database and quote the pieces in its errors
+            problem = (
+                f"{where}: the password in {mask_url(url)!r} holds an unencoded '@', '/', '?' or '#'; percent-encode it"
+            )
+        else:
             return url, None
-        problem = f"{where}: expected a postgresql:// or postgres:// URL, got {mask_url(url)!r}"
     r.problems.append(problem)
     return None, problem
 
