@@ -234,6 +234,7 @@ class Submitter:
             history=p.history if callable(p.history) else None,
             inputs=p.inputs,
             persist=self._persister(p, slot is not None),
+            scope=self.scope,
         )
         turn = held.turn
         head: H | None = None
