@@ -227,6 +227,7 @@ class Submitter:
             session_key=p.session_key,
             history=() if callable(p.history) else tuple(p.history),
             profile_home=self.profile_home,
+            scope=self.scope,
         )
         held = self.registry.admit(
             request,
@@ -234,7 +235,6 @@ class Submitter:
             history=p.history if callable(p.history) else None,
             inputs=p.inputs,
             persist=self._persister(p, slot is not None),
-            scope=self.scope,
         )
         turn = held.turn
         head: H | None = None

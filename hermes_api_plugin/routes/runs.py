@@ -44,7 +44,7 @@ def live_turn(request: web.Request, run_id: str, *, settled: bool = False) -> Tu
     `settled`: also one that settled recently (reading), not only an unsettled one (stopping, approving)."""
     turns = request.app[TURNS]
     turn = turns.find(run_id) if settled else turns.get(run_id)
-    return turn if turn is not None and turn.scope == profile_of(request).scope else None
+    return turn if turn is not None and turn.request.scope == profile_of(request).scope else None
 
 
 async def create_run(request: web.Request) -> web.Response:

@@ -74,10 +74,8 @@ class Turn:
         inputs: Sequence[Message],
         history: HistoryLoader | None,
         persist: Persister | None,
-        scope: str = "",
     ) -> None:
         self.run_id = agent_turn.request.turn_id
-        self.scope = scope  # the credential scope that admitted it (WIRE §1.3): only that scope may see or stop it
         self.agent_turn = agent_turn
         self.bridge = bridge
         self.journal = journal
@@ -245,7 +243,6 @@ class TurnRegistry:
         history: HistoryLoader | None = None,
         inputs: Sequence[Message] | None = None,
         persist: Persister | None = None,
-        scope: str = "",
     ) -> HeldTurn:
         """Reserve a slot for a held turn; raises 503 while draining and 429 at the cap.
 
@@ -271,7 +268,6 @@ class TurnRegistry:
             inputs=inputs if inputs is not None else (request.input,),
             history=history,
             persist=persist,
-            scope=scope,
         )
         self._active[turn.run_id] = turn
         turn.task = loop.create_task(self._drive(turn), name=f"turn {turn.run_id}")
