@@ -227,6 +227,7 @@ class Submitter:
             session_key=p.session_key,
             history=() if callable(p.history) else tuple(p.history),
             profile_home=self.profile_home,
+            scope=self.scope,
         )
         held = self.registry.admit(
             request,

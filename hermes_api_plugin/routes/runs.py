@@ -29,13 +29,22 @@ from ..protocol.common import idempotency_key, last_event_id, new_session_id, pa
 from ..protocol.runs import RunRequest, parse_run_request
 from ..store.base import RunRecord, StoreError
 from ..submit import Existing, NewTurn, Outcome, TurnPlan, refusal_error
-from ..turns import HistoryLoader, Journal
+from ..turns import HistoryLoader, Journal, Turn
 from ..turns.durable import stored_journal
 from .replies import json_response
 
 
 def run_not_found() -> ApiError:
     return not_found("No run with that id", code="run_not_found")
+
+
+def live_turn(request: web.Request, run_id: str, *, settled: bool = False) -> Turn | None:
+    """The registry's turn with this run id when the request's credential scope admitted it (WIRE §1.3: with
+    profile multiplexing each profile is a scope; another scope's run is 404, issue 20 defect 6), else None.
+    `settled`: also one that settled recently (reading), not only an unsettled one (stopping, approving)."""
+    turns = request.app[TURNS]
+    turn = turns.find(run_id) if settled else turns.get(run_id)
+    return turn if turn is not None and turn.request.scope == profile_of(request).scope else None
 
 
 async def create_run(request: web.Request) -> web.Response:
@@ -143,7 +152,7 @@ async def _find(request: web.Request, run_id: str, *, follow: bool = False) -> R
     """The run as this scope may see it; `follow`: a run another gateway runs is followed live (its events)."""
     app = request.app
     profile = profile_of(request)
-    turn = app[TURNS].find(run_id)
+    turn = live_turn(request, run_id, settled=True)
     if turn is not None:
         journal = turn.journal
         status = turn.status.value if journal.finished is not None or not turn.stopping else "stopping"
@@ -219,7 +228,8 @@ async def run_events(request: web.Request) -> web.StreamResponse:
 
 async def stop_run(request: web.Request) -> web.Response:
     run_id = request.match_info["run_id"]
-    if request.app[TURNS].stop(run_id) is not None:
+    if live_turn(request, run_id) is not None:
+        request.app[TURNS].stop(run_id)
         return json_response({"run_id": run_id, "status": "stopping"})
     _, view = await found_run(request)
     if view.owner is not None:  # another gateway runs it: the stop reaches it through the store's feed

@@ -57,6 +57,12 @@ class PostgresStore(PostgresAdmissions, PostgresLeases):
         await self._feed.close()
         await self.db.close()
 
+    async def ping(self) -> None:
+        """One round trip (`SELECT 1`) on a pooled connection; StoreError when the database does not answer
+        (readiness.py asks it for `/health/detailed`)."""
+        async with self.db.connection() as conn:
+            await conn.execute("SELECT 1")
+
     # -- session-key bindings ------------------------------------------------------------------------
     async def session_for_key(self, scope: str, key: str) -> str | None:
         async with self.db.connection() as conn:

@@ -10,7 +10,7 @@ Driver: psycopg 3 with psycopg_pool's AsyncConnectionPool, not asyncpg, because
 asyncpg parses rows faster, but what this store pays for is round trips, which are the same for both.
 
 The URL's password never leaves this module in clear: messages name `host:port/database` and pass
-`redact` with the password as a known secret.
+`mask_store_text`, which masks the URL wherever libpq quotes it and every secret it holds (issue 20, defect 8).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from ..redact import redact
+from ..redact import mask_store_text
 from .base import StoreError, StoreUnavailable
 from .postgres_migrate import migrate
 from .sqlite_migrate import load_migrations
@@ -82,7 +82,6 @@ class PostgresDatabase:
             self._bad_url: psycopg.Error | None = None
         except psycopg.Error as exc:  # the config check lets only postgresql:// URLs through; libpq may refuse one
             params, self._bad_url = {}, exc
-        self._password = str(params.get("password") or "")
         self.where = f"{params.get('host') or 'localhost'}:{params.get('port') or 5432}/{params.get('dbname') or ''}"
         self.max_connections = max_connections
         self.migrations_dir = migrations_dir  # None: the bundled migrations_pg/ (tests inject their own)
@@ -105,7 +104,7 @@ class PostgresDatabase:
         attempt may get through (no connection, the server shutting down or starting up, a serialization failure:
         psycopg's OperationalError, PoolTimeout included), a plain StoreError for a refused statement."""
         kind = StoreUnavailable if isinstance(exc, psycopg.OperationalError) else StoreError
-        return kind(redact(f"{what} ({self.where}): {exc}", (self._password,)))
+        return kind(mask_store_text(f"{what} ({self.where}): {exc}", self._url))
 
     async def open(self) -> None:
         """Migrate the schema (one gateway at a time, under an advisory lock), then open the pool."""
