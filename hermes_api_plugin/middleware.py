@@ -32,7 +32,7 @@ from .errors import (
 )
 from .json_body import LONE_SURROGATE, parse_json_object
 from .keys import SETTINGS
-from .store.base import StoreError
+from .store.base import StoreError, StoreRefused
 
 log = logging.getLogger("hermes_api_plugin")
 
@@ -89,6 +89,9 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return render_error(_from_http_exception(exc, request))
     except asyncio.CancelledError:
         raise
+    except StoreRefused as exc:  # refused for its values: a retry would be refused again (issue 20, defect 7)
+        log.error("[API Server] the store refused a statement on %s %s: %s", request.method, request.path, exc)
+        return render_error(internal_error())
     except StoreError as exc:  # the database is down or failing: a retry may succeed (Retry-After), not a bug
         log.warning("[API Server] store failed on %s %s: %s", request.method, request.path, exc)
         return render_error(storage_unavailable())
