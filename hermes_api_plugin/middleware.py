@@ -32,12 +32,13 @@ from .errors import (
 )
 from .json_body import LONE_SURROGATE, parse_json_object
 from .keys import SETTINGS
+from .protocol.limits import HEADER_MAX
 from .store.base import StoreError, StoreRefused
 
 log = logging.getLogger("hermes_api_plugin")
 
 MAX_BODY_BYTES = 10_000_000
-MAX_HEADER_BYTES = 32_768  # any single header value; larger ones get a 400 envelope
+MAX_HEADER_BYTES = HEADER_MAX  # any single header value (characters); larger ones get a 400 envelope
 PUBLIC_PATHS = frozenset({"/health", "/v1/health"})
 # Named routes that authenticate the request themselves, never with API_SERVER_KEY (WIRE §14.3): the platform's own
 # verifier, the cron scheduler's signed fire token (both handlers fail closed).

@@ -18,7 +18,7 @@ from ..config import parse_bool
 from ..content import Message, canonical_json, parse_content
 from ..errors import invalid_parameter
 from ..runtimes.base import REASONING_EFFORTS
-from .limits import NAME_MAX, short
+from .limits import HEADER_MAX, NAME_MAX, short
 from .params import Param
 from .schema import Arr, Bool, Checked, Either, Obj, Prop, Str, Tagged
 
@@ -114,7 +114,9 @@ _SESSION_KEY = Str(
     code="invalid_session_key",
     message="X-Hermes-Session-Key must be 1-256 characters without CR, LF or NUL",
 )
-_SWITCH = Str(description="`off` (any case) switches it off; other values keep the default (WIRE.md §1.6)")
+_SWITCH = Str(
+    max_length=HEADER_MAX, description="`off` (any case) switches it off; other values keep the default (WIRE.md §1.6)"
+)
 _IDEMPOTENCY = Str(
     min_length=1,
     max_length=255,

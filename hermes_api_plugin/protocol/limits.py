@@ -22,6 +22,7 @@ END_REASON_MAX = 64  # Hermes writes short words: user_exit, compression, branch
 METADATA_PAIRS_MAX = 16
 METADATA_KEY_MAX = 64
 METADATA_VALUE_MAX = 512
+HEADER_MAX = 32_768  # any one header value (the middleware's 400); the headers of WIRE.md §1.6 have their own
 
 # No NUL anywhere (a JSON Schema `pattern`, so generators and clients know it too).
 NO_NUL = r"^[^\x00]*$"
