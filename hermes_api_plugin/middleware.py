@@ -32,12 +32,13 @@ from .errors import (
 )
 from .json_body import LONE_SURROGATE, parse_json_object
 from .keys import SETTINGS
-from .store.base import StoreError
+from .protocol.limits import HEADER_MAX
+from .store.base import StoreError, StoreRefused
 
 log = logging.getLogger("hermes_api_plugin")
 
 MAX_BODY_BYTES = 10_000_000
-MAX_HEADER_BYTES = 32_768  # any single header value; larger ones get a 400 envelope
+MAX_HEADER_BYTES = HEADER_MAX  # any single header value (characters); larger ones get a 400 envelope
 PUBLIC_PATHS = frozenset({"/health", "/v1/health"})
 # Named routes that authenticate the request themselves, never with API_SERVER_KEY (WIRE §14.3): the platform's own
 # verifier, the cron scheduler's signed fire token (both handlers fail closed).
@@ -89,6 +90,9 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return render_error(_from_http_exception(exc, request))
     except asyncio.CancelledError:
         raise
+    except StoreRefused as exc:  # refused for its values: a retry would be refused again (issue 20, defect 7)
+        log.error("[API Server] the store refused a statement on %s %s: %s", request.method, request.path, exc)
+        return render_error(internal_error())
     except StoreError as exc:  # the database is down or failing: a retry may succeed (Retry-After), not a bug
         log.warning("[API Server] store failed on %s %s: %s", request.method, request.path, exc)
         return render_error(storage_unavailable())

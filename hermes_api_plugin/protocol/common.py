@@ -18,6 +18,7 @@ from ..config import parse_bool
 from ..content import Message, canonical_json, parse_content
 from ..errors import invalid_parameter
 from ..runtimes.base import REASONING_EFFORTS
+from .limits import HEADER_MAX, NAME_MAX, short
 from .params import Param
 from .schema import Arr, Bool, Checked, Either, Obj, Prop, Str, Tagged
 
@@ -27,7 +28,7 @@ _TEXT_PART = Obj(
 )
 # Rendered only (content.parse_content checks URLs, case-insensitively): the pattern is the lower-case subset.
 _IMAGE_URL = Str(pattern=r"^(https?://\S|data:image/[a-z]+;base64,)", description="http(s) or data:image URL")
-_DETAIL = Str(pattern=r"\S", description="low, high or auto")
+_DETAIL = Str(max_length=NAME_MAX, pattern=r"\S", description="low, high or auto")
 _IMAGE_PART = Obj(
     name="ImageUrlPart",
     props=(
@@ -77,8 +78,8 @@ MODEL_OPTIONS = Obj(
     description="Per-request model options; unknown keys are passed to the runtime",
 )
 MODEL_SELECTION = (
-    Prop("model", Str(), description="Model to use; the configured default when absent"),
-    Prop("provider", Str(), description="One of the providers configured on this gateway"),
+    Prop("model", short(NAME_MAX), description="Model to use; the configured default when absent"),
+    Prop("provider", short(NAME_MAX), description="One of the providers configured on this gateway"),
     Prop("model_options", MODEL_OPTIONS),
 )
 HISTORY_ROLES = ("user", "assistant", "system", "developer")
@@ -113,8 +114,12 @@ _SESSION_KEY = Str(
     code="invalid_session_key",
     message="X-Hermes-Session-Key must be 1-256 characters without CR, LF or NUL",
 )
-_SWITCH = Str(description="`off` (any case) switches it off; other values keep the default (WIRE.md §1.6)")
+_SWITCH = Str(
+    max_length=HEADER_MAX, description="`off` (any case) switches it off; other values keep the default (WIRE.md §1.6)"
+)
 _IDEMPOTENCY = Str(
+    min_length=1,
+    max_length=255,
     pattern=r"^[\x21-\x7e]{1,255}$",
     code="invalid_idempotency_key",
     message="Idempotency-Key must be 1-255 visible ASCII characters",

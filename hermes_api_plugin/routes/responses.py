@@ -13,17 +13,24 @@ from typing import Any
 
 from aiohttp import web
 
+from ..admissions import error_for, store_failure
 from ..chains import response_not_found
 from ..delivery import deliver, open_stream, pump, start_detached
 from ..dialects.record import SseRecord
 from ..dialects.responses import ResponseHead, ResponsesRenderer, without_tool_items
-from ..errors import ApiError, invalid_parameter, invalid_request, storage_unavailable
+from ..errors import ApiError, invalid_parameter, invalid_request
 from ..keys import JOURNALS, LEASES, REPLICAS, RUNTIME, SETTINGS, STORE, TURNS
 from ..middleware import read_json
 from ..profiles import profile_of
 from ..protocol.common import idempotency_key, parse_hermes_headers, tool_items_shown
 from ..protocol.params import parse_params
-from ..protocol.responses import GET_QUERY, INPUT_ITEMS_QUERY, ResponsesRequest, parse_responses_request
+from ..protocol.responses import (
+    GET_QUERY,
+    INPUT_ITEMS_QUERY,
+    RESPONSE_PATH,
+    ResponsesRequest,
+    parse_responses_request,
+)
 from ..store.base import StoredResponse, StoreError
 from ..stored_responses import ResponseCreation, head_from_snapshot, live_snapshot, renderer
 from ..submit import Existing, NewTurn, Outcome, refusal_error
@@ -95,7 +102,8 @@ async def _deliver(
 
 
 async def _stored(request: web.Request) -> StoredResponse:
-    record = await request.app[STORE].get_response(profile_of(request).scope, request.match_info["response_id"])
+    response_id = parse_params(request.match_info, RESPONSE_PATH)["response_id"]  # its limits: issue 20, defect 5
+    record = await request.app[STORE].get_response(profile_of(request).scope, response_id)
     if record is None:
         raise response_not_found()
     return record
@@ -114,8 +122,8 @@ async def _remote_journal(request: web.Request, record: StoredResponse, *, follo
         if follow:
             return await app[REPLICAS].journal(record.turn_id, record.owner)
         return await stored_journal(app[STORE], record.turn_id)
-    except StoreError:
-        raise storage_unavailable() from None
+    except StoreError as exc:
+        raise error_for(store_failure(exc)) from None
 
 
 async def get_response(request: web.Request) -> web.StreamResponse:
@@ -204,8 +212,8 @@ async def _cancel_remote(request: web.Request, record: StoredResponse, owner: st
     app = request.app
     try:
         await app[REPLICAS].request_stop(owner, record.turn_id)
-    except StoreError:
-        raise storage_unavailable() from None
+    except StoreError as exc:
+        raise error_for(store_failure(exc)) from None
 
     async def settled() -> None:
         async for _ in journal.follow(len(journal.events)):

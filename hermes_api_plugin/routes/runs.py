@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ..admissions import error_for
+from ..admissions import error_for, store_failure
 from ..chains import Chains, extended
 from ..content import Message
 from ..delivery import open_stream, pump, start_detached
@@ -26,7 +26,8 @@ from ..keys import LEASES, REPLICAS, RUNTIME, SETTINGS, STORE, TURNS
 from ..middleware import read_json
 from ..profiles import profile_of
 from ..protocol.common import idempotency_key, last_event_id, new_session_id, parse_hermes_headers
-from ..protocol.runs import RunRequest, parse_run_request
+from ..protocol.params import parse_params
+from ..protocol.runs import RUN_PATH, RunRequest, parse_run_request
 from ..store.base import RunRecord, StoreError
 from ..submit import Existing, NewTurn, Outcome, TurnPlan, refusal_error
 from ..turns import HistoryLoader, Journal, Turn
@@ -170,15 +171,21 @@ async def _find(request: web.Request, run_id: str, *, follow: bool = False) -> R
         if record is None:
             return None
         journal = await stored_journal(store, run_id)
-    except StoreError:
-        raise error_for("storage_unavailable") from None
+    except StoreError as exc:
+        raise error_for(store_failure(exc)) from None
     status = journal.finished.status.value if journal.finished is not None else "failed"
     model = record.reply.get("model") or record.reply.get("head", {}).get("model") or profile.model_name
     return RunView(status, journal, record.created_at, record.reply.get("session_id", ""), model)
 
 
+def path_run_id(request: web.Request) -> str:
+    """The path's run id, held to its limits (issue 20, defect 5): 400 before any lookup."""
+    run_id: str = parse_params(request.match_info, RUN_PATH)["run_id"]
+    return run_id
+
+
 async def found_run(request: web.Request, *, follow: bool = False) -> tuple[str, RunView]:
-    run_id = request.match_info["run_id"]
+    run_id = path_run_id(request)
     view = await _find(request, run_id, follow=follow)
     if view is None:
         raise run_not_found()
@@ -227,7 +234,7 @@ async def run_events(request: web.Request) -> web.StreamResponse:
 
 
 async def stop_run(request: web.Request) -> web.Response:
-    run_id = request.match_info["run_id"]
+    run_id = path_run_id(request)
     if live_turn(request, run_id) is not None:
         request.app[TURNS].stop(run_id)
         return json_response({"run_id": run_id, "status": "stopping"})
@@ -235,7 +242,7 @@ async def stop_run(request: web.Request) -> web.Response:
     if view.owner is not None:  # another gateway runs it: the stop reaches it through the store's feed
         try:
             await request.app[REPLICAS].request_stop(view.owner, run_id)
-        except StoreError:
-            raise error_for("storage_unavailable") from None
+        except StoreError as exc:
+            raise error_for(store_failure(exc)) from None
         return json_response({"run_id": run_id, "status": "stopping"})
     return json_response({"run_id": run_id, "status": view.status})

@@ -15,6 +15,7 @@ from typing import Any
 from ..content import Message
 from .base import ForkResult, SessionInfo, SessionMessageRow
 from .postgres_db import PostgresDatabase
+from .postgres_text import text_in, text_out
 from .rows import session_from_row
 from .sqlite_db import json_text
 
@@ -53,7 +54,7 @@ class PostgresSessionStore:
                 {
                     "role": row["role"],
                     "content": json.loads(row["content"]),
-                    "reasoning": row["reasoning"],
+                    "reasoning": text_in(row["reasoning"]),
                     **json.loads(row["extra"] or "{}"),
                 }
             )
@@ -76,7 +77,14 @@ class PostgresSessionStore:
             body = m.to_json()
             extra = {k: body[k] for k in ("tool_calls", "tool_call_id") if k in body}
             rows.append(
-                (session_id, m.role, json_text(body["content"]), m.reasoning, json_text(extra) if extra else None, now)
+                (
+                    session_id,
+                    m.role,
+                    json_text(body["content"]),
+                    text_out(m.reasoning),
+                    json_text(extra) if extra else None,
+                    now,
+                )
             )
         async with self.db.transaction() as conn:
             await conn.execute(
@@ -222,7 +230,7 @@ class PostgresSessionStore:
                 "id": f"m_{r['id']}",
                 "role": r["role"],
                 "content": json.loads(r["content"]),
-                "reasoning": r["reasoning"],
+                "reasoning": text_in(r["reasoning"]),
                 "extra": json.loads(r["extra"] or "{}"),
                 "timestamp": r["created_at"],
                 "compacted": bool(r["compacted"]),
