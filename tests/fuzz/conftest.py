@@ -12,7 +12,7 @@ from .target import FuzzTarget
 
 
 @pytest.fixture(scope="module")
-def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FuzzTarget]:
+def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FuzzTarget]:
     # No execution log (write_home adds one to the scripts it copies): megabyte inputs would fill it.
     home = write_home(
         tmp_path_factory.mktemp("fuzz_home"), script=None, config={"agent": {"script": str(SCRIPTS / "fuzz.yaml")}}
@@ -24,3 +24,4 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FuzzTarget]:
         yield fuzz
     finally:
         gateway.stop()
+    print(f"\n{request.module.__name__}: {fuzz.sent} requests")  # the cost, in the CI log (-s)
