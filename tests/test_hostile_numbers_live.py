@@ -1,5 +1,5 @@
 """Issue 20, defect 1, against the real reference gateway: hostile numbers in every header and query value of every
-operation its /openapi.json declares, with a concurrency cap of 2.
+operation its /openapi.json declares, with a concurrency cap of 2, on the SQLite and the PostgreSQL store.
 
 `Last-Event-ID: ²` (a digit to `str.isdigit()`, not to `int()`) or 5 000 digits (over `int()`'s limit) on the session
 stream answered 500 after the turn was admitted; the turn never started nor was cancelled and held its slot for
@@ -20,21 +20,28 @@ from tests.fuzz.operations import BODIES, request_bytes, served_operations
 from tests.fuzz.target import check_reply, http_request
 from tests.helpers import HOSTILE_NUMBERS, Reply, held, live_request, raw_exchange, wait_until_nothing_held
 from tests.live import SCRIPTS, LiveGateway, start_gateway, write_home
+from tests.pg import PostgresServer
 
 SESSION = "hostile-numbers"
 REPLY_TIMEOUT = 20.0  # a keyed retry of a turn left held waited forever: fail instead
 
 
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGateway]:
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def gateway(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGateway]:
+    """The gateway on either store: admissions (a keyed retry) and sessions live there."""
+    server: PostgresServer | None = request.getfixturevalue("postgres_server") if request.param == "postgres" else None
+    url = server.new_database() if server is not None else None
     home = write_home(
         tmp_path_factory.mktemp("numbers_home"),
+        env={"API_SERVER_STORE_URL": url} if url is not None else None,
         script=None,
         config={"agent": {"script": str(SCRIPTS / "fuzz.yaml")}, "api_server": {"max_concurrent_runs": 2}},
     )
     live = start_gateway(home)
     yield live
     live.stop()
+    if server is not None and url is not None:
+        server.drop_database(url)
 
 
 @pytest.fixture(scope="module")

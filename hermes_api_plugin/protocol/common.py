@@ -125,7 +125,9 @@ SESSION_ID_HEADER = Param("X-Hermes-Session-Id", SESSION_ID, "header", descripti
 SESSION_KEY_HEADER = Param("X-Hermes-Session-Key", _SESSION_KEY, "header", description="Memory scope and conversation")
 TOOL_PROGRESS_HEADER = Param("X-Hermes-Tool-Progress", _SWITCH, "header", description="off: no hermes.tool.progress")
 TOOL_ITEMS_HEADER = Param("X-Hermes-Tool-Items", _SWITCH, "header", description="off: no server tool items (§1.6)")
-LAST_EVENT_ID_HEADER = Param("Last-Event-ID", Str(), "header", description="Resume after this record id")
+LAST_EVENT_ID_HEADER = Param(
+    "Last-Event-ID", Str(), "header", description="Resume after this record id; any other value: from the start"
+)
 
 
 @dataclass(frozen=True)

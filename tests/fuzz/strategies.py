@@ -206,6 +206,7 @@ number_texts = st.one_of(
 _CONTROLS = st.sampled_from(["\x00", "\r", "\n", "\r\n", "\t", "\x7f", "\x0b", "\x1b"])
 hostile_strings = st.one_of(
     number_texts,
+    st.sampled_from(["\x00", "a\x00", "\x00" * 3, "1\x00", "%00"]),  # NUL: no PostgreSQL text can hold it
     st.builds(
         lambda a, c, b: a + c + b, st.sampled_from(["", "1", "on", "asc"]), _CONTROLS, st.sampled_from(["", "2"])
     ),
