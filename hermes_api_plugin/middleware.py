@@ -18,11 +18,13 @@ from urllib.parse import unquote, unquote_to_bytes
 from aiohttp import web
 
 from .config import Settings
+from .digits import ascii_int
 from .errors import (
     ApiError,
     auth_failed,
     body_too_large,
     internal_error,
+    invalid_content_length,
     invalid_parameter,
     invalid_request,
     method_not_allowed,
@@ -188,11 +190,16 @@ def _check_utf8(request: web.Request) -> None:
 
 @web.middleware
 async def limits_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    # The HTTP parser accepts only a Content-Length of digits (anything else gets invalid_content_length from
-    # gateway/runner.py before any middleware runs), so int() cannot fail here.
+    # The reference gateway's HTTP parser refuses a Content-Length that is not digits (invalid_content_length from
+    # gateway/runner.py); another host's parser may not, so the value is read as the wire writes numbers here too.
     raw_length = request.headers.get("Content-Length")
-    if raw_length is not None and int(raw_length) > MAX_BODY_BYTES:
-        raise body_too_large(MAX_BODY_BYTES)
+    if raw_length is not None:
+        text = raw_length.strip(" \t")
+        length = ascii_int(text)
+        if length is None and not (text.isascii() and text.isdigit()):
+            raise invalid_content_length("not a decimal number")
+        if length is None or length > MAX_BODY_BYTES:  # more digits than any byte count: too large, never int()
+            raise body_too_large(MAX_BODY_BYTES)
     for name, value in request.headers.items():
         if len(value) > MAX_HEADER_BYTES:
             raise invalid_parameter(f"Header {name} is larger than {MAX_HEADER_BYTES} bytes", name)

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..config import parse_bool
 from ..content import Message, canonical_json, parse_content
+from ..digits import ascii_int
 from ..errors import invalid_parameter
 from ..runtimes.base import REASONING_EFFORTS
 from .limits import HEADER_MAX, NAME_MAX, short
@@ -129,7 +130,9 @@ SESSION_ID_HEADER = Param("X-Hermes-Session-Id", SESSION_ID, "header", descripti
 SESSION_KEY_HEADER = Param("X-Hermes-Session-Key", _SESSION_KEY, "header", description="Memory scope and conversation")
 TOOL_PROGRESS_HEADER = Param("X-Hermes-Tool-Progress", _SWITCH, "header", description="off: no hermes.tool.progress")
 TOOL_ITEMS_HEADER = Param("X-Hermes-Tool-Items", _SWITCH, "header", description="off: no server tool items (§1.6)")
-LAST_EVENT_ID_HEADER = Param("Last-Event-ID", Str(), "header", description="Resume after this record id")
+LAST_EVENT_ID_HEADER = Param(
+    "Last-Event-ID", Str(), "header", description="Resume after this record id; any other value: from the start"
+)
 
 
 @dataclass(frozen=True)
@@ -173,9 +176,10 @@ def idempotency_key(headers: Mapping[str, str]) -> str | None:
 
 
 def last_event_id(headers: Mapping[str, str]) -> int:
-    """`Last-Event-ID` as the last record id the client saw; 0 (from the start) when absent or not a number."""
-    raw = headers.get("Last-Event-ID", "").strip()
-    return int(raw) if raw.isdigit() else 0
+    """`Last-Event-ID` as the last record id the client saw; 0 (from the start) when absent or not an id this
+    server could have issued (WIRE.md §6.3, §7.4): only ASCII digits, at most MAX_DIGITS of them — `²`, `١`, `+3`,
+    `1e3` or 5 000 digits are ignored, never an error. Only HTTP's optional whitespace (space, tab) is trimmed."""
+    return ascii_int(headers.get("Last-Event-ID", "").strip(" \t")) or 0
 
 
 def body_bool(body: Mapping[str, Any], name: str, default: bool) -> bool:

@@ -53,13 +53,14 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     slot = submitter.slot("responses", idempotency_key(request.headers), body.identity, [hermes.session_key])
     outcome: Outcome[None] = await submitter.submit(slot, creation.plan)
     if isinstance(outcome, NewTurn):
-        held, r = outcome.held, creation.renderer()
-        first = r.created(held.turn.queued_at_admission)
-        headers = run_headers(creation.session_id, held.turn.run_id, hermes.session_key)
-        if body.background and not body.stream:
-            start_detached(held)
-            return json_response(r.snapshot(), headers=headers)
-        return await _deliver(request, body, held.turn.journal, held, r, first, headers, keyed=slot is not None)
+        async with outcome.held as turn:  # a failure before the head is out cancels the turn: no slot stays held
+            held, r = outcome.held, creation.renderer()
+            first = r.created(turn.queued_at_admission)
+            headers = run_headers(creation.session_id, turn.run_id, hermes.session_key)
+            if body.background and not body.stream:
+                start_detached(held)
+                return json_response(r.snapshot(), headers=headers)
+            return await _deliver(request, body, turn.journal, held, r, first, headers, keyed=slot is not None)
     if not isinstance(outcome, Existing):
         raise refusal_error(outcome)
     reply = outcome.record.reply
@@ -128,12 +129,12 @@ async def _remote_journal(request: web.Request, record: StoredResponse, *, follo
 
 async def get_response(request: web.Request) -> web.StreamResponse:
     app = request.app
-    record = await _stored(request)
-    turn = app[TURNS].get(record.turn_id)
     # Per delivery (WIRE.md §1.6): the header filters what this GET shows, never what is stored; a resume
     # numbers its events like the stream it resumes only when it sends the same value.
     tool_items = tool_items_shown(request.headers)
-    query = parse_params(request.query, GET_QUERY)
+    query = parse_params(request.query, GET_QUERY)  # headers and query first, before any lookup
+    record = await _stored(request)
+    turn = app[TURNS].get(record.turn_id)
     live = turn.journal if turn is not None else await _remote_journal(request, record, follow=query["stream"])
     if not query["stream"]:
         if live is not None:
@@ -228,8 +229,8 @@ async def _cancel_remote(request: web.Request, record: StoredResponse, owner: st
 
 
 async def list_input_items(request: web.Request) -> web.Response:
-    record = await _stored(request)
     query = parse_params(request.query, INPUT_ITEMS_QUERY)
+    record = await _stored(request)
     limit, order, after = query["limit"], query["order"], query["after"]
     items: list[Any] = list(record.input_items) if order == "asc" else list(reversed(record.input_items))
     if after is not None:

@@ -60,7 +60,8 @@ async def create_run(request: web.Request) -> web.Response:
     outcome: Outcome[None] = await submitter.submit(slot, planner.plan)
     headers = {"X-Hermes-Session-Key": hermes.session_key} if hermes.session_key is not None else {}
     if isinstance(outcome, NewTurn):
-        turn = start_detached(outcome.held)
+        async with outcome.held:  # started at once; were anything to fail first, the turn is cancelled, not kept
+            turn = start_detached(outcome.held)
         return json_response({"run_id": turn.run_id, "status": "started"}, status=202, headers=headers)
     if not isinstance(outcome, Existing):
         raise refusal_error(outcome)
@@ -212,9 +213,9 @@ async def get_run(request: web.Request) -> web.Response:
 
 
 async def run_events(request: web.Request) -> web.StreamResponse:
+    after = last_event_id(request.headers)  # headers first, before any lookup (issue 20, defect 1)
     run_id, view = await found_run(request, follow=True)
     journal = view.journal
-    after = last_event_id(request.headers)
     if after:
         # A value that is not a known id (yet) replays from the start (WIRE.md §6.3).
         probe = RunEventsRenderer(run_id, journal.stamps)
