@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+import sys
 from typing import Any
 
 import pytest
 
+from hermes_api_plugin.content import parse_content
 from hermes_api_plugin.errors import ApiError
-from hermes_api_plugin.protocol.common import SESSION_ID, check_session_id
+from hermes_api_plugin.protocol.common import NOT_ONLY_SPACE, SESSION_ID, check_session_id
 from hermes_api_plugin.protocol.params import IntText, Param, parse_params
 from hermes_api_plugin.protocol.schema import AnyJson, Arr, Bool, Either, Obj, Prop, Str, Tagged
 
@@ -116,3 +119,18 @@ def test_a_bad_session_id_is_400_invalid_session_id_naming_where_it_came_from(si
             check_session_id(sid, param)
         assert (caught.value.code, caught.value.param) == ("invalid_session_id", param)
         assert caught.value.message.startswith(f"{param} must be 1-256 characters")
+
+
+def test_an_image_detail_of_whitespace_is_refused_by_its_schema_exactly_as_the_content_parser_reads_whitespace() -> (
+    None
+):
+    """The pattern states "not only whitespace" in characters both regex dialects agree on (schemathesis found
+    `detail: "\\x1f"` valid by JSON Schema's `\\S` and refused by `strip()`): it matches a character iff Python's
+    `str.isspace()` is false for it, and a part the schema takes is one the content parser takes."""
+    keeps = re.compile(NOT_ONLY_SPACE)
+    assert [c for c in range(sys.maxunicode + 1) if (keeps.search(chr(c)) is None) != chr(c).isspace()] == []
+    part = {"type": "input_image", "image_url": "https://example.com/a.png", "detail": "\x1f"}
+    with pytest.raises(ApiError):
+        parse_content([part], "input")
+    part["detail"] = "\x1fhigh"
+    assert parse_content([part], "input")
