@@ -18,6 +18,7 @@ from ..config import parse_bool
 from ..content import Message, canonical_json, parse_content
 from ..errors import invalid_parameter
 from ..runtimes.base import REASONING_EFFORTS
+from .counts import MAX_MESSAGES
 from .params import Param
 from .schema import Arr, Bool, Checked, Either, Obj, Prop, Str, Tagged
 
@@ -89,7 +90,8 @@ CONVERSATION_HISTORY = Prop(
             name="HistoryMessage",
             props=(Prop("role", Str(enum=HISTORY_ROLES), True), Prop("content", CONTENT, True)),
             whole=True,
-        )
+        ),
+        max_items=MAX_MESSAGES,
     ),
     description="Explicit earlier messages (system/developer entries dropped)",
 )
