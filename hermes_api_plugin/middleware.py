@@ -220,9 +220,6 @@ async def read_json(request: web.Request) -> dict[str, Any]:
     return parse_json_object(raw)
 
 
-LARGE_BODY = "hermes_api.large_body"  # request key: the body was large, so was parsed off the loop (offload.py)
-
-
 async def read_parsed(request: web.Request, parse: Callable[[dict[str, Any]], T]) -> T:
     """The body as `parse` (a pure parser of protocol/) makes it of the JSON object; a large body is parsed off the
     event loop, every check still before anything is admitted (issue 20, defect 3). 400 / 413 as `read_json`."""
@@ -230,14 +227,12 @@ async def read_parsed(request: web.Request, parse: Callable[[dict[str, Any]], T]
         raw = await request.read()
     except web.HTTPRequestEntityTooLarge:
         raise body_too_large(MAX_BODY_BYTES) from None
-    large = len(raw) > LARGE_BODY_BYTES
-    request[LARGE_BODY] = large
-    return await off_loop(lambda: parse(parse_json_object(raw)), large)
+    return await off_loop(lambda: parse(parse_json_object(raw)), len(raw) > LARGE_BODY_BYTES)
 
 
-def large_body(request: web.Request) -> bool:
-    """Whether `read_parsed` found the body large: work that grows with it (the identity hash) runs off the loop."""
-    return bool(request.get(LARGE_BODY, False))
+async def large_body(request: web.Request) -> bool:
+    """Whether the (already read) body is large: work that grows with it (the identity hash) runs off the loop."""
+    return len(await request.read()) > LARGE_BODY_BYTES  # aiohttp keeps the body it read: no second read
 
 
 MIDDLEWARES = (error_middleware, cors_middleware, auth_middleware, limits_middleware)

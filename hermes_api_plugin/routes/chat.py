@@ -39,7 +39,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     view = _ChatView(request, chat, hermes, session_id, keyed=key is not None)
     submitter = profile.submitter
     identity = partial(chat.identity, hermes.session_id)
-    slot = await submitter.slot("chat", key, identity, [session_id, hermes.session_key], large_body(request))
+    slot = await submitter.slot("chat", key, identity, [session_id, hermes.session_key], await large_body(request))
     # A keyed chat stream writes its head right after admission and reports a refused reservation
     # in-stream (WIRE.md §5.3).
     early = view.open_stream if chat.stream and slot is not None else None

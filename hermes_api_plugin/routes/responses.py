@@ -45,7 +45,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         app[SETTINGS], app[STORE], profile.chains, app[JOURNALS], body, hermes, profile.model_name, app[LEASES].owner
     )
     key = idempotency_key(request.headers)
-    slot = await submitter.slot("responses", key, body.identity, [hermes.session_key], large_body(request))
+    slot = await submitter.slot("responses", key, body.identity, [hermes.session_key], await large_body(request))
     outcome: Outcome[None] = await submitter.submit(slot, creation.plan)
     if isinstance(outcome, NewTurn):
         held, r = outcome.held, creation.renderer()

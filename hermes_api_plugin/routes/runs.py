@@ -46,7 +46,7 @@ async def create_run(request: web.Request) -> web.Response:
     profile = profile_of(request)
     submitter = profile.submitter
     key, target = idempotency_key(request.headers), [run.session_id, hermes.session_key]
-    slot = await submitter.slot("runs", key, run.identity, target, large_body(request))
+    slot = await submitter.slot("runs", key, run.identity, target, await large_body(request))
     model = run.selection.model or profile.model_name
     planner = _RunPlanner(profile.chains, run, hermes.session_key, model)
     outcome: Outcome[None] = await submitter.submit(slot, planner.plan)

@@ -196,7 +196,7 @@ async def _session_chat(request: web.Request, *, stream: bool) -> web.StreamResp
         idempotency_key(request.headers),
         chat.identity,
         [requested, hermes.session_key],
-        large_body(request),
+        await large_body(request),
     )
     # A compacted Hermes session goes on under its live tip: the turn runs there, the reply names it (as upstream)
     session_id = await profile.sessions.live_session_id(requested)
