@@ -109,8 +109,9 @@ def test_issue20_defect3_health_answers_at_once_during_requests_at_the_limits(
     gateway_factory: Callable[..., LiveGateway],
 ) -> None:
     """A chat of MAX_MESSAGES messages in a ~10 MB body (the largest allowed), keyed too, and a Responses request of
-    MAX_INPUT_ITEMS items in a ~10 MB body: /health, asked every 50 ms meanwhile, answers within STALL_MS (on main
-    it waited 220-350 ms: the parse, hashes and store encoding ran on the event loop)."""
+    MAX_INPUT_ITEMS items in a ~10 MB body: /health, asked every 50 ms meanwhile, answers within STALL_MS in at least
+    one of two tries of each (on main it waited 130-350 ms every time: the parse, hashes and store encoding ran on the
+    event loop; here 25-70 ms, with rare spikes on a machine busy with other work)."""
     live = gateway_factory(script=None)
     cases: dict[str, Callable[[], tuple[int, bytes]]] = {
         "chat": lambda: post(live, "/v1/chat/completions", chat_body(MAX_MESSAGES, 900, "plain")),
@@ -119,13 +120,14 @@ def test_issue20_defect3_health_answers_at_once_during_requests_at_the_limits(
         ),
         "responses": lambda: post(live, "/v1/responses", responses_body(MAX_INPUT_ITEMS, 900)),
     }
-    slowest = {}
+    slowest: dict[str, list[int]] = {}
     for name, request in cases.items():
-        stall, probes, status = slowest_health_ms(live, request)
-        assert status == 200, name
-        assert probes >= 5, f"{name}: /health was asked only {probes} times"
-        slowest[name] = round(stall)
-    assert max(slowest.values()) < STALL_MS, f"/health waited (ms): {slowest}"
+        for _ in range(2):  # a stall of the loop happens every time; a busy machine's hiccup rarely twice
+            stall, probes, status = slowest_health_ms(live, request)
+            assert status == 200, name
+            assert probes >= 5, f"{name}: /health was asked only {probes} times"
+            slowest.setdefault(name, []).append(round(stall))
+    assert max(min(stalls) for stalls in slowest.values()) < STALL_MS, f"/health waited (ms): {slowest}"
 
 
 async def test_issue20_defect3_past_the_message_and_item_limits_is_400_naming_the_field(
