@@ -15,7 +15,7 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 
 from hermes_api_plugin.protocol.counts import MAX_INPUT_ITEMS, MAX_MESSAGES
-from tests.helpers import assert_error_envelope, fetch
+from tests.helpers import assert_error_envelope, fetch, wait_for_async
 from tests.live import LiveGateway
 
 STALL_MS = 150  # the longest /health may take during a large request: 100 ms plus margin for a loaded CI machine
@@ -162,3 +162,36 @@ async def test_issue20_defect3_openapi_states_the_limits(api: TestClient, auth: 
     assert array_of(schemas["ResponseCreateRequest"]["properties"]["input"])["maxItems"] == MAX_INPUT_ITEMS
     assert array_of(schemas["RunCreateRequest"]["properties"]["input"])["maxItems"] == MAX_MESSAGES
     assert array_of(schemas["RunCreateRequest"]["properties"]["conversation_history"])["maxItems"] == MAX_MESSAGES
+
+
+async def test_issue20_defect2_a_run_evicted_from_memory_still_answers_from_the_store(
+    make_api: Callable[..., Any], auth: dict[str, str]
+) -> None:
+    """W-6.2 with `api_server.turns.max_recent: 1`: a keyed run pushed out of memory by a newer settled run still
+    reads back (status, output, events) from its durable admission and journal; an unkeyed run on one gateway's
+    store lives only in memory, so once evicted it is 404 run_not_found."""
+    api: TestClient = await make_api(config={"api_server": {"turns": {"max_recent": 1}}})
+
+    async def run(text: str, headers: dict[str, str] | None = None) -> str:
+        reply = await fetch(api, "POST", "/v1/runs", json={"input": text}, headers={**auth, **(headers or {})})
+        assert reply.status == 202, reply.raw
+        run_id: str = reply.json()["run_id"]
+        await wait_for_async(
+            lambda: fetch(api, "GET", f"/v1/runs/{run_id}", headers=auth),
+            until=lambda r: r.status == 200 and r.json()["status"] == "completed",
+            what=f"run {run_id} settled",
+        )
+        return run_id
+
+    keyed = await run("hello", {"Idempotency-Key": "evicted-run"})
+    live = await fetch(api, "GET", f"/v1/runs/{keyed}", headers=auth)
+    unkeyed = await run("hello again")  # the newest settled run: the keyed one leaves memory
+    again = await fetch(api, "GET", f"/v1/runs/{keyed}", headers=auth)
+    assert again.status == 200
+    assert {k: again.json()[k] for k in ("status", "output", "last_event")} == {
+        k: live.json()[k] for k in ("status", "output", "last_event")
+    }
+    events = await fetch(api, "GET", f"/v1/runs/{keyed}/events", headers=auth)
+    assert events.status == 200 and b"run.completed" in events.raw
+    await run("and once more")
+    assert_error_envelope(await fetch(api, "GET", f"/v1/runs/{unkeyed}", headers=auth), 404, code="run_not_found")
