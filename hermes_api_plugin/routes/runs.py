@@ -1,9 +1,10 @@
 """Runs: POST /v1/runs, GET /v1/runs/{id}, its SSE events, and stop (WIRE.md §6).
 
 Every admitted turn is a run, whichever surface admitted it. Runs are read from the live registry
-(running, or settled within the last hour and still kept: turns/recent.py), from their durable run record and journal on a shared store — on
-any gateway: a run another gateway runs is followed through its journal (replicas.py) and stopped through the
-store's feed, with the same scope check — or, for keyed runs, from their durable admission and journal.
+(running, or settled within the last hour and still kept: turns/recent.py), from their durable run record and
+journal on a shared store — on any gateway: a run another gateway runs is followed through its journal
+(replicas.py) and stopped through the store's feed, with the same scope check — or, for keyed runs, from their
+durable admission and journal.
 """
 
 from __future__ import annotations
