@@ -23,19 +23,22 @@ itself is atomic in the store, so two processes (or gateways) never both admit o
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .errors import ApiError, storage_unavailable
+from .errors import ApiError, internal_error, storage_unavailable
 from .leases import LeaseKeeper
-from .store.base import AdmissionRecord, Store
+from .store.base import AdmissionRecord, Store, StoreError, StoreRefused
 from .turns.locks import KeyedLocks
 
 SURFACES = ("chat", "responses", "runs", "session_chat")
 Outcome = Literal["new", "replay", "attach", "conflict", "unknown", "expired"]
 Clock = Callable[[], float]
+
+log = logging.getLogger("hermes_api_plugin")
 
 
 def conflict() -> ApiError:
@@ -68,6 +71,7 @@ ERRORS = {
     "admission_expired": admission_expired,
     "storage_unavailable": storage_unavailable,
     "running_elsewhere": running_elsewhere,
+    "store_refused": internal_error,
 }
 _CODES = {"conflict": "admission_conflict", "unknown": "unknown_execution", "expired": "admission_expired"}
 
@@ -75,6 +79,16 @@ _CODES = {"conflict": "admission_conflict", "unknown": "unknown_execution", "exp
 def error_for(code: str) -> ApiError:
     """The HTTP error of an admission outcome that executes nothing (WIRE.md §5.3)."""
     return ERRORS[code]()
+
+
+def store_failure(exc: StoreError) -> str:
+    """The refusal code of a store failure: `storage_unavailable` (503 with Retry-After: the store fails, a retry may
+    get through), but `store_refused` (500 internal_error, no Retry-After) when the database refused the statement
+    for its values — a retry would be refused again, so clients must not be told to retry (issue 20, defect 7)."""
+    if isinstance(exc, StoreRefused):
+        log.error("[API Server] the store refused a statement: %s", exc)
+        return "store_refused"
+    return "storage_unavailable"
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from .model_options import ModelOptionsCache
 from .placement import Placement, host_name
 from .profiles import PROFILES, Profile, Profiles, profile_builder, profile_middleware
 from .protocol.common import credential_scope
+from .readiness import StoreProbe
 from .recovery import Recovery
 from .replicas import Replicas
 from .routes import (
@@ -90,6 +91,7 @@ def create_app(
     app[SETTINGS] = settings
     app[RUNTIME] = runtime
     app[STORE] = store
+    app[health.STORE_PROBE] = StoreProbe(store)  # /health/detailed's readiness asks the store (issue 20)
     app[SESSIONS] = session_store
     app[STARTED_AT] = int(time.time())
     app[SCOPE] = credential_scope(settings.profile, settings.key)

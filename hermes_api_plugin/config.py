@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from .redact import mask_url
+from .redact import mask_url, userinfo_password
 
 MIN_KEY_LENGTH = 16
 DEFAULT_PORT = 8642
@@ -78,6 +78,10 @@ class Settings:
     # settled turns kept readable in memory (runs, issue 20 defect 2): at most this many, and this many estimated bytes
     turns_max_recent: int = 10_000
     turns_max_recent_bytes: int = 64 * 1024 * 1024
+    # connection time-outs (issue 20, defect 4; gateway/runner.py): a request head, a request body, an idle keep-alive
+    header_timeout_seconds: float = 30.0
+    body_timeout_seconds: float = 300.0
+    keepalive_timeout_seconds: float = 75.0
     model: ModelSettings = field(default_factory=ModelSettings)
     problems: tuple[str, ...] = ()
 
@@ -237,9 +241,15 @@ def _store_url(r: _Reader) -> tuple[str | None, str | None]:
         if not url:
             return None, None  # set but empty: the embedded SQLite store, as when unset
         scheme, sep, rest = url.partition("://")
-        if sep and scheme.lower() in STORE_URL_SCHEMES and rest:
+        if not (sep and scheme.lower() in STORE_URL_SCHEMES and rest):
+            problem = f"{where}: expected a postgresql:// or postgres:// URL, got {mask_url(url)!r}"
+        elif any(c in (userinfo_password(url) or "") for c in "@/?#"):
+            # libpq would split such a password into host, port or database and quote the pieces in its errors
+            problem = (
+                f"{where}: the password in {mask_url(url)!r} holds an unencoded '@', '/', '?' or '#'; percent-encode it"
+            )
+        else:
             return url, None
-        problem = f"{where}: expected a postgresql:// or postgres:// URL, got {mask_url(url)!r}"
     r.problems.append(problem)
     return None, problem
 
@@ -353,6 +363,10 @@ def load_settings(hermes_home: Path | None = None, environ: Mapping[str, str] | 
         store_lease_seconds=r.number("api_server.store.lease_seconds", 15.0, 1.0, 3600.0),
         turns_max_recent=r.integer(None, "api_server.turns.max_recent", 10_000, 0, 1_000_000),
         turns_max_recent_bytes=r.integer(None, "api_server.turns.max_recent_bytes", 64 * 1024 * 1024, 0, 2**40),
+        # connection time-outs (issue 20, defect 4)
+        header_timeout_seconds=r.number("api_server.limits.header_timeout_seconds", 30.0, 0.1, 3600.0),
+        body_timeout_seconds=r.number("api_server.limits.body_timeout_seconds", 300.0, 0.1, 86400.0),
+        keepalive_timeout_seconds=r.number("api_server.limits.keepalive_timeout_seconds", 75.0, 0.1, 86400.0),
         model=model,
         problems=tuple(problems + r.problems),
     )

@@ -6,7 +6,8 @@ gateway judges an owner by its lease alone:
 
     no lease                                    → gone (released on a clean shutdown, or never taken)
     lease expired (expires_at < now)            → gone (killed, host lost, or cut off from the store that long)
-    same process space, its pid not running     → gone at once (a crash on this host: no need to wait it out)
+    same process space, its pid not running     → gone at once (a crash on this host: no need to wait it out;
+                                                  a zombie — killed, not yet reaped by its parent — is not running)
     otherwise                                   → alive, however long its turns run
 
 The "process space" is the kernel's boot id plus the pid namespace (Linux): only there does a pid name the same
@@ -51,14 +52,28 @@ def process_space() -> str | None:
 
 
 def pid_running(pid: int) -> bool:
-    """Whether a process with this pid exists here (a pid owned by another user exists too)."""
+    """Whether a process with this pid runs here (a pid owned by another user runs too). A zombie does not: a killed
+    gateway whose parent has not reaped it yet still answers `kill(pid, 0)` (issue 20), so /proc decides."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except OSError:
-        return True  # EPERM and the like: someone's process holds it
-    return True
+        pass  # EPERM and the like: someone's process holds it
+    return not _dead(pid)
+
+
+def _dead(pid: int) -> bool:
+    """Whether /proc shows `pid` as a zombie or dead (state Z or X); False where there is no /proc."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except FileNotFoundError:
+        return Path("/proc/self/stat").exists()  # gone between kill() and here; without /proc nothing is known
+    except OSError:
+        return False
+    # "pid (comm) state …": comm may hold spaces and parentheses, so the state follows the last ')'.
+    state = stat[stat.rfind(b")") + 1 :].split(maxsplit=1)[:1]
+    return state in ([b"Z"], [b"X"])
 
 
 class LeaseKeeper:

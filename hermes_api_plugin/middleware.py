@@ -18,11 +18,13 @@ from urllib.parse import unquote, unquote_to_bytes
 from aiohttp import web
 
 from .config import Settings
+from .digits import ascii_int
 from .errors import (
     ApiError,
     auth_failed,
     body_too_large,
     internal_error,
+    invalid_content_length,
     invalid_parameter,
     invalid_request,
     method_not_allowed,
@@ -33,13 +35,14 @@ from .errors import (
 from .json_body import LONE_SURROGATE, parse_json_object
 from .keys import SETTINGS
 from .offload import LARGE_BODY_BYTES, off_loop
-from .store.base import StoreError
+from .protocol.limits import HEADER_MAX
+from .store.base import StoreError, StoreRefused
 
 log = logging.getLogger("hermes_api_plugin")
 
 T = TypeVar("T")
 MAX_BODY_BYTES = 10_000_000
-MAX_HEADER_BYTES = 32_768  # any single header value; larger ones get a 400 envelope
+MAX_HEADER_BYTES = HEADER_MAX  # any single header value (characters); larger ones get a 400 envelope
 PUBLIC_PATHS = frozenset({"/health", "/v1/health"})
 # Named routes that authenticate the request themselves, never with API_SERVER_KEY (WIRE §14.3): the platform's own
 # verifier, the cron scheduler's signed fire token (both handlers fail closed).
@@ -91,6 +94,9 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return render_error(_from_http_exception(exc, request))
     except asyncio.CancelledError:
         raise
+    except StoreRefused as exc:  # refused for its values: a retry would be refused again (issue 20, defect 7)
+        log.error("[API Server] the store refused a statement on %s %s: %s", request.method, request.path, exc)
+        return render_error(internal_error())
     except StoreError as exc:  # the database is down or failing: a retry may succeed (Retry-After), not a bug
         log.warning("[API Server] store failed on %s %s: %s", request.method, request.path, exc)
         return render_error(storage_unavailable())
@@ -186,11 +192,16 @@ def _check_utf8(request: web.Request) -> None:
 
 @web.middleware
 async def limits_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    # The HTTP parser accepts only a Content-Length of digits (anything else gets invalid_content_length from
-    # gateway/runner.py before any middleware runs), so int() cannot fail here.
+    # The reference gateway's HTTP parser refuses a Content-Length that is not digits (invalid_content_length from
+    # gateway/runner.py); another host's parser may not, so the value is read as the wire writes numbers here too.
     raw_length = request.headers.get("Content-Length")
-    if raw_length is not None and int(raw_length) > MAX_BODY_BYTES:
-        raise body_too_large(MAX_BODY_BYTES)
+    if raw_length is not None:
+        text = raw_length.strip(" \t")
+        length = ascii_int(text)
+        if length is None and not (text.isascii() and text.isdigit()):
+            raise invalid_content_length("not a decimal number")
+        if length is None or length > MAX_BODY_BYTES:  # more digits than any byte count: too large, never int()
+            raise body_too_large(MAX_BODY_BYTES)
     for name, value in request.headers.items():
         if len(value) > MAX_HEADER_BYTES:
             raise invalid_parameter(f"Header {name} is larger than {MAX_HEADER_BYTES} bytes", name)

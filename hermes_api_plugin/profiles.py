@@ -14,12 +14,14 @@ decides, as hermes-agent 0.19.0's built-in server does:
 |                       |        |              | closed outside one in a multiplexer)                            |
 | Hermes                | yes    | yes          | a served profile: its `Profile`, inside its scope; else 404     |
 |                       |        |              | `profile_not_found`                                             |
+| any                   | yes    | any          | `GET /health`, `/v1/health` (public): the prefix is ignored, so |
+|                       |        |              | served and unknown names answer alike (issue 20, defect 6)      |
 
 A `Profile` is what differs per profile: the credential scope (WIRE §1.3: the profile name is part of it, so
-responses, conversations, idempotency keys and session-key bindings of one profile are another's 404), the session
-store (the profile's own state.db), the advertised model name, and the submitter and chain resolution built on
-those, whose turns run in the profile's home. The turn registry, the admission cap, the plugin's store and the
-API key are the gateway's, shared.
+responses, conversations, idempotency keys, session-key bindings and live runs of one profile are another's
+404), the session store (the profile's own state.db), the advertised model name, and the submitter and chain
+resolution built on those, whose turns run in the profile's home. The turn registry, the admission cap, the
+plugin's store and the API key are the gateway's, shared (each turn remembers the scope that admitted it).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from .chains import Chains
 from .errors import ApiError, not_found, not_supported_by_host
 from .host import HostData
 from .keys import PROFILE_PREFIX, RUNTIME
+from .middleware import PUBLIC_PATHS
 from .placement import Placement, host_name
 from .protocol.common import credential_scope
 from .store.base import SessionStore
@@ -92,6 +95,10 @@ def profile_not_found() -> ApiError:
 async def profile_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """The decision table of the module docstring; runs after authentication."""
     prefix = request.get(PROFILE_PREFIX)
+    if prefix is not None and request.method in ("GET", "HEAD") and request.path in PUBLIC_PATHS:
+        # The public liveness answer names no profile: the same for every name, served or not, so a request without
+        # the key cannot enumerate the served profiles (issue 20, defect 6); upstream ignores the prefix likewise.
+        return await handler(request)
     host: HostData | None = request.app[RUNTIME].host
     if host is None:
         if prefix is not None:

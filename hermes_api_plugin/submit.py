@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
-from .admissions import Admissions, Decision, Slot, error_for
+from .admissions import Admissions, Decision, Slot, error_for, store_failure
 from .config import Settings
 from .content import Message, canonical_json
 from .errors import ApiError
@@ -162,8 +162,8 @@ class Submitter:
         async with self.admissions.serialised(slot):
             try:
                 decision = await self.admissions.decide(slot, self._live)
-            except StoreError:
-                return Refusal("storage_unavailable")
+            except StoreError as exc:
+                return Refusal(store_failure(exc))
             if decision.outcome == "new":
                 outcome = await self._new(slot, decision.free_expired, plan, early_head)
                 if not isinstance(outcome, Decision):
@@ -192,8 +192,8 @@ class Submitter:
                 assert record.owner is not None
                 return Existing("attach", record, await self.replicas.journal(record.turn_id, record.owner), None)
             journal = await stored_journal(self.store, record.turn_id)
-        except StoreError:
-            return Refusal("storage_unavailable")
+        except StoreError as exc:
+            return Refusal(store_failure(exc))
         return Existing("replay", record, journal, None)
 
     async def _settle_gone(self) -> None:
@@ -232,6 +232,7 @@ class Submitter:
             session_key=p.session_key,
             history=() if callable(p.history) else tuple(p.history),
             profile_home=self.profile_home,
+            scope=self.scope,
         )
         held = self.registry.admit(
             request,
@@ -263,9 +264,9 @@ class Submitter:
             if self.replicas.shared:
                 await self.store.put_run(self._run_record(p, turn))
                 await self.placement.record(p.session_id)
-        except StoreError:
+        except StoreError as exc:
             held.cancel()
-            return Refusal("storage_unavailable", head)
+            return Refusal(store_failure(exc), head)
         except BaseException:
             held.cancel()
             raise

@@ -407,3 +407,31 @@ def execution_for(where: Any, text: str) -> dict[str, Any]:
 def history_texts(execution: dict[str, Any]) -> list[tuple[str, str]]:
     """(role, text) of every history message the turn was given."""
     return [(m["role"], "".join(p.get("text", "") for p in m["content"])) for m in execution["history"]]
+
+
+# -- what a live gateway still holds (issue 20, defect 1) ---------------------------------------------------------------
+
+# Values a number on the wire must survive (issue 20, defect 1): digits `str.isdigit()` accepts and `int()` refuses
+# (superscript two) or reads (Arabic-Indic three, fullwidth one), more digits than `int()` takes (4 300), a sign, spaces,
+# an exponent, nothing.
+HOSTILE_NUMBERS = ("²", "٣", "１", "9" * 5000, "-1", "+3", " 3 ", "1e3", "")
+
+
+def held(live: LiveGateway) -> dict[str, int]:
+    """What `/health/detailed` says the gateway still holds: running and queued turns, admitted slots, open streams."""
+    reply = live_request(live, "GET", "/health/detailed")
+    assert reply.status == 200, reply.raw[:300]
+    api = reply.json()["api_server"]
+    return {**api["turns"], "admitted": api["slots"]["admitted"], "streams": api["streams"]["open"]}
+
+
+def wait_until_nothing_held(live: LiveGateway, what: object, timeout: float = 10.0) -> None:
+    """Every turn settled, every slot free and every stream closed within `timeout` s (a detached run or a stream
+    whose client just left takes a few milliseconds more); fails naming `what` was sent last."""
+    wait_for(
+        lambda: held(live),
+        timeout,
+        until=lambda counts: not any(counts.values()),
+        interval=0.005,
+        what=f"nothing held after {what!r:.300}",
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import http.client
 import json
+import os
 import random
 import re
 import signal
@@ -416,3 +417,33 @@ def test_fifty_random_kill_points_never_execute_a_keyed_turn_twice(tmp_path: Pat
     assert kinds["unknown"] >= 1 and kinds["replay"] >= 1, f"kill points did not spread: {kinds}"
     assert set(kinds) <= {"unknown", "replay", "fresh"}, kinds
     print(f"kill points: {dict(kinds)} in {elapsed:.1f} s")
+
+
+def test_issue_20_a_keyed_retry_after_kill_does_not_wait_for_an_unreaped_zombie_owner(tmp_path: Path) -> None:
+    """Issue 20 (zombie owners), §5.3: the killed gateway is left an unreaped zombie (its parent, this test, does not
+    wait for it), so kill(pid, 0) still finds its pid. The keyed retry on a new gateway on the same home is 409
+    unknown_execution at once, not after the killed owner's 15 s lease runs out; nothing re-executes."""
+    home = crash_home(tmp_path)
+    key = "zombie-owner-1"
+    path, body = CHAT, payload("chat", f"crawl {key}", stream=False)
+    before = start_gateway(home)
+    try:
+        first = Sent(before, path, body, key)
+        wait_for(lambda: executions_of(home, key) == 1, timeout=15, what="the turn executing")
+        time.sleep(0.6)  # a journal group commit: the admission is durable
+        os.kill(before.proc.pid, signal.SIGKILL)  # no wait(): the process stays a zombie of this test
+        first.join()
+        stat = Path(f"/proc/{before.proc.pid}/stat")
+        wait_for(lambda: stat.read_bytes().rsplit(b")", 1)[1].split()[0] == b"Z", timeout=10, what="a zombie")
+        after = start_gateway(home)
+        try:
+            started = time.monotonic()
+            retry = live_request(after, "POST", path, body, keyed(key))
+            elapsed = time.monotonic() - started
+            assert_error_envelope(retry, 409, **UNKNOWN["error"])
+            assert elapsed < 8.0, f"the retry waited {elapsed:.1f} s for a zombie's lease"
+            assert executions_of(home, key) == 1
+        finally:
+            after.stop()
+    finally:
+        before.stop(signal.SIGKILL)  # reaps the zombie

@@ -208,3 +208,27 @@ def test_the_settled_turn_bounds_default_and_are_checked(tmp_path: Path) -> None
     assert (bad.turns_max_recent, bad.turns_max_recent_bytes) == (10_000, 64 * 1024 * 1024)
     assert any(p.startswith("api_server.turns.max_recent:") for p in bad.problems)
     assert any(p.startswith("api_server.turns.max_recent_bytes:") for p in bad.problems)
+
+
+# -- api_server.limits.*_timeout_seconds (issue 20, defect 4): connection time-outs ------------------------------
+
+
+def test_the_connection_time_outs_default_and_are_checked(tmp_path: Path) -> None:
+    """Issue 20, defect 4: a request head (30 s), a request body (300 s), an idle keep-alive (75 s); numbers in range,
+    else the default with a problem naming the key."""
+    s = load_settings(tmp_path / "none", environ={})
+    assert (s.header_timeout_seconds, s.body_timeout_seconds, s.keepalive_timeout_seconds) == (30.0, 300.0, 75.0)
+    limits = {"header_timeout_seconds": 2, "body_timeout_seconds": 0.5, "keepalive_timeout_seconds": 10}
+    s = load_settings(home_with(mkdir(tmp_path / "set"), "", {"api_server": {"limits": limits}}), environ={})
+    assert (s.header_timeout_seconds, s.body_timeout_seconds, s.keepalive_timeout_seconds) == (2.0, 0.5, 10.0)
+    assert s.problems == ()
+    bad = {"header_timeout_seconds": 0, "body_timeout_seconds": "soon", "keepalive_timeout_seconds": -1}
+    s = load_settings(home_with(mkdir(tmp_path / "bad"), "", {"api_server": {"limits": bad}}), environ={})
+    assert (s.header_timeout_seconds, s.body_timeout_seconds, s.keepalive_timeout_seconds) == (30.0, 300.0, 75.0)
+    for key in bad:
+        assert any(p.startswith(f"api_server.limits.{key}:") for p in s.problems), s.problems
+
+
+def mkdir(path: Path) -> Path:
+    path.mkdir()
+    return path

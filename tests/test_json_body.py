@@ -193,8 +193,9 @@ async def test_a_body_at_the_limit_is_admitted_hashed_stored_and_read_back(
     api: TestClient, auth: dict[str, str]
 ) -> None:
     """The deepest body the boundary lets through survives every consumer: identity hash, store, read-back."""
-    deepest = json.loads(nested_list(MAX_DEPTH - 2))  # body (1) > metadata (2) > the list
-    body = {"input": "hello", "metadata": {"deep": deepest}, "store": True}
+    # metadata holds only short strings (issue 20, defect 5): a tool definition is stored and hashed as sent.
+    deepest = json.loads(nested_list(MAX_DEPTH - 3))  # body (1) > tools (2) > the tool (3) > the list
+    body = {"input": "hello", "tools": [{"type": "function", "name": "f", "parameters": deepest}], "store": True}
     headers = {**auth, "Idempotency-Key": "deepest-body"}
     created = await fetch(api, "POST", "/v1/responses", json=body, headers=headers)
     assert created.status == 200, created.raw[:300]

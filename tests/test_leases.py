@@ -5,6 +5,9 @@ end of the gateway), released once on a clean shutdown."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -82,3 +85,26 @@ async def test_the_keeper_renews_logs_a_failing_store_and_carries_on(
     assert await store.get_lease("boot-me") is None
     assert "could not release" not in caplog.text
     await store.close()
+
+
+def test_issue_20_a_zombie_owner_pid_is_not_running_and_its_lease_is_gone() -> None:
+    """Issue 20 (zombie owners): a gateway killed with SIGKILL whose parent has not reaped it is a zombie; kill(pid, 0)
+    still succeeds on it, yet it runs nothing, so a lease in this process space naming it is gone at once (a keyed
+    retry on the same host waited out the whole lease). A real zombie: a child that exited and was not waited for."""
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("no /proc here")
+    child = subprocess.Popen([sys.executable, "-c", "pass"])  # not waited for until the end: a zombie meanwhile
+    try:
+        stat = Path(f"/proc/{child.pid}/stat")
+        deadline = time.monotonic() + 10
+        while stat.read_bytes().rsplit(b")", 1)[1].split()[0] != b"Z":
+            assert time.monotonic() < deadline, "the child never became a zombie"
+            time.sleep(0.01)
+        os.kill(child.pid, 0)  # what the old check relied on: it succeeds on a zombie
+        assert not pid_running(child.pid)
+        keeper = LeaseKeeper(MemoryStore(), "boot-me", 15, clock=Clock(1000.0), space="space-1", pid=os.getpid())
+        assert not keeper.alive(Lease("boot-dead", 1015.0, "space-1", child.pid)), "a zombie owner is gone at once"
+        assert keeper.alive(Lease("boot-live", 1015.0, "space-1", os.getpid())), "a running owner is alive"
+    finally:
+        child.wait()
+    assert not pid_running(child.pid)  # reaped: no such process at all

@@ -121,3 +121,31 @@ def test_a_database_restart_mid_turn_answers_503_meanwhile_and_loses_no_answer(
     output = live.output()
     assert "Traceback" not in output, output
     assert postgres_server.password not in output
+
+
+def test_issue_20_readiness_reflects_a_stopped_database(
+    gateway_factory: Callable[..., LiveGateway], postgres_server: PostgresServer, postgres_url: str
+) -> None:
+    """Issue 20: `/health/detailed` said `readiness: ok` while PostgreSQL was down. Now its store check asks the
+    database (`SELECT 1`, short time-out, cached about 2 s): down → the store check `unavailable` and readiness
+    `degraded` (the answer itself still 200, quickly, with no secret); up again → `ok`."""
+    live = gateway_factory(env={"API_SERVER_STORE_URL": postgres_url})
+
+    def detailed() -> dict[str, Any]:
+        reply = live_request(live, "GET", "/health/detailed", timeout=15)
+        assert reply.status == 200, reply.raw
+        assert postgres_server.password not in reply.raw.decode()
+        body: dict[str, Any] = reply.json()
+        return body
+
+    ready = detailed()
+    assert ready["readiness"]["status"] == "ok" and ready["readiness"]["checks"]["store"]["status"] == "ok", ready
+    postgres_server.stop()
+    try:
+        wait_for(lambda: detailed()["readiness"]["status"] == "degraded", 15, what="readiness degraded")
+        down = detailed()
+        assert down["readiness"]["checks"]["store"]["status"] == "unavailable", down
+        assert down["status"] == "degraded" and down["api_server"]["store"]["reachable"] is False
+    finally:
+        postgres_server.start()
+    wait_for(lambda: detailed()["readiness"]["status"] == "ok", 30, what="readiness ok again")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from aiohttp.test_utils import TestClient
 
-from hermes_api_plugin.redact import MASK, mask_url, redact
+from hermes_api_plugin.redact import MASK, mask_store_text, mask_url, redact, url_secrets
 from tests.helpers import fetch
 from tests.live import TEST_KEY
 
@@ -66,3 +66,39 @@ async def test_a_failed_turns_error_message_never_carries_the_key_or_a_token(
     assert reply.status == 200
     assert b"Provider said: Authorization: Bearer *** invalid for ***" in reply.raw
     assert LEAKED.encode() not in reply.raw and TEST_KEY.encode() not in reply.raw
+
+
+# -- issue 20, defect 8: a mistyped store URL or DSN never reaches a log unmasked ---------------------------------
+
+SECRET = "s3cret-pw"
+MALFORMED_STORE_URLS = [
+    f"postgresql:/hermes:{SECRET}@db/h",  # one slash
+    f"hermes:{SECRET}@db/h",  # no scheme
+    f"postgresql:hermes:{SECRET}@db/h",  # no slash at all
+    f"host=db password={SECRET}",  # a libpq key=value DSN
+    f"host=db password='{SECRET} x' sslpassword={SECRET}",
+    f"postgresql://hermes@db/h?sslpassword={SECRET}",
+    f"postgresql://hermes@db/h?password={SECRET}&sslmode=require",
+    f"postgresql://hermes:{SECRET}@x@db/h",  # an unencoded '@' in the password
+    f"postgresql://hermes:{SECRET}/x:y@db/h",  # an unencoded '/' and ':'
+    "postgres://hermes:s3cret%40pw@db/h",  # percent-encoded '@'
+]
+
+
+@pytest.mark.parametrize("url", MALFORMED_STORE_URLS)
+def test_issue_20_defect_8_every_form_of_a_store_url_is_masked(url: str) -> None:
+    masked = mask_url(url)
+    assert SECRET not in masked and "s3cret%40pw" not in masked and "s3cret@pw" not in masked, masked
+    assert MASK in masked
+
+
+@pytest.mark.parametrize("url", MALFORMED_STORE_URLS)
+def test_issue_20_defect_8_a_driver_message_quoting_the_url_or_its_password_is_masked(url: str) -> None:
+    for secret in url_secrets(url):
+        message = mask_store_text(f'missing "=" after "{url}" in connection info string; password "{secret}"', url)
+        assert SECRET not in message and secret not in message, message
+
+
+def test_issue_20_defect_8_a_url_without_a_password_is_left_as_it_is() -> None:
+    assert mask_url("postgresql://hermes@db:5432/h") == "postgresql://hermes@db:5432/h"
+    assert url_secrets("postgresql://hermes@db:5432/h") == ()

@@ -10,10 +10,20 @@ tests/gateway/test_runner.py fails, naming this module, when an aiohttp upgrade 
 
 The CORS headers cannot be added to these answers: the parser gave up before the `Origin` header was read (and no
 browser sends such requests). The §1.5 security headers are added.
+
+Connection time-outs (issue 20, defect 4): aiohttp closes a connection only when it sits idle past `keepalive_timeout`,
+and a connection that sends nothing, half a request line or part of its headers counts as idle for that whole time
+(its default: an hour), so a few hundred such sockets starve real clients of file descriptors. This handler closes
+  - a request head not complete `header_timeout` seconds after the connection opened, or after the first byte of a
+    later request on a kept-alive connection (the time between requests is the keep-alive's, aiohttp's own timer);
+  - a request body not complete `body_timeout` seconds after its head (a body is at most 10 MB: a generous time).
+Both timers are one `call_later` per request, armed and cancelled from `data_received`; a request whose head and
+body arrived is never timed: a long reply, a stream open for hours, are not affected.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from typing import Any
@@ -51,7 +61,53 @@ def parser_error(exc: HttpProcessingError) -> ApiError:
 
 
 class _EnvelopeRequestHandler(web.RequestHandler):
-    __slots__ = ()
+    __slots__ = ("_body_timer", "_head_timer", "body_timeout", "header_timeout")
+
+    def __init__(self, *args: Any, header_timeout: float, body_timeout: float, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.header_timeout = header_timeout
+        self.body_timeout = body_timeout
+        self._head_timer: asyncio.TimerHandle | None = None
+        self._body_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self._arm_head_timer()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._cancel_timers()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        heads = self._request_count
+        if self._head_timer is None and self._waiter is not None and data:
+            self._arm_head_timer()  # the first byte of the next request on a kept-alive connection
+        super().data_received(data)
+        if self._request_count > heads:  # the parser completed a request head
+            self._cancel_timers()
+            payload = self._messages[-1][1] if self._messages else None
+            if payload is not None and not payload.is_eof():
+                self._body_timer = self._loop.call_later(self.body_timeout, self._body_timed_out, payload)
+
+    def _arm_head_timer(self) -> None:
+        self._head_timer = self._loop.call_later(self.header_timeout, self._head_timed_out)
+
+    def _cancel_timers(self) -> None:
+        for timer in (self._head_timer, self._body_timer):
+            if timer is not None:
+                timer.cancel()
+        self._head_timer = self._body_timer = None
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        log.debug("[API Server] closed a connection whose request head took over %s s", self.header_timeout)
+        self.force_close()
+
+    def _body_timed_out(self, payload: Any) -> None:
+        self._body_timer = None
+        if not payload.is_eof():
+            log.debug("[API Server] closed a connection whose request body took over %s s", self.body_timeout)
+            self.force_close()
 
     def handle_error(
         self,
@@ -77,8 +133,13 @@ class _EnvelopeRequestHandler(web.RequestHandler):
 
 
 class _EnvelopeServer(web.Server):
+    header_timeout: float
+    body_timeout: float
+
     def __call__(self) -> web.RequestHandler:
-        return _EnvelopeRequestHandler(self, loop=self._loop, **self._kwargs)
+        return _EnvelopeRequestHandler(
+            self, loop=self._loop, header_timeout=self.header_timeout, body_timeout=self.body_timeout, **self._kwargs
+        )
 
 
 _PROFILE_PATH = re.compile(r"/p/([^/?#]+)(/[^?#]*)")
@@ -100,14 +161,34 @@ def without_profile_prefix(message: RawRequestMessage) -> tuple[str | None, RawR
     return profile, message._replace(path=path, url=rest)
 
 
+DEFAULT_HEADER_TIMEOUT_S = 30.0
+DEFAULT_BODY_TIMEOUT_S = 300.0
+
+
 class ApiRunner(web.AppRunner):
-    """`web.AppRunner` whose connections answer parser rejections with the §1.7 envelope, and whose requests come
-    with any `/p/{profile}` prefix stripped into `PROFILE_PREFIX`."""
+    """`web.AppRunner` whose connections answer parser rejections with the §1.7 envelope, close a request head or body
+    that does not arrive in time, and whose requests come with any `/p/{profile}` prefix stripped into
+    `PROFILE_PREFIX`. The idle keep-alive time-out is aiohttp's `keepalive_timeout` (a runner setting)."""
+
+    def __init__(
+        self,
+        app: web.Application,
+        *,
+        header_timeout: float = DEFAULT_HEADER_TIMEOUT_S,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT_S,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(app, **kwargs)
+        self.header_timeout = header_timeout
+        self.body_timeout = body_timeout
 
     async def _make_server(self) -> web.Server:
         server = await super()._make_server()
         # The Server aiohttp built for this app, with all its settings, now building our RequestHandler subclass.
         server.__class__ = _EnvelopeServer
+        assert isinstance(server, _EnvelopeServer)
+        server.header_timeout = self.header_timeout
+        server.body_timeout = self.body_timeout
         make_request = server.request_factory
 
         def request_factory(message: RawRequestMessage, *args: Any) -> web.BaseRequest:

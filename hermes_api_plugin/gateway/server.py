@@ -34,15 +34,19 @@ log = logging.getLogger("hermes_api_plugin")
 PARSER_LIMIT = 65_536
 
 
-def runner_kwargs() -> dict[str, Any]:
-    """AppRunner settings every host uses: cancel handlers on disconnect, roomy header parser."""
-    return {
+def runner_kwargs(settings: Settings | None = None) -> dict[str, Any]:
+    """AppRunner settings every host uses: cancel handlers on disconnect, roomy header parser, and (with `settings`)
+    the idle keep-alive time-out (issue 20, defect 4; aiohttp's own default is an hour)."""
+    kwargs: dict[str, Any] = {
         "handler_cancellation": True,
         "max_field_size": PARSER_LIMIT,
         "max_line_size": PARSER_LIMIT,
         "access_log": None,
         "shutdown_timeout": 15.0,
     }
+    if settings is not None:
+        kwargs["keepalive_timeout"] = settings.keepalive_timeout_seconds
+    return kwargs
 
 
 def is_loopback(host: str) -> bool:
@@ -151,7 +155,12 @@ async def start_api_server(app: web.Application, settings: Settings) -> web.AppR
             "included, sits behind this port. Prefer 127.0.0.1 and reach it through an SSH tunnel or Tailscale.",
             settings.host,
         )
-    runner = ApiRunner(app, **runner_kwargs())
+    runner = ApiRunner(
+        app,
+        header_timeout=settings.header_timeout_seconds,
+        body_timeout=settings.body_timeout_seconds,
+        **runner_kwargs(settings),
+    )
     try:
         await runner.setup()  # the app's start-up opens the store
     except StoreError as exc:

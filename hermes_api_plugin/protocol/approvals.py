@@ -6,12 +6,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import invalid_request
+from .limits import NAME_MAX
 from .schema import Bool, Obj, Prop, Str
 
 CHOICES = ("once", "session", "always", "deny")
 ALIASES = {"approve": "once", "approved": "once", "allow": "once"}  # as Hermes' own server accepts them
 
 _CHOICE = Str(
+    max_length=NAME_MAX,
     description="once | session | always | deny (approve, approved, allow mean once)",
     code="invalid_approval_choice",
     message="Invalid approval choice; expected one of: once, session, always, deny",

@@ -9,6 +9,7 @@ from ..content import Message, TextPart
 from ..errors import invalid_request
 from .common import CONTENT, EFFORT, MODEL_SELECTION, ModelSelection, identity_hash, parse_model_selection
 from .counts import MAX_MESSAGES
+from .limits import METADATA
 from .schema import AnyJson, Arr, Bool, Obj, Prop, Str
 
 _CONVERSATION_ROLES = frozenset({"user", "assistant"})
@@ -68,7 +69,7 @@ CHAT_BODY = Obj(
         *MODEL_SELECTION,
         Prop("reasoning_effort", EFFORT, description="Alias of model_options.reasoning.effort"),
         Prop("stream", Bool(), description="SSE with reasoning_content and hermes.tool.progress (§3.3)"),
-        Prop("metadata", Obj(()), description="Stored with the turn"),
+        Prop("metadata", METADATA),
     ),
     description="OpenAI sampling fields (temperature, top_p, max_tokens, …) are accepted and ignored (§1.10)",
 )

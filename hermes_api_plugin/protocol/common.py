@@ -16,9 +16,11 @@ from typing import Any
 
 from ..config import parse_bool
 from ..content import Message, canonical_json, parse_content
+from ..digits import ascii_int
 from ..errors import invalid_parameter
 from ..runtimes.base import REASONING_EFFORTS
 from .counts import MAX_MESSAGES
+from .limits import HEADER_MAX, NAME_MAX, short
 from .params import Param
 from .schema import Arr, Bool, Checked, Either, Obj, Prop, Str, Tagged
 
@@ -28,7 +30,7 @@ _TEXT_PART = Obj(
 )
 # Rendered only (content.parse_content checks URLs, case-insensitively): the pattern is the lower-case subset.
 _IMAGE_URL = Str(pattern=r"^(https?://\S|data:image/[a-z]+;base64,)", description="http(s) or data:image URL")
-_DETAIL = Str(pattern=r"\S", description="low, high or auto")
+_DETAIL = Str(max_length=NAME_MAX, pattern=r"\S", description="low, high or auto")
 _IMAGE_PART = Obj(
     name="ImageUrlPart",
     props=(
@@ -78,8 +80,8 @@ MODEL_OPTIONS = Obj(
     description="Per-request model options; unknown keys are passed to the runtime",
 )
 MODEL_SELECTION = (
-    Prop("model", Str(), description="Model to use; the configured default when absent"),
-    Prop("provider", Str(), description="One of the providers configured on this gateway"),
+    Prop("model", short(NAME_MAX), description="Model to use; the configured default when absent"),
+    Prop("provider", short(NAME_MAX), description="One of the providers configured on this gateway"),
     Prop("model_options", MODEL_OPTIONS),
 )
 HISTORY_ROLES = ("user", "assistant", "system", "developer")
@@ -115,8 +117,12 @@ _SESSION_KEY = Str(
     code="invalid_session_key",
     message="X-Hermes-Session-Key must be 1-256 characters without CR, LF or NUL",
 )
-_SWITCH = Str(description="`off` (any case) switches it off; other values keep the default (WIRE.md §1.6)")
+_SWITCH = Str(
+    max_length=HEADER_MAX, description="`off` (any case) switches it off; other values keep the default (WIRE.md §1.6)"
+)
 _IDEMPOTENCY = Str(
+    min_length=1,
+    max_length=255,
     pattern=r"^[\x21-\x7e]{1,255}$",
     code="invalid_idempotency_key",
     message="Idempotency-Key must be 1-255 visible ASCII characters",
@@ -126,7 +132,9 @@ SESSION_ID_HEADER = Param("X-Hermes-Session-Id", SESSION_ID, "header", descripti
 SESSION_KEY_HEADER = Param("X-Hermes-Session-Key", _SESSION_KEY, "header", description="Memory scope and conversation")
 TOOL_PROGRESS_HEADER = Param("X-Hermes-Tool-Progress", _SWITCH, "header", description="off: no hermes.tool.progress")
 TOOL_ITEMS_HEADER = Param("X-Hermes-Tool-Items", _SWITCH, "header", description="off: no server tool items (§1.6)")
-LAST_EVENT_ID_HEADER = Param("Last-Event-ID", Str(), "header", description="Resume after this record id")
+LAST_EVENT_ID_HEADER = Param(
+    "Last-Event-ID", Str(), "header", description="Resume after this record id; any other value: from the start"
+)
 
 
 @dataclass(frozen=True)
@@ -170,9 +178,10 @@ def idempotency_key(headers: Mapping[str, str]) -> str | None:
 
 
 def last_event_id(headers: Mapping[str, str]) -> int:
-    """`Last-Event-ID` as the last record id the client saw; 0 (from the start) when absent or not a number."""
-    raw = headers.get("Last-Event-ID", "").strip()
-    return int(raw) if raw.isdigit() else 0
+    """`Last-Event-ID` as the last record id the client saw; 0 (from the start) when absent or not an id this
+    server could have issued (WIRE.md §6.3, §7.4): only ASCII digits, at most MAX_DIGITS of them — `²`, `١`, `+3`,
+    `1e3` or 5 000 digits are ignored, never an error. Only HTTP's optional whitespace (space, tab) is trimmed."""
+    return ascii_int(headers.get("Last-Event-ID", "").strip(" \t")) or 0
 
 
 def body_bool(body: Mapping[str, Any], name: str, default: bool) -> bool:

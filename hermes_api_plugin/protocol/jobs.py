@@ -7,12 +7,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import invalid_request, missing_parameter
+from .limits import ID_MAX, NAME_MAX
 from .params import Param
 from .schema import Arr, Bool, Checked, Defs, Node, Obj, Prop, Str
 
 MAX_NAME_LENGTH = 200
 MAX_PROMPT_LENGTH = 5000
 JOB_ID = Str(
+    max_length=12,
     pattern=r"^[a-f0-9]{12}$",
     code="invalid_job_id",
     message="Invalid job ID format (12 lowercase hex digits)",
@@ -58,16 +60,20 @@ def _job_schedule(value: Any, param: str) -> str:
 
 _NAME = Str(max_length=MAX_NAME_LENGTH)
 _PROMPT = Str(max_length=MAX_PROMPT_LENGTH, description="The job's self-contained prompt (scanned for injection)")
-_SCHEDULE = Str(description="'30m', 'every 2h', '0 9 * * *' or an ISO timestamp")
-_DELIVER = Str(description="Where the output goes: 'local', 'origin' or a platform")
-_SKILLS = Arr(Str(), description="Skills loaded before the prompt, in order")
+_SCHEDULE = Str(max_length=NAME_MAX, description="'30m', 'every 2h', '0 9 * * *' or an ISO timestamp")
+_DELIVER = Str(max_length=NAME_MAX, description="Where the output goes: 'local', 'origin' or a platform")
+_SKILLS = Arr(Str(max_length=NAME_MAX), description="Skills loaded before the prompt, in order")
 _REPEAT = PositiveInt(description="How many times to run (absent: forever)")
 
 JOB_CREATE_BODY = Obj(
     name="JobCreate",
     props=(
         Prop("name", Checked(Str(min_length=1, max_length=MAX_NAME_LENGTH), _job_name), True),
-        Prop("schedule", Checked(Str(min_length=1, description=_SCHEDULE.description), _job_schedule), True),
+        Prop(
+            "schedule",
+            Checked(Str(min_length=1, max_length=NAME_MAX, description=_SCHEDULE.description), _job_schedule),
+            True,
+        ),
         Prop("prompt", _PROMPT),
         Prop("deliver", _DELIVER),
         Prop("skills", _SKILLS),
@@ -83,7 +89,7 @@ JOB_UPDATE_BODY = Obj(
         Prop("prompt", _PROMPT),
         Prop("deliver", _DELIVER),
         Prop("skills", _SKILLS),
-        Prop("skill", Str(description="A single skill (legacy)")),
+        Prop("skill", Str(max_length=NAME_MAX, description="A single skill (legacy)")),
         Prop("repeat", _REPEAT),
         Prop("enabled", Bool()),
     ),
@@ -93,7 +99,9 @@ UPDATE_FIELDS = tuple(prop.name for prop in JOB_UPDATE_BODY.props)
 # paths, so a job the store holds under another id still fires); an id the store does not hold is accepted, not run.
 CRON_FIRE_BODY = Obj(
     name="CronFire",
-    props=(Prop("job_id", Str(min_length=1, description="The id of the cron job that is due"), True),),
+    props=(
+        Prop("job_id", Str(min_length=1, max_length=ID_MAX, description="The id of the cron job that is due"), True),
+    ),
 )
 
 

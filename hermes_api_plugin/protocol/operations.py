@@ -18,6 +18,7 @@ from .common import (
     TOOL_ITEMS_HEADER,
     TOOL_PROGRESS_HEADER,
 )
+from .limits import NAME_MAX
 from .params import Param
 from .schema import Bool, Node, Obj, Str
 
@@ -206,7 +207,7 @@ OPERATIONS: dict[str, Operation] = {
     # Authenticated by the target adapter's own verifier, never API_SERVER_KEY (§14.3)
     "platform_events": Operation(
         "A messaging platform's HTTP event (e.g. Google Chat), verified by that platform's adapter",
-        params=(Param("platform", Str(pattern=r"^[A-Za-z0-9_-]+$"), "path"),),
+        params=(Param("platform", Str(max_length=NAME_MAX, pattern=r"^[A-Za-z0-9_-]+$"), "path"),),
         reply=replies.PLATFORM_EVENT,
         public=True,
         host=True,

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..digits import ascii_int
 from .schema import Defs, Node
 
 
@@ -27,10 +28,11 @@ class IntText(Node):
 
     def check(self, value: Any, param: str) -> Any:
         text = value if isinstance(value, str) else str(value) if isinstance(value, int) else ""
-        digits = text[1:] if text.startswith("-") else text
-        if not digits.isascii() or not digits.isdigit() or len(digits) > 18:
+        negative = text.startswith("-")
+        magnitude = ascii_int(text[1:] if negative else text)
+        if magnitude is None:
             raise self.fail(param)
-        number = int(text)
+        number = -magnitude if negative else magnitude
         if number < self.minimum or (self.maximum is not None and number > self.maximum):
             raise self.fail(param)
         return number

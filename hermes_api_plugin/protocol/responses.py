@@ -23,6 +23,7 @@ from .common import (
     parse_model_selection,
 )
 from .counts import MAX_INPUT_ITEMS
+from .limits import ID_MAX, METADATA, NAME_MAX, short
 from .params import IntText, Param
 from .schema import AnyJson, Arr, Bool, Either, Obj, Prop, Str, Tagged
 
@@ -60,6 +61,13 @@ class ResponsesRequest:
     identity: Callable[[], str]  # the §5.2 identity hash, computed when a key asks for it
 
 
+_ID = short(ID_MAX, min_length=1)
+_CALL_ID = short(ID_MAX)
+# A tool definition is echoed on the Response object: its name and type are short strings, the rest (its JSON
+# Schema `parameters`, …) is kept as sent.
+_TOOL = Obj(
+    (Prop("type", short(NAME_MAX)), Prop("name", short(NAME_MAX))), description="A tool definition, echoed as sent"
+)
 _MESSAGE_ITEM = Obj(
     name="InputMessageItem",
     props=(
@@ -74,15 +82,15 @@ _ITEM = Tagged(
         "message": _MESSAGE_ITEM,
         "item_reference": Obj(
             name="ItemReference",
-            props=(Prop("type", Str(enum=("item_reference",)), True), Prop("id", Str(min_length=1), True)),
+            props=(Prop("type", Str(enum=("item_reference",)), True), Prop("id", _ID, True)),
             description="A stored item of an earlier response of this credential (§4.1)",
         ),
         "function_call": Obj(
             name="FunctionCallItem",
             props=(
                 Prop("type", Str(enum=("function_call",)), True),
-                Prop("call_id", Str(), True),
-                Prop("name", Str(), True),
+                Prop("call_id", _CALL_ID, True),
+                Prop("name", short(NAME_MAX), True),
                 Prop("arguments", Str(), description="JSON string; `{}` when absent"),
             ),
         ),
@@ -90,7 +98,7 @@ _ITEM = Tagged(
             name="FunctionCallOutputItem",
             props=(
                 Prop("type", Str(enum=("function_call_output",)), True),
-                Prop("call_id", Str(), True),
+                Prop("call_id", _CALL_ID, True),
                 Prop("output", AnyJson(description="String or list of text parts")),
             ),
         ),
@@ -114,10 +122,10 @@ RESPONSES_BODY = Obj(
             True,
         ),
         Prop("instructions", Str(), description="System prompt for this turn"),
-        Prop("previous_response_id", Str(), description="Continue a stored response's chain (§4.7)"),
+        Prop("previous_response_id", short(ID_MAX), description="Continue a stored response's chain (§4.7)"),
         Prop(
             "conversation",
-            Either((Str(min_length=1), Obj((Prop("id", Str(min_length=1), True),))), expected='a string or {"id"}'),
+            Either((_ID, Obj((Prop("id", _ID, True),))), expected='a string or {"id"}'),
             description="A named conversation (§4.7); not with previous_response_id",
         ),
         CONVERSATION_HISTORY,
@@ -129,8 +137,8 @@ RESPONSES_BODY = Obj(
         Prop(
             "reasoning", Obj((Prop("effort", EFFORT), Prop("summary", AnyJson()))), description="`effort` is an alias"
         ),
-        Prop("metadata", Obj(())),
-        Prop("tools", Arr(AnyJson()), description="Client tools are not executed: the agent's own tools run"),
+        Prop("metadata", METADATA),
+        Prop("tools", Arr(_TOOL), description="Client tools are not executed: the agent's own tools run"),
         Prop("tool_choice", AnyJson()),
         Prop("parallel_tool_calls", Bool()),
     ),
@@ -138,7 +146,7 @@ RESPONSES_BODY = Obj(
 )
 
 
-RESPONSE_PATH = (Param("response_id", Str(min_length=1), "path"),)
+RESPONSE_PATH = (Param("response_id", _ID, "path"),)
 GET_QUERY = (
     Param("stream", Bool(), default=False, description="Re-stream the stored events (§4.6)"),
     Param("starting_after", IntText(-1, 1_000_000_000), default=-1, description="Resume after this sequence_number"),
@@ -146,7 +154,7 @@ GET_QUERY = (
 INPUT_ITEMS_QUERY = (
     Param("limit", IntText(1, 100), default=20),
     Param("order", Str(enum=("asc", "desc")), default="desc"),
-    Param("after", Str(), description="An item id of this response: the page starts after it"),
+    Param("after", short(ID_MAX), description="An item id of this response: the page starts after it"),
 )
 
 

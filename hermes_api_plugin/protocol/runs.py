@@ -22,6 +22,7 @@ from .common import (
     parse_model_selection,
 )
 from .counts import MAX_MESSAGES
+from .limits import ID_MAX, short
 from .params import Param
 from .schema import Arr, Either, Obj, Prop, Str
 
@@ -37,7 +38,7 @@ class RunRequest:
     identity: Callable[[], str]  # the §5.2 identity hash, computed when a key asks for it
 
 
-RUN_PATH = (Param("run_id", Str(min_length=1), "path"),)
+RUN_PATH = (Param("run_id", short(ID_MAX, min_length=1), "path"),)
 RUN_MESSAGE = Obj(name="RunInputMessage", props=(Prop("role", Str(enum=HISTORY_ROLES), True), Prop("content", CONTENT)))
 RUN_BODY = Obj(
     name="RunCreateRequest",
@@ -50,7 +51,7 @@ RUN_BODY = Obj(
         Prop("instructions", Str(), description="System prompt for this run"),
         Prop("session_id", SESSION_ID, description="Run on this session (else X-Hermes-Session-Id, else a new one)"),
         CONVERSATION_HISTORY,
-        Prop("previous_response_id", Str(), description="Continue a stored response's chain"),
+        Prop("previous_response_id", short(ID_MAX), description="Continue a stored response's chain"),
         *MODEL_SELECTION,
         Prop("reasoning_effort", EFFORT, description="Alias of model_options.reasoning.effort"),
     ),

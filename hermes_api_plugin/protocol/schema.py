@@ -186,6 +186,40 @@ class Arr(Node):
 
 
 @dataclass(frozen=True)
+class StrMap(Node):
+    """An object of free keys (OpenAI's `metadata`): at most `max_pairs` of them, each key checked by `keys` (a bad key
+    is reported at the object's path with `key_message`: the key itself may be what is too long) and each value by
+    `values` (at `param.key`)."""
+
+    keys: Str
+    values: Node
+    max_pairs: int
+    key_message: str = "Each key of '{param}' must be a string"
+    description: str = ""
+    code: str = "invalid_parameter"
+    types = ("object",)
+    expected = "an object"
+
+    def check(self, value: Any, param: str) -> Any:
+        if not isinstance(value, dict):
+            raise self.fail(param)
+        if len(value) > self.max_pairs:
+            raise self.fail(param, f"'{param}' holds at most {self.max_pairs} pairs")
+        for key in value:
+            try:
+                self.keys.check(key, param)
+            except ApiError:
+                raise self.fail(param, self.key_message) from None
+        return {key: self.values.check(item, _path(param, key)) for key, item in value.items()}
+
+    def render(self, defs: Defs) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "object", "maxProperties": self.max_pairs}
+        schema["propertyNames"] = self.keys.render(defs)
+        schema["additionalProperties"] = self.values.render(defs)
+        return self._described(schema)
+
+
+@dataclass(frozen=True)
 class Prop:
     """One field of an object: its name, its node, whether it is required."""
 

@@ -17,17 +17,17 @@ from .common import (
     identity_hash,
     parse_model_selection,
 )
+from .limits import END_REASON_MAX, NAME_MAX, TITLE_MAX, short
 from .params import IntText, Param
 from .schema import Bool, Obj, Prop, Str
 
-TITLE_MAX = 200
-END_REASON_MAX = 64  # Hermes writes short words: user_exit, compression, branched
 OFFSET_MAX = 1_000_000_000  # far past any store; keeps the value a machine integer for SQL
+_TITLE = short(TITLE_MAX)
 SESSION_PATH = (Param("session_id", SESSION_ID, "path"),)
 LIST_QUERY = (
     Param("limit", IntText(1, 200), default=50),
     Param("offset", IntText(0, OFFSET_MAX), default=0),
-    Param("source", Str(), description="Only sessions of this source"),
+    Param("source", short(NAME_MAX), description="Only sessions of this source"),
     Param(
         "include_children",
         Bool(),
@@ -69,23 +69,23 @@ SESSION_CREATE_BODY = Obj(
     name="SessionCreateRequest",
     props=(
         Prop("id", SESSION_ID, description="The new session's id; generated when absent"),
-        Prop("title", Str(max_length=TITLE_MAX)),
+        Prop("title", _TITLE),
     ),
 )
 SESSION_FORK_BODY = Obj(
     name="SessionForkRequest",
     props=(
         Prop("id", SESSION_ID, description="The fork's id; generated when absent"),
-        Prop("title", Str(max_length=TITLE_MAX), description="The fork's title; derived from the original's if absent"),
+        Prop("title", _TITLE, description="The fork's title; derived from the original's if absent"),
     ),
 )
 SESSION_UPDATE_BODY = Obj(
     name="SessionUpdateRequest",
     props=(
-        Prop("title", Str(max_length=TITLE_MAX)),
+        Prop("title", _TITLE),
         Prop("pinned", Bool()),
         Prop("archived", Bool()),
-        Prop("end_reason", Str(max_length=END_REASON_MAX), description="Ends the session, for this reason"),
+        Prop("end_reason", short(END_REASON_MAX), description="Ends the session, for this reason"),
     ),
     closed=True,
     description="Send any of title (null clears it), pinned, archived, end_reason",

@@ -9,11 +9,10 @@ from __future__ import annotations
 from aiohttp import web
 
 from ..errors import ApiError
-from ..keys import TURNS
 from ..middleware import read_json
 from ..protocol.approvals import parse_run_approval
 from .replies import json_response
-from .runs import found_run
+from .runs import found_run, live_turn
 
 
 def approval_not_active(run_id: str) -> ApiError:
@@ -29,7 +28,7 @@ def approval_not_pending(run_id: str) -> ApiError:
 async def run_approval(request: web.Request) -> web.Response:
     run_id, _ = await found_run(request)  # 404 run_not_found before the body, as upstream
     decision = parse_run_approval(await read_json(request))
-    turn = request.app[TURNS].get(run_id)
+    turn = live_turn(request, run_id)
     gate = turn.agent_turn.approvals if turn is not None else None
     if gate is None:
         raise approval_not_active(run_id)

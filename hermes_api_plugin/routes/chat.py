@@ -45,7 +45,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     early = view.open_stream if chat.stream and slot is not None else None
     outcome = await submitter.submit(slot, view.plan, early)
     if isinstance(outcome, NewTurn):
-        return await view.deliver(outcome.held.turn.journal, outcome.held, view.renderer, stream=outcome.head)
+        async with outcome.held as turn:  # a failure before the head is out cancels the turn: no slot stays held
+            return await view.deliver(turn.journal, outcome.held, view.renderer, stream=outcome.head)
     if isinstance(outcome, Refusal):
         return await view.refuse(outcome)
     return await view.replay(outcome)

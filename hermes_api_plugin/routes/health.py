@@ -4,7 +4,8 @@
 platform, version, gateway_state, platforms, active_agents, gateway_busy, gateway_drainable, exit_reason,
 updated_at, pid) so a dashboard written for Hermes' built-in server reads it unchanged, and adds this server's own
 numbers under `api_server`: the turns in the registry, the slots they hold against the concurrency cap, the
-streaming replies still open, and the store. With a host that has its own data (Hermes) the top-level keys are
+streaming replies still open, and the store — whose check asks the database (readiness.py: `SELECT 1`, cached 2 s),
+so readiness is not `ok` while it is down. With a host that has its own data (Hermes) the top-level keys are
 Hermes' — its runtime status file, its readiness probes, its version — as the built-in server reports them; this
 server's store check joins Hermes' checks and the plugin's version is `api_server.version`. Like upstream it reports
 status and counts only — never configuration values, paths or credentials — and it needs the API key (the auth
@@ -22,7 +23,10 @@ from aiohttp import web
 from .. import __version__
 from ..host import HostData
 from ..keys import RUNTIME, STORE, STREAMS, TURNS
+from ..readiness import StoreProbe
 from .replies import json_response
+
+STORE_PROBE = web.AppKey("store_probe", StoreProbe)
 
 log = logging.getLogger("hermes_api_plugin")
 
@@ -43,9 +47,14 @@ async def health_detailed(request: web.Request) -> web.Response:
     counts = turns.counts()
     store = app[STORE]
     state = "draining" if turns.draining else "running"
+    reach = await app[STORE_PROBE].check()  # a database that does not answer is not ready (issue 20)
     checks = {
         # The in-memory store answers, but keyed retries and stored Responses would not survive a restart.
-        "store": _check("ok" if store.durable else "degraded", kind=store.kind),
+        "store": (
+            _check("ok" if store.durable else "degraded", kind=store.kind)
+            if reach.reachable
+            else _check("unavailable", kind=store.kind, detail=reach.detail)
+        ),
         "gateway": _check("ok", state=state),
         "background_queues": _check("ok", active_api_runs=counts.admitted),
     }
@@ -75,7 +84,7 @@ async def health_detailed(request: web.Request) -> web.Response:
         "turns": {"running": counts.running, "queued": counts.queued},
         "slots": {"admitted": counts.admitted, "max_concurrent_runs": turns.max_concurrent},
         "streams": {"open": app[STREAMS].open, "buffered_bytes": app[STREAMS].buffered_bytes()},
-        "store": {"kind": store.kind, "durable": store.durable},
+        "store": {"kind": store.kind, "durable": store.durable, "reachable": reach.reachable},
         "agents": app[RUNTIME].warm_agents(),
     }
     return json_response(body)

@@ -13,17 +13,24 @@ from typing import Any
 
 from aiohttp import web
 
+from ..admissions import error_for, store_failure
 from ..chains import response_not_found
 from ..delivery import deliver, open_stream, pump, start_detached
 from ..dialects.record import SseRecord
 from ..dialects.responses import ResponseHead, ResponsesRenderer, without_tool_items
-from ..errors import ApiError, invalid_parameter, invalid_request, storage_unavailable
+from ..errors import ApiError, invalid_parameter, invalid_request
 from ..keys import JOURNALS, LEASES, REPLICAS, RUNTIME, SETTINGS, STORE, TURNS
 from ..middleware import large_body, read_parsed
 from ..profiles import profile_of
 from ..protocol.common import idempotency_key, parse_hermes_headers, tool_items_shown
 from ..protocol.params import parse_params
-from ..protocol.responses import GET_QUERY, INPUT_ITEMS_QUERY, ResponsesRequest, parse_responses_request
+from ..protocol.responses import (
+    GET_QUERY,
+    INPUT_ITEMS_QUERY,
+    RESPONSE_PATH,
+    ResponsesRequest,
+    parse_responses_request,
+)
 from ..store.base import StoredResponse, StoreError
 from ..stored_responses import ResponseCreation, head_from_snapshot, live_snapshot, renderer
 from ..submit import Existing, NewTurn, Outcome, refusal_error
@@ -48,13 +55,14 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     slot = await submitter.slot("responses", key, body.identity, [hermes.session_key], await large_body(request))
     outcome: Outcome[None] = await submitter.submit(slot, creation.plan)
     if isinstance(outcome, NewTurn):
-        held, r = outcome.held, creation.renderer()
-        first = r.created(held.turn.queued_at_admission)
-        headers = run_headers(creation.session_id, held.turn.run_id, hermes.session_key)
-        if body.background and not body.stream:
-            start_detached(held)
-            return json_response(r.snapshot(), headers=headers)
-        return await _deliver(request, body, held.turn.journal, held, r, first, headers, keyed=slot is not None)
+        async with outcome.held as turn:  # a failure before the head is out cancels the turn: no slot stays held
+            held, r = outcome.held, creation.renderer()
+            first = r.created(turn.queued_at_admission)
+            headers = run_headers(creation.session_id, turn.run_id, hermes.session_key)
+            if body.background and not body.stream:
+                start_detached(held)
+                return json_response(r.snapshot(), headers=headers)
+            return await _deliver(request, body, turn.journal, held, r, first, headers, keyed=slot is not None)
     if not isinstance(outcome, Existing):
         raise refusal_error(outcome)
     reply = outcome.record.reply
@@ -97,7 +105,8 @@ async def _deliver(
 
 
 async def _stored(request: web.Request) -> StoredResponse:
-    record = await request.app[STORE].get_response(profile_of(request).scope, request.match_info["response_id"])
+    response_id = parse_params(request.match_info, RESPONSE_PATH)["response_id"]  # its limits: issue 20, defect 5
+    record = await request.app[STORE].get_response(profile_of(request).scope, response_id)
     if record is None:
         raise response_not_found()
     return record
@@ -116,18 +125,18 @@ async def _remote_journal(request: web.Request, record: StoredResponse, *, follo
         if follow:
             return await app[REPLICAS].journal(record.turn_id, record.owner)
         return await stored_journal(app[STORE], record.turn_id)
-    except StoreError:
-        raise storage_unavailable() from None
+    except StoreError as exc:
+        raise error_for(store_failure(exc)) from None
 
 
 async def get_response(request: web.Request) -> web.StreamResponse:
     app = request.app
-    record = await _stored(request)
-    turn = app[TURNS].get(record.turn_id)
     # Per delivery (WIRE.md §1.6): the header filters what this GET shows, never what is stored; a resume
     # numbers its events like the stream it resumes only when it sends the same value.
     tool_items = tool_items_shown(request.headers)
-    query = parse_params(request.query, GET_QUERY)
+    query = parse_params(request.query, GET_QUERY)  # headers and query first, before any lookup
+    record = await _stored(request)
+    turn = app[TURNS].get(record.turn_id)
     live = turn.journal if turn is not None else await _remote_journal(request, record, follow=query["stream"])
     if not query["stream"]:
         if live is not None:
@@ -206,8 +215,8 @@ async def _cancel_remote(request: web.Request, record: StoredResponse, owner: st
     app = request.app
     try:
         await app[REPLICAS].request_stop(owner, record.turn_id)
-    except StoreError:
-        raise storage_unavailable() from None
+    except StoreError as exc:
+        raise error_for(store_failure(exc)) from None
 
     async def settled() -> None:
         async for _ in journal.follow(len(journal.events)):
@@ -222,8 +231,8 @@ async def _cancel_remote(request: web.Request, record: StoredResponse, owner: st
 
 
 async def list_input_items(request: web.Request) -> web.Response:
-    record = await _stored(request)
     query = parse_params(request.query, INPUT_ITEMS_QUERY)
+    record = await _stored(request)
     limit, order, after = query["limit"], query["order"], query["after"]
     items: list[Any] = list(record.input_items) if order == "asc" else list(reversed(record.input_items))
     if after is not None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ..admissions import error_for
+from ..admissions import error_for, store_failure
 from ..chains import Chains, extended
 from ..content import Message
 from ..delivery import open_stream, pump, start_detached
@@ -27,16 +27,26 @@ from ..keys import LEASES, REPLICAS, RUNTIME, SETTINGS, STORE, TURNS
 from ..middleware import large_body, read_parsed
 from ..profiles import profile_of
 from ..protocol.common import idempotency_key, last_event_id, new_session_id, parse_hermes_headers
-from ..protocol.runs import RunRequest, parse_run_request
+from ..protocol.params import parse_params
+from ..protocol.runs import RUN_PATH, RunRequest, parse_run_request
 from ..store.base import RunRecord, StoreError
 from ..submit import Existing, NewTurn, Outcome, TurnPlan, refusal_error
-from ..turns import HistoryLoader, Journal
+from ..turns import HistoryLoader, Journal, Turn
 from ..turns.durable import stored_journal
 from .replies import json_response
 
 
 def run_not_found() -> ApiError:
     return not_found("No run with that id", code="run_not_found")
+
+
+def live_turn(request: web.Request, run_id: str, *, settled: bool = False) -> Turn | None:
+    """The registry's turn with this run id when the request's credential scope admitted it (WIRE §1.3: with
+    profile multiplexing each profile is a scope; another scope's run is 404, issue 20 defect 6), else None.
+    `settled`: also one that settled recently (reading), not only an unsettled one (stopping, approving)."""
+    turns = request.app[TURNS]
+    turn = turns.find(run_id) if settled else turns.get(run_id)
+    return turn if turn is not None and turn.request.scope == profile_of(request).scope else None
 
 
 async def create_run(request: web.Request) -> web.Response:
@@ -53,7 +63,8 @@ async def create_run(request: web.Request) -> web.Response:
     outcome: Outcome[None] = await submitter.submit(slot, planner.plan)
     headers = {"X-Hermes-Session-Key": hermes.session_key} if hermes.session_key is not None else {}
     if isinstance(outcome, NewTurn):
-        turn = start_detached(outcome.held)
+        async with outcome.held:  # started at once; were anything to fail first, the turn is cancelled, not kept
+            turn = start_detached(outcome.held)
         return json_response({"run_id": turn.run_id, "status": "started"}, status=202, headers=headers)
     if not isinstance(outcome, Existing):
         raise refusal_error(outcome)
@@ -146,7 +157,7 @@ async def _find(request: web.Request, run_id: str, *, follow: bool = False) -> R
     """The run as this scope may see it; `follow`: a run another gateway runs is followed live (its events)."""
     app = request.app
     profile = profile_of(request)
-    turn = app[TURNS].find(run_id)
+    turn = live_turn(request, run_id, settled=True)
     if turn is not None:
         journal = turn.journal
         status = turn.status.value if journal.finished is not None or not turn.stopping else "stopping"
@@ -164,15 +175,21 @@ async def _find(request: web.Request, run_id: str, *, follow: bool = False) -> R
         if record is None:
             return None
         journal = await stored_journal(store, run_id)
-    except StoreError:
-        raise error_for("storage_unavailable") from None
+    except StoreError as exc:
+        raise error_for(store_failure(exc)) from None
     status = journal.finished.status.value if journal.finished is not None else "failed"
     model = record.reply.get("model") or record.reply.get("head", {}).get("model") or profile.model_name
     return RunView(status, journal, record.created_at, record.reply.get("session_id", ""), model)
 
 
+def path_run_id(request: web.Request) -> str:
+    """The path's run id, held to its limits (issue 20, defect 5): 400 before any lookup."""
+    run_id: str = parse_params(request.match_info, RUN_PATH)["run_id"]
+    return run_id
+
+
 async def found_run(request: web.Request, *, follow: bool = False) -> tuple[str, RunView]:
-    run_id = request.match_info["run_id"]
+    run_id = path_run_id(request)
     view = await _find(request, run_id, follow=follow)
     if view is None:
         raise run_not_found()
@@ -199,9 +216,9 @@ async def get_run(request: web.Request) -> web.Response:
 
 
 async def run_events(request: web.Request) -> web.StreamResponse:
+    after = last_event_id(request.headers)  # headers first, before any lookup (issue 20, defect 1)
     run_id, view = await found_run(request, follow=True)
     journal = view.journal
-    after = last_event_id(request.headers)
     if after:
         # A value that is not a known id (yet) replays from the start (WIRE.md §6.3).
         probe = RunEventsRenderer(run_id, journal.stamps)
@@ -221,14 +238,15 @@ async def run_events(request: web.Request) -> web.StreamResponse:
 
 
 async def stop_run(request: web.Request) -> web.Response:
-    run_id = request.match_info["run_id"]
-    if request.app[TURNS].stop(run_id) is not None:
+    run_id = path_run_id(request)
+    if live_turn(request, run_id) is not None:
+        request.app[TURNS].stop(run_id)
         return json_response({"run_id": run_id, "status": "stopping"})
     _, view = await found_run(request)
     if view.owner is not None:  # another gateway runs it: the stop reaches it through the store's feed
         try:
             await request.app[REPLICAS].request_stop(view.owner, run_id)
-        except StoreError:
-            raise error_for("storage_unavailable") from None
+        except StoreError as exc:
+            raise error_for(store_failure(exc)) from None
         return json_response({"run_id": run_id, "status": "stopping"})
     return json_response({"run_id": run_id, "status": view.status})

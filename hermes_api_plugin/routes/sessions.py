@@ -153,11 +153,11 @@ def _message_view(row: SessionMessageRow, tool_names: dict[str, str], inline_ima
 
 async def session_messages(request: web.Request) -> web.Response:
     requested = _path_session(request)
+    query = parse_params(request.query, MESSAGES_QUERY)
     store = profile_of(request).sessions
     if await store.get_session(requested) is None:
         raise await missing(request, requested)
     session_id = await store.live_session_id(requested)  # a compacted Hermes session goes on under its tip
-    query = parse_params(request.query, MESSAGES_QUERY)
     limit, offset, order = query["limit"], query["offset"], query["order"]
     include_compacted, inline_images = query["include_compacted"], query["inline_images"]
     rows = await store.session_message_rows(
@@ -186,17 +186,16 @@ async def session_chat_stream(request: web.Request) -> web.StreamResponse:
 async def _session_chat(request: web.Request, *, stream: bool) -> web.StreamResponse:
     app = request.app
     requested = _path_session(request)
+    # Every header is read here, before admission: nothing after `submit` may refuse the request (issue 20, defect 1).
     hermes = parse_hermes_headers(request.headers)
+    key = idempotency_key(request.headers)
+    after = last_event_id(request.headers) if stream else 0
     providers = app[RUNTIME].providers()
     chat = await read_parsed(request, lambda body: parse_session_chat(body, providers))
     profile = profile_of(request)
     submitter = profile.submitter
     slot = await submitter.slot(
-        "session_chat",
-        idempotency_key(request.headers),
-        chat.identity,
-        [requested, hermes.session_key],
-        await large_body(request),
+        "session_chat", key, chat.identity, [requested, hermes.session_key], await large_body(request)
     )
     # A compacted Hermes session goes on under its live tip: the turn runs there, the reply names it (as upstream)
     session_id = await profile.sessions.live_session_id(requested)
@@ -216,13 +215,21 @@ async def _session_chat(request: web.Request, *, stream: bool) -> web.StreamResp
             surface="session_chat",
         )
 
-    outcome: Outcome[None] = await submitter.submit(slot, plan)
     headers = run_headers(session_id, None, hermes.session_key)
+    outcome: Outcome[None] = await submitter.submit(slot, plan)
     if isinstance(outcome, NewTurn):
-        turn = outcome.held.turn
-        return await _deliver(
-            request, turn.journal, outcome.held, turn.run_id, session_id, headers, stream, keyed=slot is not None
-        )
+        async with outcome.held as turn:  # a failure before the head is out cancels the turn: no slot stays held
+            return await _deliver(
+                request,
+                turn.journal,
+                outcome.held,
+                turn.run_id,
+                session_id,
+                headers,
+                stream,
+                after,
+                keyed=slot is not None,
+            )
     if not isinstance(outcome, Existing):
         raise refusal_error(outcome)
     return await _deliver(
@@ -233,6 +240,7 @@ async def _session_chat(request: web.Request, *, stream: bool) -> web.StreamResp
         session_id,
         {**headers, "Idempotency-Replayed": "true"},
         stream,
+        after,
         keyed=True,
     )
 
@@ -245,14 +253,21 @@ async def _deliver(
     session_id: str,
     headers: dict[str, str],
     stream: bool,
+    after: int,
     *,
     keyed: bool,
 ) -> web.StreamResponse:
-    """The turn as the `/chat` reply or the named-event stream; a retry's Last-Event-ID skips what it saw."""
+    """The turn as the `/chat` reply or the named-event stream; a retry's Last-Event-ID (`after`) skips what it saw,
+    and a value that is not a known id (yet) streams from the start (WIRE.md §6.3, §7.4)."""
     headers = {**headers, "X-Hermes-Run-Id": run_id}
     renderer = SessionStreamRenderer(session_id, run_id, journal.stamps)
-    after = last_event_id(request.headers) if stream else 0
     head_at = journal.stamps[0] if journal.stamps else time.time()
+    if after:
+        probe = SessionStreamRenderer(session_id, run_id, journal.stamps)
+        probe.head(head_at)
+        probe.render(list(journal.events))
+        if after > probe.last_id:
+            after = 0
 
     def numbered(records: list[SseRecord]) -> list[SseRecord]:
         return after_id(records, after)

@@ -51,6 +51,8 @@ class TurnRequest:
     session_key: str | None = None
     # the Hermes profile the turn runs in (`/p/{profile}/…`, WIRE §14.3): its home; None: the gateway's own
     profile_home: Path | None = None
+    # the credential scope that admitted the turn (WIRE §1.3): only it may see, follow, stop or approve the run
+    scope: str = ""
 
 
 @dataclass(frozen=True)

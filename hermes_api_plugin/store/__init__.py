@@ -2,7 +2,16 @@
 can be used). The PostgreSQL backend (`store/postgres.py`) is not imported here: it needs the `postgres` extra, and
 `store/factory.py` imports it only when `api_server.store.url` is set."""
 
-from .base import AdmissionRecord, Eviction, SessionStore, Store, StoredResponse, StoreError, StoreUnavailable
+from .base import (
+    AdmissionRecord,
+    Eviction,
+    SessionStore,
+    Store,
+    StoredResponse,
+    StoreError,
+    StoreRefused,
+    StoreUnavailable,
+)
 from .sqlite import MemoryStore, SqliteStore
 from .sqlite_sessions import SqliteSessionStore
 
@@ -15,6 +24,7 @@ __all__ = [
     "SqliteStore",
     "Store",
     "StoreError",
+    "StoreRefused",
     "StoreUnavailable",
     "StoredResponse",
 ]

@@ -29,6 +29,13 @@ class StoreUnavailable(StoreError):
     where a plain StoreError (a refused statement, a corrupt file) would fail again."""
 
 
+class StoreRefused(StoreError):
+    """The database refused a statement for the values it carried (a value its types cannot hold, a broken
+    constraint): not an outage — the same request would be refused again, so it is never answered as
+    `storage_unavailable` with Retry-After (issue 20, defect 7) — but a bug: the parsers should have refused the
+    value, or the store encoded it."""
+
+
 @dataclass(frozen=True)
 class StoredResponse:
     """A Response as stored: its latest object, what rebuilds its chain, and how to re-render it."""

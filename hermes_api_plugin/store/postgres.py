@@ -25,10 +25,16 @@ from .postgres_feed import PostgresFeed
 from .postgres_leases import GONE, PostgresLeases, gone_params
 from .postgres_migrate import MIGRATION_LOCK
 from .postgres_sessions import PostgresSessionStore
+from .postgres_text import text_in, text_out
 from .rows import messages_from_json, response_from_row, response_rows
 
 # Serialises LRU eviction across gateways (two evicting at once would each drop the excess); not the migration lock.
 EVICTION_LOCK = MIGRATION_LOCK + 1
+
+
+def _response(row: dict[str, Any]) -> StoredResponse:
+    """A `responses` row read back, its free text decoded (postgres_text.py)."""
+    return response_from_row({**row, "instructions": text_in(row["instructions"])})
 
 
 class PostgresStore(PostgresAdmissions, PostgresLeases):
@@ -57,6 +63,12 @@ class PostgresStore(PostgresAdmissions, PostgresLeases):
     async def close(self) -> None:
         await self._feed.close()
         await self.db.close()
+
+    async def ping(self) -> None:
+        """One round trip (`SELECT 1`) on a pooled connection; StoreError when the database does not answer
+        (readiness.py asks it for `/health/detailed`)."""
+        async with self.db.connection() as conn:
+            await conn.execute("SELECT 1")
 
     # -- session-key bindings ------------------------------------------------------------------------
     async def session_for_key(self, scope: str, key: str) -> str | None:
@@ -100,6 +112,7 @@ class PostgresStore(PostgresAdmissions, PostgresLeases):
         now = time.time()
         # thousands of input items are encoded off the event loop (issue 20, defect 3)
         row, item_rows = await off_loop(lambda: response_rows(response, items, now), len(items) > LARGE_MESSAGES)
+        row["instructions"] = text_out(row["instructions"])  # free text: may hold NUL (postgres_text.py)
         async with self.db.transaction() as conn:
             # An update keeps what the chain was built from (input, instructions, links) as first stored.
             await conn.execute(
@@ -191,7 +204,7 @@ class PostgresStore(PostgresAdmissions, PostgresLeases):
                 (time.time(), response_id, scope),
             )
             row = await cursor.fetchone()
-        return response_from_row(row) if row else None
+        return _response(row) if row else None
 
     async def delete_response(self, scope: str, response_id: str) -> bool:
         async with self.db.transaction() as conn:
@@ -242,4 +255,4 @@ class PostgresStore(PostgresAdmissions, PostgresLeases):
                 gone_params(now, dead),
             )
             rows = await cursor.fetchall()
-        return [response_from_row(row) for row in rows]
+        return [_response(row) for row in rows]

@@ -10,7 +10,7 @@ Driver: psycopg 3 with psycopg_pool's AsyncConnectionPool, not asyncpg, because
 asyncpg parses rows faster, but what this store pays for is round trips, which are the same for both.
 
 The URL's password never leaves this module in clear: messages name `host:port/database` and pass
-`redact` with the password as a known secret.
+`mask_store_text`, which masks the URL wherever libpq quotes it and every secret it holds (issue 20, defect 8).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from ..redact import redact
-from .base import StoreError, StoreUnavailable
+from ..redact import mask_store_text
+from .base import StoreError, StoreRefused, StoreUnavailable
 from .postgres_migrate import migrate
 from .sqlite_migrate import load_migrations
 
@@ -47,6 +47,8 @@ CONNECT_TIMEOUT_S = 5  # libpq's connect_timeout, unless the URL sets its own
 RECONNECT_TIMEOUT_S = 5.0
 MAX_CONNECTIONS = 10
 APPLICATION_NAME = "hermes-api"
+# What the database (or the driver, before sending) refuses for the statement itself: no outage.
+_REFUSED = (psycopg.DataError, psycopg.IntegrityError, psycopg.ProgrammingError, psycopg.NotSupportedError)
 # The listening connection idles between notifications: after 10 s of silence TCP probes the peer, and 3 probes
 # unanswered 5 s apart end the connection (a lost host or network), so the feed reconnects.
 LISTEN_KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3}
@@ -82,7 +84,6 @@ class PostgresDatabase:
             self._bad_url: psycopg.Error | None = None
         except psycopg.Error as exc:  # the config check lets only postgresql:// URLs through; libpq may refuse one
             params, self._bad_url = {}, exc
-        self._password = str(params.get("password") or "")
         self.where = f"{params.get('host') or 'localhost'}:{params.get('port') or 5432}/{params.get('dbname') or ''}"
         self.max_connections = max_connections
         self.migrations_dir = migrations_dir  # None: the bundled migrations_pg/ (tests inject their own)
@@ -103,9 +104,14 @@ class PostgresDatabase:
     def error(self, what: str, exc: BaseException) -> StoreError:
         """A StoreError for a failed `what`, its text free of the URL's password: StoreUnavailable for what a later
         attempt may get through (no connection, the server shutting down or starting up, a serialization failure:
-        psycopg's OperationalError, PoolTimeout included), a plain StoreError for a refused statement."""
-        kind = StoreUnavailable if isinstance(exc, psycopg.OperationalError) else StoreError
-        return kind(redact(f"{what} ({self.where}): {exc}", (self._password,)))
+        psycopg's OperationalError, PoolTimeout included), StoreRefused for a statement refused for its values or its
+        text (a NUL in a text value, a broken constraint: it would be refused again), a plain StoreError else."""
+        kind: type[StoreError] = StoreError
+        if isinstance(exc, psycopg.OperationalError):
+            kind = StoreUnavailable
+        elif isinstance(exc, _REFUSED):
+            kind = StoreRefused
+        return kind(mask_store_text(f"{what} ({self.where}): {exc}", self._url))
 
     async def open(self) -> None:
         """Migrate the schema (one gateway at a time, under an advisory lock), then open the pool."""

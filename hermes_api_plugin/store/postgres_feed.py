@@ -21,6 +21,7 @@ import logging
 
 import psycopg
 
+from ..digits import ascii_int
 from .base import FeedSink, StoreError
 from .postgres_db import Connection, PostgresDatabase
 
@@ -85,8 +86,8 @@ def _dispatch(sink: FeedSink, channel: str, payload: str) -> None:
     if not first or not second:
         return  # not ours: some other client notified on our channel
     try:
-        if channel == JOURNAL_CHANNEL and second.isdigit():
-            sink.journal_written(first, int(second))
+        if channel == JOURNAL_CHANNEL and (count := ascii_int(second)) is not None:
+            sink.journal_written(first, count)
         elif channel == STOP_CHANNEL:
             sink.stop_requested(first, second)
     except Exception:  # a failing sink must not end the gateway's only listener

@@ -16,6 +16,7 @@ from ..content import Message
 from ..offload import LARGE_MESSAGES, off_loop
 from .base import ForkResult, SessionInfo, SessionMessageRow
 from .postgres_db import PostgresDatabase
+from .postgres_text import text_in, text_out
 from .rows import session_from_row
 from .sqlite_db import json_text
 
@@ -56,7 +57,7 @@ class PostgresSessionStore:
                     {
                         "role": row["role"],
                         "content": json.loads(row["content"]),
-                        "reasoning": row["reasoning"],
+                        "reasoning": text_in(row["reasoning"]),
                         **json.loads(row["extra"] or "{}"),
                     }
                 )
@@ -87,7 +88,7 @@ class PostgresSessionStore:
                         session_id,
                         m.role,
                         json_text(body["content"]),
-                        m.reasoning,
+                        text_out(m.reasoning),
                         json_text(extra) if extra else None,
                         now,
                     )
@@ -239,7 +240,7 @@ class PostgresSessionStore:
                 "id": f"m_{r['id']}",
                 "role": r["role"],
                 "content": json.loads(r["content"]),
-                "reasoning": r["reasoning"],
+                "reasoning": text_in(r["reasoning"]),
                 "extra": json.loads(r["extra"] or "{}"),
                 "timestamp": r["created_at"],
                 "compacted": bool(r["compacted"]),

@@ -21,7 +21,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .base import StoreError
+from .base import StoreError, StoreRefused
 from .sqlite_migrate import load_migrations, migrate
 
 T = TypeVar("T")
@@ -85,6 +85,8 @@ class SqliteDatabase:
         conn = self._conn
         try:
             return await asyncio.get_running_loop().run_in_executor(self._executor, fn, conn)
+        except (sqlite3.DataError, sqlite3.IntegrityError) as exc:  # refused for its values: would be again
+            raise StoreRefused(str(exc)) from exc
         except sqlite3.Error as exc:
             raise StoreError(str(exc)) from exc
 

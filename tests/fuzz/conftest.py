@@ -1,4 +1,5 @@
-"""One live reference gateway per fuzz module, on the millisecond fuzz script, with its canary planted."""
+"""One live reference gateway per fuzz module and store (SQLite, PostgreSQL: what is stored, and how a store refuses
+a value, differs), on the millisecond fuzz script, with its canary planted."""
 
 from __future__ import annotations
 
@@ -7,15 +8,21 @@ from collections.abc import Iterator
 import pytest
 
 from tests.live import SCRIPTS, start_gateway, write_home
+from tests.pg import PostgresServer
 
 from .target import FuzzTarget
 
 
-@pytest.fixture(scope="module")
-def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FuzzTarget]:
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FuzzTarget]:
+    server: PostgresServer | None = request.getfixturevalue("postgres_server") if request.param == "postgres" else None
+    url = server.new_database() if server is not None else None
     # No execution log (write_home adds one to the scripts it copies): megabyte inputs would fill it.
     home = write_home(
-        tmp_path_factory.mktemp("fuzz_home"), script=None, config={"agent": {"script": str(SCRIPTS / "fuzz.yaml")}}
+        tmp_path_factory.mktemp("fuzz_home"),
+        env={"API_SERVER_STORE_URL": url} if url is not None else None,
+        script=None,
+        config={"agent": {"script": str(SCRIPTS / "fuzz.yaml")}},
     )
     gateway = start_gateway(home)
     fuzz = FuzzTarget(gateway)
@@ -24,3 +31,6 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FuzzTarget]:
         yield fuzz
     finally:
         gateway.stop()
+        if server is not None and url is not None:
+            server.drop_database(url)
+    print(f"\n{request.module.__name__} [{request.param}]: {fuzz.sent} requests")  # the cost, in the CI log (-s)

@@ -4,12 +4,17 @@ CLI's stateful phase). Each call appends one line to $FUZZ_COUNT_FILE when set, 
 - `error_envelope`: nothing reaches 500; every non-2xx answer is the one JSON error envelope (WIRE.md §1.7).
 - `schema_valid_data_passes_the_parsers`: for data generated as valid, a 400 only for a rule a JSON Schema cannot
   state — otherwise /openapi.json and the parsers disagree (they are rendered from one definition: this checks it).
+- `nothing_left_behind`: once answered, the request leaves no turn running or queued, no slot admitted and no
+  stream open on the gateway (`/health/detailed`, issue 20); the gateway to ask is set by `watch` (in-process) or by
+  $FUZZ_HEALTH_URL and $FUZZ_HEALTH_AUTHORIZATION (the CLI).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
+import urllib.request
 from typing import Any
 
 import schemathesis
@@ -25,6 +30,15 @@ SEMANTIC_REJECTIONS = {
     ("invalid_parameter", "background"),
     ("invalid_parameter", "after"),
 }
+
+
+LEFT_BEHIND_WAIT_S = 10.0  # a detached turn of the fuzz script settles in milliseconds
+HEALTH: dict[str, str] = {}
+
+
+def watch(url: str, authorization: str) -> None:
+    """Check `nothing_left_behind` against this gateway (its base URL and Authorization value)."""
+    HEALTH.update(url=url.rstrip("/") + "/health/detailed", authorization=authorization)
 
 
 def _count() -> None:
@@ -55,6 +69,27 @@ def schema_valid_data_passes_the_parsers(ctx: Any, response: Any, case: Any) -> 
     return None
 
 
+def _held() -> dict[str, int]:
+    request = urllib.request.Request(HEALTH["url"], headers={"Authorization": HEALTH["authorization"]})
+    with urllib.request.urlopen(request, timeout=10) as reply:
+        api = json.loads(reply.read())["api_server"]
+    return {**api["turns"], "admitted": api["slots"]["admitted"], "streams": api["streams"]["open"]}
+
+
+def nothing_left_behind(ctx: Any, response: Any, case: Any) -> bool | None:
+    if not HEALTH:
+        return None
+    deadline = time.monotonic() + LEFT_BEHIND_WAIT_S
+    while any((held := _held()).values()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"left behind by {case.method} {case.formatted_path}: {held}")
+        time.sleep(0.005)
+    return None
+
+
+if os.environ.get("FUZZ_HEALTH_URL"):
+    watch(os.environ["FUZZ_HEALTH_URL"], os.environ.get("FUZZ_HEALTH_AUTHORIZATION", ""))
 if os.environ.get("FUZZ_REGISTER_CHECKS"):  # loaded by the CLI as SCHEMATHESIS_HOOKS
     schemathesis.check(error_envelope)
     schemathesis.check(schema_valid_data_passes_the_parsers)
+    schemathesis.check(nothing_left_behind)

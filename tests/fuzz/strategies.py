@@ -15,6 +15,7 @@ from urllib.parse import quote_from_bytes
 from hypothesis import strategies as st
 
 from hermes_api_plugin.json_body import MAX_DEPTH
+from tests.helpers import HOSTILE_NUMBERS
 
 from .surfaces import SURFACES, Surface, set_path
 
@@ -175,6 +176,53 @@ def hostile_documents(draw: st.DrawFn) -> bytes:
     return draw(st.sampled_from([b"", b"null", b"[]", b'""', b"0", b"NaN", b"{}", b"{" * 10, b'{"a":1,"a":2}']))
 
 
+# -- hostile parameter values (issue 20) ------------------------------------------------------------------------------
+
+# Digits of every Unicode class: decimal (Arabic-Indic, Devanagari, fullwidth, mathematical), other (superscripts,
+# circled, fractions), letter-like (Roman numerals). str.isdigit() or isdecimal() accept many; int() refuses some and
+# reads others as a number nobody wrote in ASCII (issue 20, defect 1).
+UNICODE_DIGITS = st.characters(categories=("Nd", "No", "Nl"))
+_HUGE = [19, 20, 4300, 4301, 5000, 8192]  # past int64, around Python's int-string limit, a whole 8 KB line
+
+
+number_texts = st.one_of(
+    st.sampled_from(HOSTILE_NUMBERS),
+    st.integers().map(str),
+    st.text(UNICODE_DIGITS, min_size=1, max_size=6),
+    st.lists(st.one_of(UNICODE_DIGITS, st.sampled_from("0123456789")), min_size=1, max_size=8).map("".join),
+    st.builds(
+        lambda sign, n, digit: sign + digit * n,
+        st.sampled_from(["", "-", "+", " ", "0"]),
+        st.sampled_from(_HUGE),
+        st.sampled_from(["9", "1", "0", "٣", "²"]),
+    ),
+    st.builds(
+        lambda head, tail: head + tail,
+        st.sampled_from(["1", "-1", "3", "0"]),
+        st.sampled_from(["e3", ".0", ".5", "_0", "\x00", "\u00a0", "\u3000", "\t", " ", "x", "\ud800", "%"]),
+    ),
+    st.sampled_from(["0x10", "1_000", "NaN", "Infinity", "-0", "00", "٠", "\u00a03", "3\u3000", "true", "null"]),
+)
+_CONTROLS = st.sampled_from(["\x00", "\r", "\n", "\r\n", "\t", "\x7f", "\x0b", "\x1b"])
+hostile_strings = st.one_of(
+    number_texts,
+    st.sampled_from(["\x00", "a\x00", "\x00" * 3, "1\x00", "%00"]),  # NUL: no PostgreSQL text can hold it
+    st.builds(
+        lambda a, c, b: a + c + b, st.sampled_from(["", "1", "on", "asc"]), _CONTROLS, st.sampled_from(["", "2"])
+    ),
+    st.text(LONE_SURROGATES, min_size=1, max_size=3),
+    st.builds(lambda c, n: c * n, st.sampled_from(["x", "9", "é", "\U0001f600", "%"]), st.sampled_from([8192, 8191])),
+    st.text(max_size=40),
+    st.sampled_from(["", " ", "true", "off", "OFF", "on", "1", "0", "asc", "desc", "latest", "oldest", "..", "/"]),
+)
+
+
+def as_bytes(value: str) -> bytes:
+    """A value as the bytes a client sends: UTF-8, lone surrogates written as their 3-byte forms (what a careless
+    encoder emits; the server decodes them as undecodable bytes)."""
+    return value.encode("utf-8", "surrogatepass")
+
+
 # -- header bytes and URL parts ---------------------------------------------------------------------------------------
 
 FUZZED_HEADERS = [
@@ -217,6 +265,7 @@ header_values = st.one_of(
         ]
     ),
 )
+header_values = st.one_of(header_values, hostile_strings.map(as_bytes))  # the parameter values' classes too
 header_sets = st.lists(st.tuples(st.sampled_from(FUZZED_HEADERS), header_values), min_size=1, max_size=3)
 url_bytes = st.one_of(st.binary(max_size=40), st.sampled_from([b"\xff", b"\xed\xa0\x80", b"%", b"..", b"", b"a b"]))
 

@@ -1,9 +1,11 @@
 """The live gateway the fuzz tests hit, and the properties every one of its answers must have.
 
 One reference gateway per test module (tests/fuzz/conftest.py), running the millisecond fuzz script. Before the
-fuzzing it stores a session, a response and a run (the canary); after each test the gateway must answer /health,
-still serve the canary exactly as before, and its log must hold no traceback (a turn that failed outside the agent,
-a store write that raised: failures a client never sees as a status code).
+fuzzing it stores a session, a response and a run (the canary); after each request nothing may be left behind —
+no turn running or queued, no slot admitted, no stream open (`/health/detailed`, issue 20: a request that failed
+after admission used to keep its slot for good); after each test the gateway must answer /health, still serve the
+canary exactly as before, and its log must hold no traceback (a turn that failed outside the agent, a store write
+that raised: failures a client never sees as a status code).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.helpers import Reply, assert_error_envelope, live_request, parse_sse, raw_exchange
+from tests.helpers import Reply, assert_error_envelope, live_request, parse_sse, raw_exchange, wait_until_nothing_held
 from tests.live import TEST_KEY, LiveGateway
 
 AUTHORIZATION = f"Bearer {TEST_KEY}".encode()
@@ -71,10 +73,18 @@ class FuzzTarget:
         return str(self.canary["run_id"])
 
     def send(self, request: bytes) -> Reply:
+        """Send one request, check its answer, then wait until it left nothing behind (a detached turn settles in
+        milliseconds on the fuzz script; a turn still held after 10 s fails the example)."""
         reply = raw_exchange(self.gateway.host, self.gateway.port, request)
         self.statuses[reply.status] += 1
         check_reply(reply, request[:300])
+        wait_until_nothing_held(self.gateway, request[:300])
         return reply
+
+    @property
+    def sent(self) -> int:
+        """How many generated requests were answered so far."""
+        return sum(self.statuses.values())
 
     def served_since(self, before: Counter[int]) -> int:
         """How many answers since `before` (a copy of `statuses`) were 2xx: the fuzz reached the handlers' logic."""

@@ -169,3 +169,40 @@ def test_without_multiplexing_a_profile_prefix_is_ignored(
     )
     assert status == 200 and chat["model"] == "hermes-agent", chat
     assert models_asked(provider, "unplexed chat") == {MODEL}
+
+
+def test_issue_20_defect_6_a_profile_cannot_reach_another_profiles_live_run_nor_enumerate_profiles(
+    hermes_home: HomeFactory,
+    run_hermes: Callable[[Path], HermesGateway],  # noqa: F811 - the fixture imported above
+    provider: ScriptedProvider,
+) -> None:
+    """Issue 20, defect 6: the work profile starts a run (a long thinking phase of the real AIAgent); the default
+    profile — prefixed or not — gets 404 run_not_found for its GET, events, stop and approval, and the run keeps
+    running until work stops it. Without a key, `/p/{name}/health` answers alike for served and unknown names."""
+    home = hermes_home(env={"API_SERVER_PORT": "0"}, plugins=PLUGINS, gateway={"multiplex_profiles": True})
+    add_work_profile(home, provider)
+    gateway = run_hermes(home)
+    listening(gateway)
+
+    status, started = call(gateway, "POST", "/p/work/v1/runs", {"input": "[slow-stream] a long work run"})
+    assert status == 202, started
+    run_id = started["run_id"]
+    for method, suffix, body in (
+        ("GET", "", None),
+        ("GET", "/events", None),
+        ("POST", "/stop", None),
+        ("POST", "/approval", {"choice": "once"}),
+    ):
+        for prefix in ("/p/default", ""):
+            reply = fetch(gateway, method, f"{prefix}/v1/runs/{run_id}{suffix}", body)
+            assert_error_envelope(reply, 404, "run_not_found")
+    status, run = call(gateway, "GET", f"/p/work/v1/runs/{run_id}")
+    assert status == 200 and run["status"] in ("queued", "running"), run
+    status, stopped = call(gateway, "POST", f"/p/work/v1/runs/{run_id}/stop")
+    assert status == 200 and stopped["status"] == "stopping", stopped
+
+    plain = fetch(gateway, "GET", "/health", key=None)
+    assert plain.status == 200
+    for name in ("work", "default", "nope"):
+        reply = fetch(gateway, "GET", f"/p/{name}/health", key=None)
+        assert (reply.status, reply.json()) == (200, plain.json()), reply.raw

@@ -80,7 +80,7 @@ async def test_health_detailed_idle_has_the_upstream_shape_and_zero_counts(
         "turns": {"running": 0, "queued": 0},
         "slots": {"admitted": 0, "max_concurrent_runs": 7},
         "streams": {"open": 0, "buffered_bytes": 0},
-        "store": {"kind": "sqlite", "durable": True},
+        "store": {"kind": "sqlite", "durable": True, "reachable": True},
         "agents": None,  # the scripted runtime keeps no warm agents
     }
 
