@@ -63,6 +63,7 @@ from .streams import StreamGauge
 from .submit import Submitter
 from .turns import TurnRegistry
 from .turns.durable import SHARED_INTERVAL_S, JournalSaver
+from .turns.recent import RecentTurns
 from .turns.registry import DRAIN_GRACE_S
 from .turns.transcripts import session_transcripts
 
@@ -101,6 +102,7 @@ def create_app(
         hooks,
         max_concurrent=settings.max_concurrent_runs,
         secret_values=secret_values,
+        recent=RecentTurns(settings.turns_max_recent, settings.turns_max_recent_bytes),
     )
     app[BACKGROUND] = BackgroundWork()
     # Shared store: other gateways follow this one's journals, so they are committed sooner (turns/durable.py).

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .content import Message, canonical_json
+from .offload import LARGE_MESSAGES, off_loop
 from .placement import Placement
 from .protocol.common import derived_session_id
 from .store.base import SessionStore
@@ -78,6 +79,10 @@ def tip(scope: str, system_prompt: str | None, messages: Sequence[Message]) -> s
     return hashlib.sha256(seed.encode()).hexdigest()
 
 
+async def _continues(sent: Sequence[Message], stored: Sequence[Message]) -> bool:
+    return await off_loop(lambda: continues(sent, stored), max(len(sent), len(stored)) > LARGE_MESSAGES)
+
+
 class ChatTips:
     """Where each conversation this gateway answered now ends: the tip of its visible transcript → its session.
 
@@ -128,7 +133,8 @@ async def resolve(
     whose derived session already holds a conversation — here, or on another gateway host (`placement`) — starts one
     of its own. A history that is not a chat transcript (tool messages a client manages itself) keeps the derived
     session and its own history."""
-    key = tip(scope, system_prompt, sent)
+    # A long history is hashed and compared off the loop (issue 20, defect 3).
+    key = await off_loop(lambda: tip(scope, system_prompt, sent), len(sent) > LARGE_MESSAGES)
     if not sent:
         # A new conversation. Its opening may be another conversation's (Open WebUI users open many chats with "hi"):
         # that one's transcript is not this one's to append to, so a taken opening starts a session of its own. Taken
@@ -140,12 +146,12 @@ async def resolve(
         return Resolution(derived, continued=False)
     for candidate in dict.fromkeys(c for c in (tips.get(key), derived) if c is not None):
         stored = await sessions.load_session_messages(candidate)
-        if continues(sent, stored):
+        if await _continues(sent, stored):
             return Resolution(candidate, continued=True, stored=tuple(stored))
     branch = derived_session_id(scope, system_prompt or "", {"branch": key})
     if await sessions.get_session(branch) is not None:
         stored = await sessions.load_session_messages(branch)
-        if continues(sent, stored):  # a concurrent twin seeded it
+        if await _continues(sent, stored):  # a concurrent twin seeded it
             return Resolution(branch, continued=True, stored=tuple(stored))
         branch = "api-" + secrets.token_hex(8)  # this branching happened before and went on: branch afresh
     elif await placement.other_host(branch) is not None:

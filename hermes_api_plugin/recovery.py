@@ -28,7 +28,8 @@ from .leases import LeaseKeeper
 from .store.base import Store
 from .stored_responses import head_from_snapshot, settled
 from .turns.durable import close_journal
-from .turns.registry import RECENT_S, TurnRegistry
+from .turns.recent import RECENT_S
+from .turns.registry import TurnRegistry
 
 log = logging.getLogger("hermes_api_plugin")
 
@@ -60,6 +61,7 @@ class Recovery:
             if turn is None or finished is None or turn.persist is None:
                 continue  # not known here any more: it stays until this gateway's lease is gone
             await turn.persist(turn, finished)
+            turn.stored, turn.persist = True, None  # stored now: what it held of the request can go
             log.info("[API Server] turn %s: its settlement is stored now", turn_id)
 
     async def _sweep(self) -> list[str]:

@@ -34,6 +34,7 @@ from .config import Settings
 from .content import Message, canonical_json
 from .errors import ApiError
 from .events import TurnFinished
+from .offload import off_loop
 from .placement import Placement
 from .protocol.common import ModelSelection, new_run_id
 from .replicas import Replicas
@@ -136,10 +137,14 @@ class Submitter:
             profile_home,
         )
 
-    def slot(self, surface: str, key: str | None, identity: Callable[[], str], target: Any) -> Slot | None:
+    async def slot(
+        self, surface: str, key: str | None, identity: Callable[[], str], target: Any, large: bool = False
+    ) -> Slot | None:
         """The idempotency slot of a request (None without `Idempotency-Key`); the identity hash is computed
-        only for keyed requests."""
-        return None if key is None else Slot(self.scope, surface, key, identity(), canonical_json(target))
+        only for keyed requests, off the loop for a `large` one (offload.py)."""
+        if key is None:
+            return None
+        return Slot(self.scope, surface, key, await off_loop(identity, large), canonical_json(target))
 
     async def submit(
         self,

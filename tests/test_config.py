@@ -191,6 +191,25 @@ def test_the_lease_seconds_default_to_15_and_are_checked(tmp_path: Path) -> None
         assert any("api_server.store.lease_seconds" in p for p in s.problems) is problem
 
 
+def test_the_settled_turn_bounds_default_and_are_checked(tmp_path: Path) -> None:
+    """Issue 20, defect 2: `api_server.turns.max_recent` (0–1 000 000) and `max_recent_bytes` (0–2**40), integers,
+    bound the settled turns kept in memory; a bad value falls back to its default and is reported by key path."""
+    s = load_settings(tmp_path / "none", environ={})
+    assert (s.turns_max_recent, s.turns_max_recent_bytes) == (10_000, 64 * 1024 * 1024)
+    (tmp_path / "good").mkdir()
+    (tmp_path / "bad").mkdir()
+    good = load_settings(
+        home_with(tmp_path / "good", "", {"api_server": {"turns": {"max_recent": 50, "max_recent_bytes": 1000}}}), {}
+    )
+    assert (good.turns_max_recent, good.turns_max_recent_bytes, good.problems) == (50, 1000, ())
+    bad = load_settings(
+        home_with(tmp_path / "bad", "", {"api_server": {"turns": {"max_recent": -1, "max_recent_bytes": "lots"}}}), {}
+    )
+    assert (bad.turns_max_recent, bad.turns_max_recent_bytes) == (10_000, 64 * 1024 * 1024)
+    assert any(p.startswith("api_server.turns.max_recent:") for p in bad.problems)
+    assert any(p.startswith("api_server.turns.max_recent_bytes:") for p in bad.problems)
+
+
 # -- api_server.limits.*_timeout_seconds (issue 20, defect 4): connection time-outs ------------------------------
 
 

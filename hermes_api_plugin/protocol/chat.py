@@ -8,6 +8,7 @@ from typing import Any
 from ..content import Message, TextPart
 from ..errors import invalid_request
 from .common import CONTENT, EFFORT, MODEL_SELECTION, ModelSelection, identity_hash, parse_model_selection
+from .counts import MAX_MESSAGES
 from .limits import METADATA
 from .schema import AnyJson, Arr, Bool, Obj, Prop, Str
 
@@ -59,7 +60,12 @@ CHAT_MESSAGE = Obj(
 CHAT_BODY = Obj(
     name="ChatCompletionRequest",
     props=(
-        Prop("messages", Arr(CHAT_MESSAGE, min_items=1), True, "The conversation; the last message is the user's turn"),
+        Prop(
+            "messages",
+            Arr(CHAT_MESSAGE, min_items=1, max_items=MAX_MESSAGES),
+            True,
+            "The conversation; the last message is the user's turn",
+        ),
         *MODEL_SELECTION,
         Prop("reasoning_effort", EFFORT, description="Alias of model_options.reasoning.effort"),
         Prop("stream", Bool(), description="SSE with reasoning_content and hermes.tool.progress (§3.3)"),

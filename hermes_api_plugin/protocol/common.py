@@ -19,6 +19,7 @@ from ..content import Message, canonical_json, parse_content
 from ..digits import ascii_int
 from ..errors import invalid_parameter
 from ..runtimes.base import REASONING_EFFORTS
+from .counts import MAX_MESSAGES
 from .limits import HEADER_MAX, NAME_MAX, short
 from .params import Param
 from .schema import Arr, Bool, Checked, Either, Obj, Prop, Str, Tagged
@@ -94,7 +95,8 @@ CONVERSATION_HISTORY = Prop(
             name="HistoryMessage",
             props=(Prop("role", Str(enum=HISTORY_ROLES), True), Prop("content", CONTENT, True)),
             whole=True,
-        )
+        ),
+        max_items=MAX_MESSAGES,
     ),
     description="Explicit earlier messages (system/developer entries dropped)",
 )

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from ..content import Message, TextPart, ToolCall, parse_content, text_message
 from ..errors import invalid_parameter, invalid_request
+from ..offload import LARGE_MESSAGES, off_loop
 from .common import (
     CONTENT,
     CONVERSATION_HISTORY,
@@ -21,6 +22,7 @@ from .common import (
     identity_hash,
     parse_model_selection,
 )
+from .counts import MAX_INPUT_ITEMS
 from .limits import ID_MAX, METADATA, NAME_MAX, short
 from .params import IntText, Param
 from .schema import AnyJson, Arr, Bool, Either, Obj, Prop, Str, Tagged
@@ -111,7 +113,14 @@ _ITEM = Tagged(
 RESPONSES_BODY = Obj(
     name="ResponseCreateRequest",
     props=(
-        Prop("input", Either((Str(), Arr(Either((Str(), _ITEM)))), expected="a string or an array of items"), True),
+        Prop(
+            "input",
+            Either(
+                (Str(), Arr(Either((Str(), _ITEM)), max_items=MAX_INPUT_ITEMS)),
+                expected="a string or an array of items",
+            ),
+            True,
+        ),
         Prop("instructions", Str(), description="System prompt for this turn"),
         Prop("previous_response_id", short(ID_MAX), description="Continue a stored response's chain (§4.7)"),
         Prop(
@@ -204,19 +213,31 @@ def _output_text(output: Any) -> str:
 
 
 async def resolve_input(items: Sequence[Any], store: ItemLookup, scope: str, response_id: str) -> ResolvedInput:
-    """Input items → messages (item references resolved, stored tool outputs substituted)."""
+    """Input items → messages (item references resolved, stored tool outputs substituted). The store is read first;
+    the conversion of thousands of items then runs off the event loop (issue 20, defect 3)."""
+    found: dict[int, Any] = {}
+    for i, item in enumerate(items):
+        if isinstance(item, dict) and item.get("type") == "item_reference":
+            ref = item.get("id")
+            found[i] = await store.find_item(scope, ref) if isinstance(ref, str) else None
+            if found[i] is None:
+                raise invalid_request("item_reference_not_found", f"No stored item with id {ref!r}", f"input[{i}]")
+    resolved = [found.get(i, item) for i, item in enumerate(items)]
+    outputs: dict[str, str | None] = {}
+    for item in resolved:
+        if isinstance(item, dict) and item.get("type") == "function_call_output":
+            call_id = item.get("call_id")
+            if isinstance(call_id, str) and call_id not in outputs:
+                outputs[call_id] = await store.find_tool_output(scope, call_id)  # a tool this server ran: its output
+    return await off_loop(lambda: _convert(resolved, outputs, response_id), len(items) > LARGE_MESSAGES)
+
+
+def _convert(items: Sequence[Any], outputs: dict[str, str | None], response_id: str) -> ResolvedInput:
     messages: list[Message] = []
     system: list[str] = []
     stored: list[dict[str, Any]] = []
-    for i, raw in enumerate(items):
+    for i, item in enumerate(items):
         param = f"input[{i}]"
-        item = raw
-        if isinstance(item, dict) and item.get("type") == "item_reference":
-            ref = item.get("id")
-            found = await store.find_item(scope, ref) if isinstance(ref, str) else None
-            if found is None:
-                raise invalid_request("item_reference_not_found", f"No stored item with id {ref!r}", param)
-            item = found
         own_id = _input_item_id(response_id, i)
         if isinstance(item, str):
             item = {"type": "message", "role": "user", "content": item}
@@ -249,7 +270,7 @@ async def resolve_input(items: Sequence[Any], store: ItemLookup, scope: str, res
             call_id = item.get("call_id")
             if not isinstance(call_id, str):
                 raise invalid_parameter(f"'{param}' needs a string 'call_id'", param)
-            output = await store.find_tool_output(scope, call_id)  # a tool this server ran: its real output
+            output = outputs.get(call_id)
             text = output if output is not None else _output_text(item.get("output"))
             messages.append(text_message("tool", text, tool_call_id=call_id))
             stored.append({**item, "id": own_id.replace("msg_", "fco_", 1)})

@@ -21,6 +21,7 @@ from .common import (
     identity_hash,
     parse_model_selection,
 )
+from .counts import MAX_MESSAGES
 from .limits import ID_MAX, short
 from .params import Param
 from .schema import Arr, Either, Obj, Prop, Str
@@ -42,7 +43,11 @@ RUN_MESSAGE = Obj(name="RunInputMessage", props=(Prop("role", Str(enum=HISTORY_R
 RUN_BODY = Obj(
     name="RunCreateRequest",
     props=(
-        Prop("input", Either((Str(), Arr(RUN_MESSAGE)), expected="a string or an array of messages"), True),
+        Prop(
+            "input",
+            Either((Str(), Arr(RUN_MESSAGE, max_items=MAX_MESSAGES)), expected="a string or an array of messages"),
+            True,
+        ),
         Prop("instructions", Str(), description="System prompt for this run"),
         Prop("session_id", SESSION_ID, description="Run on this session (else X-Hermes-Session-Id, else a new one)"),
         CONVERSATION_HISTORY,

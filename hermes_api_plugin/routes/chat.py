@@ -16,7 +16,8 @@ from ..dialects.chat_completions import ChatRenderer
 from ..events import TurnFinished, TurnStatus
 from ..history import turn_messages
 from ..keys import CHAT_TIPS, RUNTIME, SETTINGS
-from ..middleware import read_json
+from ..middleware import large_body, read_parsed
+from ..offload import LARGE_MESSAGES, off_loop
 from ..profiles import profile_of
 from ..protocol.chat import ChatRequest, parse_chat_request
 from ..protocol.common import HermesHeaders, idempotency_key, new_completion_id, parse_hermes_headers
@@ -30,13 +31,15 @@ from .replies import run_headers
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     app = request.app
     hermes = parse_hermes_headers(request.headers)
-    chat = parse_chat_request(await read_json(request), app[RUNTIME].providers())
+    providers = app[RUNTIME].providers()
+    chat = await read_parsed(request, lambda body: parse_chat_request(body, providers))
     key = idempotency_key(request.headers)
     profile = profile_of(request)
     session_id = hermes.session_id or profile.chains.derived_chat_session(chat.system_prompt, chat.first_user_content)
     view = _ChatView(request, chat, hermes, session_id, keyed=key is not None)
     submitter = profile.submitter
-    slot = submitter.slot("chat", key, partial(chat.identity, hermes.session_id), [session_id, hermes.session_key])
+    identity = partial(chat.identity, hermes.session_id)
+    slot = await submitter.slot("chat", key, identity, [session_id, hermes.session_key], await large_body(request))
     # A keyed chat stream writes its head right after admission and reports a refused reservation
     # in-stream (WIRE.md §5.3).
     early = view.open_stream if chat.stream and slot is not None else None
@@ -126,7 +129,9 @@ class _ChatView:
         async def record(turn: Turn, finished: TurnFinished) -> None:
             if finished.status is TurnStatus.COMPLETED:
                 said = turn_messages([chat.input], turn.journal.events)
-                tips.record(tip(profile.scope, chat.system_prompt, [*sent, *said]), turn.request.session_id)
+                whole = [*sent, *said]
+                key = await off_loop(lambda: tip(profile.scope, chat.system_prompt, whole), len(whole) > LARGE_MESSAGES)
+                tips.record(key, turn.request.session_id)
 
         return history, record
 

@@ -20,7 +20,7 @@ from ..dialects.record import SseRecord
 from ..dialects.responses import ResponseHead, ResponsesRenderer, without_tool_items
 from ..errors import ApiError, invalid_parameter, invalid_request
 from ..keys import JOURNALS, LEASES, REPLICAS, RUNTIME, SETTINGS, STORE, TURNS
-from ..middleware import read_json
+from ..middleware import large_body, read_parsed
 from ..profiles import profile_of
 from ..protocol.common import idempotency_key, parse_hermes_headers, tool_items_shown
 from ..protocol.params import parse_params
@@ -44,13 +44,15 @@ CANCEL_WAIT_S = 5.0
 async def create_response(request: web.Request) -> web.StreamResponse:
     app = request.app
     hermes = parse_hermes_headers(request.headers)
-    body = parse_responses_request(await read_json(request), app[RUNTIME].providers())
+    providers = app[RUNTIME].providers()
+    body = await read_parsed(request, lambda raw: parse_responses_request(raw, providers))
     profile = profile_of(request)
     submitter = profile.submitter
     creation = ResponseCreation(
         app[SETTINGS], app[STORE], profile.chains, app[JOURNALS], body, hermes, profile.model_name, app[LEASES].owner
     )
-    slot = submitter.slot("responses", idempotency_key(request.headers), body.identity, [hermes.session_key])
+    key = idempotency_key(request.headers)
+    slot = await submitter.slot("responses", key, body.identity, [hermes.session_key], await large_body(request))
     outcome: Outcome[None] = await submitter.submit(slot, creation.plan)
     if isinstance(outcome, NewTurn):
         async with outcome.held as turn:  # a failure before the head is out cancels the turn: no slot stays held

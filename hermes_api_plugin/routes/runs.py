@@ -1,9 +1,10 @@
 """Runs: POST /v1/runs, GET /v1/runs/{id}, its SSE events, and stop (WIRE.md §6).
 
 Every admitted turn is a run, whichever surface admitted it. Runs are read from the live registry
-(running, or settled within the last hour), from their durable run record and journal on a shared store — on
-any gateway: a run another gateway runs is followed through its journal (replicas.py) and stopped through the
-store's feed, with the same scope check — or, for keyed runs, from their durable admission and journal.
+(running, or settled within the last hour and still kept: turns/recent.py), from their durable run record and
+journal on a shared store — on any gateway: a run another gateway runs is followed through its journal
+(replicas.py) and stopped through the store's feed, with the same scope check — or, for keyed runs, from their
+durable admission and journal.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ..dialects.runs import RunEventsRenderer, run_object
 from ..errors import ApiError, not_found
 from ..events import StatusChanged, unanswered_approvals
 from ..keys import LEASES, REPLICAS, RUNTIME, SETTINGS, STORE, TURNS
-from ..middleware import read_json
+from ..middleware import large_body, read_parsed
 from ..profiles import profile_of
 from ..protocol.common import idempotency_key, last_event_id, new_session_id, parse_hermes_headers
 from ..protocol.params import parse_params
@@ -51,10 +52,12 @@ def live_turn(request: web.Request, run_id: str, *, settled: bool = False) -> Tu
 async def create_run(request: web.Request) -> web.Response:
     app = request.app
     hermes = parse_hermes_headers(request.headers)
-    run = parse_run_request(await read_json(request), hermes.session_id, app[RUNTIME].providers())
+    providers = app[RUNTIME].providers()
+    run = await read_parsed(request, lambda body: parse_run_request(body, hermes.session_id, providers))
     profile = profile_of(request)
     submitter = profile.submitter
-    slot = submitter.slot("runs", idempotency_key(request.headers), run.identity, [run.session_id, hermes.session_key])
+    key, target = idempotency_key(request.headers), [run.session_id, hermes.session_key]
+    slot = await submitter.slot("runs", key, run.identity, target, await large_body(request))
     model = run.selection.model or profile.model_name
     planner = _RunPlanner(profile.chains, run, hermes.session_key, model)
     outcome: Outcome[None] = await submitter.submit(slot, planner.plan)

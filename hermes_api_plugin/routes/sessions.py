@@ -12,7 +12,7 @@ from ..dialects.record import SseRecord, after_id
 from ..dialects.sessions import SessionStreamRenderer
 from ..errors import ApiError, invalid_request, not_found
 from ..keys import RUNTIME, STORE, TURNS
-from ..middleware import percent_decodes_to_utf8, read_json
+from ..middleware import large_body, percent_decodes_to_utf8, read_json, read_parsed
 from ..profiles import profile_of
 from ..protocol.common import (
     check_session_id,
@@ -190,10 +190,13 @@ async def _session_chat(request: web.Request, *, stream: bool) -> web.StreamResp
     hermes = parse_hermes_headers(request.headers)
     key = idempotency_key(request.headers)
     after = last_event_id(request.headers) if stream else 0
-    chat = parse_session_chat(await read_json(request), app[RUNTIME].providers())
+    providers = app[RUNTIME].providers()
+    chat = await read_parsed(request, lambda body: parse_session_chat(body, providers))
     profile = profile_of(request)
     submitter = profile.submitter
-    slot = submitter.slot("session_chat", key, chat.identity, [requested, hermes.session_key])
+    slot = await submitter.slot(
+        "session_chat", key, chat.identity, [requested, hermes.session_key], await large_body(request)
+    )
     # A compacted Hermes session goes on under its live tip: the turn runs there, the reply names it (as upstream)
     session_id = await profile.sessions.live_session_id(requested)
     history = profile.chains.session_history(session_id)

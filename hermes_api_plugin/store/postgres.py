@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..content import Message
+from ..offload import LARGE_MESSAGES, off_loop
 from .base import Eviction, StoredResponse
 from .postgres_admissions import PostgresAdmissions
 from .postgres_db import Connection, PostgresDatabase
@@ -109,7 +110,8 @@ class PostgresStore(PostgresAdmissions, PostgresLeases):
     # -- responses -----------------------------------------------------------------------------------
     async def put_response(self, response: StoredResponse, items: Sequence[dict[str, Any]]) -> list[Eviction]:
         now = time.time()
-        row, item_rows = response_rows(response, items, now)
+        # thousands of input items are encoded off the event loop (issue 20, defect 3)
+        row, item_rows = await off_loop(lambda: response_rows(response, items, now), len(items) > LARGE_MESSAGES)
         row["instructions"] = text_out(row["instructions"])  # free text: may hold NUL (postgres_text.py)
         async with self.db.transaction() as conn:
             # An update keeps what the chain was built from (input, instructions, links) as first stored.

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..content import Message
+from ..offload import LARGE_MESSAGES, off_loop
 from .base import ForkResult, SessionInfo, SessionMessageRow
 from .postgres_db import PostgresDatabase
 from .postgres_text import text_in, text_out
@@ -49,17 +50,21 @@ class PostgresSessionStore:
                 (session_id,),
             )
             rows = await cursor.fetchall()
-        return [
-            Message.from_json(
-                {
-                    "role": row["role"],
-                    "content": json.loads(row["content"]),
-                    "reasoning": text_in(row["reasoning"]),
-                    **json.loads(row["extra"] or "{}"),
-                }
-            )
-            for row in rows
-        ]
+
+        def decode() -> list[Message]:
+            return [
+                Message.from_json(
+                    {
+                        "role": row["role"],
+                        "content": json.loads(row["content"]),
+                        "reasoning": text_in(row["reasoning"]),
+                        **json.loads(row["extra"] or "{}"),
+                    }
+                )
+                for row in rows
+            ]
+
+        return await off_loop(decode, len(rows) > LARGE_MESSAGES)  # a long transcript (issue 20, defect 3)
 
     async def append_session_messages(
         self,
@@ -72,20 +77,25 @@ class PostgresSessionStore:
     ) -> None:
         """Append a turn's messages; a compaction first archives the live transcript behind its summary."""
         now = time.time()
-        rows = []
-        for m in messages:
-            body = m.to_json()
-            extra = {k: body[k] for k in ("tool_calls", "tool_call_id") if k in body}
-            rows.append(
-                (
-                    session_id,
-                    m.role,
-                    json_text(body["content"]),
-                    text_out(m.reasoning),
-                    json_text(extra) if extra else None,
-                    now,
+
+        def encode() -> list[tuple[Any, ...]]:
+            rows = []
+            for m in messages:
+                body = m.to_json()
+                extra = {k: body[k] for k in ("tool_calls", "tool_call_id") if k in body}
+                rows.append(
+                    (
+                        session_id,
+                        m.role,
+                        json_text(body["content"]),
+                        text_out(m.reasoning),
+                        json_text(extra) if extra else None,
+                        now,
+                    )
                 )
-            )
+            return rows
+
+        rows = await off_loop(encode, len(messages) > LARGE_MESSAGES)  # a long transcript (issue 20, defect 3)
         async with self.db.transaction() as conn:
             await conn.execute(
                 "INSERT INTO sessions (id, created_at, updated_at, model, input_tokens, output_tokens) "

@@ -110,9 +110,10 @@ class SqliteStore(SqliteAdmissions, SqliteLeases):
     # -- responses -----------------------------------------------------------------------------------
     async def put_response(self, response: StoredResponse, items: Sequence[dict[str, Any]]) -> list[Eviction]:
         now = time.time()
-        row, item_rows = response_rows(response, items, now)
 
         def put(conn: sqlite3.Connection) -> list[Eviction]:
+            # Encoded on the database thread: thousands of input items would hold the event loop (issue 20, defect 3).
+            row, item_rows = response_rows(response, items, now)
             with transaction(conn):
                 # An update keeps what the chain was built from (input, instructions, links) as first stored.
                 conn.execute(

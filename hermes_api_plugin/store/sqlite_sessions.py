@@ -40,24 +40,26 @@ class SqliteSessionStore:
         self.db = db
 
     async def load_session_messages(self, session_id: str) -> list[Message]:
-        def load(conn: sqlite3.Connection) -> list[sqlite3.Row]:
-            return conn.execute(
+        # Decoded on the database thread: a long transcript would hold the event loop (issue 20, defect 3).
+        def load(conn: sqlite3.Connection) -> list[Message]:
+            rows = conn.execute(
                 "SELECT role, content, reasoning, extra FROM messages WHERE session_id = ? AND compacted = 0 "
                 "ORDER BY id",
                 (session_id,),
             ).fetchall()
+            return [
+                Message.from_json(
+                    {
+                        "role": row["role"],
+                        "content": json.loads(row["content"]),
+                        "reasoning": row["reasoning"],
+                        **json.loads(row["extra"] or "{}"),
+                    }
+                )
+                for row in rows
+            ]
 
-        return [
-            Message.from_json(
-                {
-                    "role": row["role"],
-                    "content": json.loads(row["content"]),
-                    "reasoning": row["reasoning"],
-                    **json.loads(row["extra"] or "{}"),
-                }
-            )
-            for row in await self.db.call(load)
-        ]
+        return await self.db.call(load)
 
     async def append_session_messages(
         self,
@@ -70,15 +72,16 @@ class SqliteSessionStore:
     ) -> None:
         """Append a turn's messages; a compaction first archives the live transcript behind its summary."""
         now = time.time()
-        rows = []
-        for m in messages:
-            body = m.to_json()
-            extra = {k: body[k] for k in ("tool_calls", "tool_call_id") if k in body}
-            rows.append(
-                (session_id, m.role, _dumps(body["content"]), m.reasoning, _dumps(extra) if extra else None, now)
-            )
 
         def append(conn: sqlite3.Connection) -> None:
+            # Encoded on the database thread: a long transcript would hold the event loop (issue 20, defect 3).
+            rows = []
+            for m in messages:
+                body = m.to_json()
+                extra = {k: body[k] for k in ("tool_calls", "tool_call_id") if k in body}
+                rows.append(
+                    (session_id, m.role, _dumps(body["content"]), m.reasoning, _dumps(extra) if extra else None, now)
+                )
             with transaction(conn):
                 conn.execute(
                     "INSERT INTO sessions (id, created_at, updated_at, model, input_tokens, output_tokens) "

@@ -111,6 +111,22 @@ class Journal:
                 timer.cancel()
 
 
+EVENT_BYTES = 160  # one journaled event's object, its stamp and its list slots, besides its text
+
+
+def journal_bytes(events: Sequence[TurnEvent]) -> int:
+    """Estimated bytes a journal's events hold in memory: a fixed part per event and the length of its text fields
+    (what bounds the settled turns a registry keeps, issue 20 defect 2). One pass, at settle, not per event."""
+    total = 0
+    for event in events:
+        total += EVENT_BYTES
+        for name in event.__slots__:
+            value = getattr(event, name)
+            if isinstance(value, str):
+                total += len(value)
+    return total
+
+
 def encode_events(events: Sequence[TurnEvent], stamps: Sequence[float] | None = None) -> list[str]:
     """Events as stored rows; each carries its journal time under `ts`."""
     times = stamps if stamps is not None else [time.time()] * len(events)

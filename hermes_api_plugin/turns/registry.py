@@ -5,7 +5,8 @@ A turn is admitted *held*: its agent work waits until the surface that admitted 
 response head (`HeldTurn`, an async context manager that starts the turn or cancels it — never leaves it
 held). Settling a turn is one path whatever ended it: closing events (stopped tools, the unstreamed rest
 of the final answer), then persistence (the session transcript, then the surface's own state), then the
-terminal record — so a reader that waits for the terminal record finds everything stored.
+terminal record — so a reader that waits for the terminal record finds everything stored. Then the turn lets go of
+the request (issue 20, defect 2) and stays readable a while (recent.py).
 """
 
 from __future__ import annotations
@@ -13,10 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from types import TracebackType
 
 from ..content import Message
 from ..errors import draining, rate_limited
@@ -34,14 +33,17 @@ from ..redact import redact
 from ..runtimes.base import AgentRuntime, AgentTurn, TurnHooks, TurnOutcome, TurnRequest, drive_turn
 from ..store.retry import until_stored
 from .bridge import TurnBridge
-from .journal import Journal
+from .held import HeldTurn
+from .journal import Journal, journal_bytes
 from .locks import KeyedLocks
+from .recent import RecentTurns
 
 log = logging.getLogger("hermes_api_plugin")
 
 DRAIN_GRACE_S = 10.0
-RECENT_S = 3600.0  # settled runs stay readable in memory this long (WIRE.md §6.2)
+SETTLED_TURN_BYTES = 2048  # a settled turn's own objects (ids, request fields, bridge), besides its journal
 _CANCELLED = TurnOutcome(TurnStatus.CANCELLED, error_code="cancelled")
+_RELEASED_INPUT = Message("user", ())  # a settled turn's input, once released (its journal keeps what it said)
 
 HistoryLoader = Callable[[], Awaitable[Sequence[Message]]]
 Persister = Callable[["Turn", TurnFinished], Awaitable[None]]
@@ -85,6 +87,7 @@ class Turn:
         self.history = history
         self.persist = persist
         self.detached = False  # its client went away and it keeps running
+        self.stored = False  # its settlement (transcript, surface state) got into the store
         self.created_at = time.time()
         self.finished_at: float | None = None  # the terminal record's journal time, fixed before it is persisted
         self.started = False
@@ -127,42 +130,25 @@ class Turn:
         """Interrupt the turn (thread-safe, idempotent); it settles `cancelled` or as the agent ends."""
         self.agent_turn.interrupt()
 
+    def release_request(self, *, keep_persist: bool) -> None:
+        """Drop what only running and storing it needed (history, inputs; the persister, whose closure holds the
+        request, once its settlement is stored): runs read ids, session, model and the journal (issue 20, defect 2)."""
+        request = self.agent_turn.request
+        self.agent_turn.request = replace(request, input=_RELEASED_INPUT, history=(), metadata={})
+        self.inputs = ()
+        self.history = None
+        if not keep_persist:
+            self.persist = None
+
+    def weight(self) -> int:
+        """Estimated bytes this settled turn keeps in memory: a fixed part and its journal's events."""
+        return SETTLED_TURN_BYTES + journal_bytes(self.journal.events)
+
     async def wait(self) -> TurnFinished:
         async for _ in self.journal.follow(len(self.journal.events)):
             pass
         assert self.journal.finished is not None
         return self.journal.finished
-
-
-class HeldTurn:
-    """An admitted turn whose agent work has not been allowed to start.
-
-    `async with held as turn:` — inside the block the surface reserves, stores and writes its head, then
-    calls `start()`. Leaving the block without `start()` (an exception, a refusal, a head that could not
-    be written) cancels the turn, so it settles and frees its slot instead of staying queued for good.
-    """
-
-    def __init__(self, turn: Turn) -> None:
-        self.turn = turn
-        self._started = False
-
-    def start(self) -> None:
-        """Let the agent run (called once the response head is written, or at once for detached work)."""
-        self._started = True
-        self.turn._open_gate()
-
-    def cancel(self) -> None:
-        """Give the turn up before it ran (a refusal or failure during admission)."""
-        self.turn.cancel()
-
-    async def __aenter__(self) -> Turn:
-        return self.turn
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if not self._started:
-            self.turn.cancel()
 
 
 class TurnRegistry:
@@ -180,6 +166,7 @@ class TurnRegistry:
         *,
         max_concurrent: int,
         secret_values: tuple[str, ...] = (),
+        recent: RecentTurns[Turn] | None = None,
     ) -> None:
         self.runtime = runtime
         self.transcripts = transcripts
@@ -188,7 +175,7 @@ class TurnRegistry:
         self.draining = False
         self._secrets = secret_values
         self._active: dict[str, Turn] = {}
-        self._recent: OrderedDict[str, tuple[Turn, float]] = OrderedDict()  # settled runs, oldest first
+        self.recent: RecentTurns[Turn] = recent or RecentTurns()  # settled turns, still readable
         self._queues: KeyedLocks[str] = KeyedLocks()  # one lock per session; users = unsettled turns
 
     @property
@@ -204,13 +191,11 @@ class TurnRegistry:
         return self._active.get(run_id)
 
     def find(self, run_id: str) -> Turn | None:
-        """An unsettled turn, or one that settled within the last RECENT_S seconds (runs read them)."""
+        """An unsettled turn, or a settled one still kept (recent.py; runs read them)."""
         turn = self._active.get(run_id)
         if turn is not None:
             return turn
-        self._prune()
-        entry = self._recent.get(run_id)
-        return entry[0] if entry is not None else None
+        return self.recent.get(run_id)
 
     def stop(self, run_id: str) -> Turn | None:
         """Interrupt an unsettled turn (WIRE.md §6.4, §4.8); returns it, or None when none runs."""
@@ -222,14 +207,6 @@ class TurnRegistry:
     def active_on(self, session_id: str) -> bool:
         """Whether an unsettled turn (running or queued) belongs to this session."""
         return any(t.request.session_id == session_id for t in self._active.values())
-
-    def _prune(self) -> None:
-        horizon = time.monotonic() - RECENT_S
-        while self._recent:
-            _, (_, settled_at) = next(iter(self._recent.items()))
-            if settled_at >= horizon:
-                break
-            self._recent.popitem(last=False)
 
     def check_draining(self) -> None:
         if self.draining:
@@ -286,8 +263,8 @@ class TurnRegistry:
         finally:
             turn.agent_turn.release()
             self._active.pop(turn.run_id, None)
-            self._recent[turn.run_id] = (turn, time.monotonic())
-            self._prune()
+            turn.release_request(keep_persist=not turn.stored)
+            self.recent.keep(turn.run_id, turn, turn.weight())
             if turn.queue_key is not None:
                 self._queues.leave(turn.queue_key)
 
@@ -381,6 +358,7 @@ class TurnRegistry:
                 await until_stored(lambda: self.transcripts(turn, finished), what + " (transcript)")
             if persist is not None:
                 await until_stored(lambda: persist(turn, finished), what)
+            turn.stored = True
         except Exception:
             log.exception("[API Server] could not store turn %s of session %s", turn.run_id, turn.request.session_id)
 
