@@ -1,9 +1,17 @@
 """A request body as a JSON object (WIRE.md §1.7, §1.10): strict UTF-8, RFC 8259 numbers, bounded nesting, and
 lone surrogates replaced — so that what a handler receives can be hashed, stored and echoed without surprises.
 
-Pure: no aiohttp. Every refusal is 400 `invalid_json` with a message that says which rule the body broke. The checks
-work on the bytes with C-level operations, never by walking the parsed value in Python: on a 10 MB body they cost
-well under json.loads' own time, instead of seconds of a blocked event loop.
+Pure: no aiohttp. Every refusal is 400 `invalid_json` with a message that says which rule the body broke — or 413
+`body_too_large` for a body of more JSON values, object members or containers than `MAX_VALUES`, `MAX_MEMBERS`,
+`MAX_CONTAINERS`. The checks work on the bytes with C-level operations, never by walking the parsed value in Python:
+on a 10 MB body they cost well under json.loads' own time, instead of seconds of a blocked event loop.
+
+Large bodies are parsed on a worker thread (offload.py), but the C parts of that work — json's scanner, a regex pass,
+the C encoder of the identity hash — hold the interpreter lock from start to end, and so stop the event loop as long
+as they run. Their time grows with the number of values, not bytes: 10 MB of `[]` takes json's scanner ~0.9 s, of
+`""` the string-stripping regex ~0.6 s (issue 20, defect 3). So a large body's structure is measured before it is
+parsed, in passes of `_STRINGS_PER_PASS` strings each (the lock can change hands between passes), and a body of more
+values, members or containers than anyone sends is refused before any C pass over its values runs.
 """
 
 from __future__ import annotations
@@ -27,6 +35,16 @@ which spends one to three Python frames per level against the default recursion 
 ~100 frames of the server's own stack: 128 levels leave ample room. The limit is checked here, once, iteratively;
 nothing downstream needs its own guard.
 """
+MAX_CONTAINERS = 200_000
+"""Objects and arrays in one body. A chat of 10 000 messages with a few content parts each has ~50 000; json's C
+scanner takes ~60 ms for 200 000 empty arrays on a 2-core machine (its slowest container)."""
+MAX_VALUES = 500_000
+"""Array elements and object members in one body (commas plus containers: an upper bound of its values). The C encoder
+of the identity hash takes ~60 ms for a million small values."""
+MAX_MEMBERS = 150_000
+"""Object members in one body (its colons). One object of many members is the slowest shape of all — json's scanner
+and the sorting C encoder take ~70 ms each for 150 000 keys; a chat of 10 000 messages has ~30 000 members."""
+_STRINGS_PER_PASS = 50_000  # ~5-10 ms of regex per pass: the longest the lock is held while the structure is measured
 MAX_INT_DIGITS = 4300  # Python's own default for int() of a string; said here so the refusal has a clear message
 
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -86,15 +104,48 @@ def replace_lone_surrogates(text: str) -> str:
     return _LONE_ESCAPE.sub(r"\\ufffd", protected).replace("\x00", "\\\\")
 
 
-def nesting_depth(raw: bytes) -> int:
-    """How many containers the (valid) JSON text `raw` nests, the outermost counting as 1.
+def without_strings(raw: bytes) -> bytes:
+    """The JSON text `raw` with its strings dropped: its numbers, literals and punctuation. In passes of at most
+    `_STRINGS_PER_PASS` strings, each resuming right after the last string matched (so outside any string)."""
+    pieces: list[bytes] = []
+    rest = raw
+    while True:
+        parts = _STRING.split(rest, maxsplit=_STRINGS_PER_PASS)
+        if len(parts) <= _STRINGS_PER_PASS:
+            pieces.extend(parts)
+            return b"".join(pieces)
+        rest = parts.pop()
+        pieces.extend(parts)
+
+
+def check_structure(raw: bytes) -> bytes:
+    """`raw` without its strings, once its containers, members and values are within MAX_CONTAINERS, MAX_MEMBERS and
+    MAX_VALUES (else 413 body_too_large, before json's scanner runs over them)."""
+    bare = without_strings(raw)
+    containers = bare.count(b"[") + bare.count(b"{")
+    if containers > MAX_CONTAINERS:
+        raise invalid_request(
+            "body_too_large", f"Request body holds more than {MAX_CONTAINERS} JSON objects and arrays", status=413
+        )
+    if bare.count(b":") > MAX_MEMBERS:
+        raise invalid_request(
+            "body_too_large", f"Request body holds more than {MAX_MEMBERS} object members", status=413
+        )
+    if containers + bare.count(b",") > MAX_VALUES:
+        raise invalid_request("body_too_large", f"Request body holds more than {MAX_VALUES} JSON values", status=413)
+    return bare
+
+
+def nesting_depth(raw: bytes, *, bare: bytes | None = None) -> int:
+    """How many containers the (valid) JSON text `raw` nests, the outermost counting as 1 (`bare`: `raw` without its
+    strings, when already at hand).
 
     On bytes, with C-level operations only — no Python loop per element, no recursion: drop the strings, turn every
     opener into 2 and every closer into 0; after the i-th bracket, the running sum minus i is the depth. One
     `replace` pass first removes the innermost empty pairs (one level everywhere), so the wide, flat bodies a
     large request usually is leave almost nothing to sum.
     """
-    steps = _STRING.sub(b"", raw).translate(_AS_STEPS, _NOT_A_BRACKET)
+    steps = (_STRING.sub(b"", raw) if bare is None else bare).translate(_AS_STEPS, _NOT_A_BRACKET)
     if not steps:
         return 0
     inner = steps.replace(b"\x02\x00", b"")
@@ -102,11 +153,14 @@ def nesting_depth(raw: bytes) -> int:
 
 
 def parse_json_object(raw: bytes) -> dict[str, Any]:
-    """The body as a JSON object, or 400 invalid_json naming what is wrong with it."""
+    """The body as a JSON object, or 400 invalid_json naming what is wrong with it (413 body_too_large past
+    MAX_CONTAINERS, MAX_MEMBERS or MAX_VALUES)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise invalid_request("invalid_json", "Request body must be valid UTF-8 JSON: it is not UTF-8") from None
+    # A body this small cannot hold more containers than MAX_CONTAINERS (nor members, nor values): no pass needed.
+    bare = check_structure(raw) if len(raw) > 2 * MAX_CONTAINERS else None
     if "\\u" in text:
         text = replace_lone_surrogates(text)
     try:
@@ -123,6 +177,6 @@ def parse_json_object(raw: bytes) -> dict[str, Any]:
         raise _too_deep() from None
     if not isinstance(body, dict):
         raise invalid_request("invalid_json", "Request body must be a JSON object")
-    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and nesting_depth(raw) > MAX_DEPTH:
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and nesting_depth(raw, bare=bare) > MAX_DEPTH:
         raise _too_deep()
     return body

@@ -11,14 +11,20 @@ from aiohttp.test_utils import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hermes_api_plugin import json_body
 from hermes_api_plugin.errors import ApiError
 from hermes_api_plugin.json_body import (
     LONE_SURROGATE,
+    MAX_CONTAINERS,
     MAX_DEPTH,
     MAX_INT_DIGITS,
+    MAX_MEMBERS,
+    MAX_VALUES,
+    check_structure,
     nesting_depth,
     parse_json_object,
     replace_lone_surrogates,
+    without_strings,
 )
 from hermes_api_plugin.protocol.common import identity_hash
 
@@ -94,6 +100,49 @@ json_trees = st.recursive(
 def test_nesting_depth_on_the_bytes_equals_the_depth_of_the_value(value: Any) -> None:
     """The byte-level count agrees with a walk of the parsed value, brackets and quotes inside strings included."""
     assert nesting_depth(json.dumps(value).encode()) == depth_of(value)
+
+
+@settings(max_examples=300, derandomize=True, database=None)
+@given(json_trees, st.integers(min_value=1, max_value=4))
+def test_strings_are_dropped_in_passes_exactly_as_in_one(value: Any, per_pass: int) -> None:
+    """Dropping strings a few at a time (the lock can change hands between passes) leaves the same structure as one
+    pass over the whole text: every pass resumes outside a string, brackets and quotes inside strings included."""
+    raw = json.dumps(value).encode()
+    original = json_body._STRINGS_PER_PASS
+    json_body._STRINGS_PER_PASS = per_pass
+    try:
+        assert without_strings(raw) == json_body._STRING.sub(b"", raw)
+        assert nesting_depth(raw, bare=without_strings(raw)) == depth_of(value)
+    finally:
+        json_body._STRINGS_PER_PASS = original
+
+
+@pytest.mark.parametrize(
+    ("junk", "message"),
+    [
+        ("[" + ",".join(["[]"] * MAX_CONTAINERS) + "]", f"more than {MAX_CONTAINERS} JSON objects and arrays"),
+        ("{" + ",".join(f'"{i}":0' for i in range(MAX_MEMBERS + 1)) + "}", f"more than {MAX_MEMBERS} object members"),
+        ("[" + ",".join(["0"] * MAX_VALUES) + "]", f"more than {MAX_VALUES} JSON values"),
+        ("[" + ",".join(['""'] * MAX_VALUES) + "]", f"more than {MAX_VALUES} JSON values"),
+    ],
+    ids=["containers", "members", "values", "strings"],
+)
+def test_issue20_defect3_a_body_past_a_structure_limit_is_413_before_it_is_parsed(junk: str, message: str) -> None:
+    """One past MAX_CONTAINERS, MAX_MEMBERS or MAX_VALUES (the body itself and its one member count too) is 413
+    body_too_large; one short of them parses. Brackets, colons and commas inside strings do not count."""
+    with pytest.raises(ApiError) as caught:
+        parse_json_object(f'{{"junk":{junk}}}'.encode())
+    assert (caught.value.status, caught.value.code) == (413, "body_too_large")
+    assert message in caught.value.message
+    inside = junk.replace("[", "").replace("]", "").replace("{", "").replace("}", "")
+    assert check_structure(json.dumps({"text": junk * 2, "rest": inside[:100]}).encode()) is not None
+
+
+def test_a_body_just_inside_the_structure_limits_parses() -> None:
+    containers = "[" + ",".join(["[]"] * (MAX_CONTAINERS - 2)) + "]"
+    members = "{" + ",".join(f'"{i}":0' for i in range(MAX_MEMBERS - 1)) + "}"
+    assert len(parse_json_object(f'{{"a":{containers}}}'.encode())["a"]) == MAX_CONTAINERS - 2
+    assert len(parse_json_object(f'{{"a":{members}}}'.encode())["a"]) == MAX_MEMBERS - 1
 
 
 # -- numbers ----------------------------------------------------------------------------------------------------------

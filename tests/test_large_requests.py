@@ -14,6 +14,7 @@ from typing import Any
 
 from aiohttp.test_utils import TestClient
 
+from hermes_api_plugin.json_body import MAX_CONTAINERS, MAX_MEMBERS, MAX_VALUES
 from hermes_api_plugin.protocol.counts import MAX_INPUT_ITEMS, MAX_MESSAGES
 from tests.helpers import assert_error_envelope, fetch, wait_for_async
 from tests.live import LiveGateway
@@ -57,6 +58,24 @@ def responses_body(items: int, pad: int) -> bytes:
         "input": [{"role": "user", "content": f"item {i} " + "z" * pad} for i in range(items)],
     }
     return json.dumps(body).encode()
+
+
+def shaped_body(junk: str) -> bytes:
+    """A one-message chat carrying `junk` (JSON text) in a field the server ignores, padded to ~10 MB: the shapes whose
+    C-level parse and hashing cost grows with their number of values, not their bytes."""
+    pad = "p" * (9_000_000 - len(junk))
+    return (
+        f'{{"model":"hermes-agent","messages":[{{"role":"user","content":"hi"}}],"junk":{junk},"pad":"{pad}"}}'.encode()
+    )
+
+
+# Near each structure limit (the chat itself adds a few containers, members and values): what json's scanner and the
+# identity hash's encoder are slowest on per byte — empty arrays, small numbers, one object of many members.
+HOSTILE_SHAPES = {
+    "arrays": "[" + ",".join(["[]"] * (MAX_CONTAINERS - 10)) + "]",
+    "numbers": "[" + ",".join(["0"] * (MAX_VALUES - 10)) + "]",
+    "members": "{" + ",".join(f'"{i}":0' for i in range(MAX_MEMBERS - 10)) + "}",
+}
 
 
 def slowest_health_ms(live: LiveGateway, request: Callable[[], tuple[int, bytes]]) -> tuple[float, int, int]:
@@ -111,7 +130,9 @@ def test_issue20_defect3_health_answers_at_once_during_requests_at_the_limits(
     """A chat of MAX_MESSAGES messages in a ~10 MB body (the largest allowed), keyed too, and a Responses request of
     MAX_INPUT_ITEMS items in a ~10 MB body: /health, asked every 50 ms meanwhile, answers within STALL_MS in at least
     one of two tries of each (on main it waited 130-350 ms every time: the parse, hashes and store encoding ran on the
-    event loop; here 25-70 ms, with rare spikes on a machine busy with other work)."""
+    event loop; here 25-70 ms, with rare spikes on a machine busy with other work). So do bodies of the shapes that
+    cost json's C scanner and the identity hash most per byte, just inside the structure limits (before those limits a
+    10 MB body of `[]` held the loop 0.9 s, of `""` 0.6 s: C code holds the interpreter lock even off the loop)."""
     live = gateway_factory(script=None)
     cases: dict[str, Callable[[], tuple[int, bytes]]] = {
         "chat": lambda: post(live, "/v1/chat/completions", chat_body(MAX_MESSAGES, 900, "plain")),
@@ -119,6 +140,12 @@ def test_issue20_defect3_health_answers_at_once_during_requests_at_the_limits(
             live, "/v1/chat/completions", chat_body(MAX_MESSAGES, 900, "keyed"), {"Idempotency-Key": "big-1"}
         ),
         "responses": lambda: post(live, "/v1/responses", responses_body(MAX_INPUT_ITEMS, 900)),
+        **{
+            f"{shape} near the structure limit": (
+                lambda junk=junk: post(live, "/v1/chat/completions", shaped_body(junk), {"Idempotency-Key": junk[:40]})
+            )
+            for shape, junk in HOSTILE_SHAPES.items()
+        },
     }
     slowest: dict[str, list[int]] = {}
     for name, request in cases.items():
@@ -128,6 +155,29 @@ def test_issue20_defect3_health_answers_at_once_during_requests_at_the_limits(
             assert probes >= 5, f"{name}: /health was asked only {probes} times"
             slowest.setdefault(name, []).append(round(stall))
     assert max(min(stalls) for stalls in slowest.values()) < STALL_MS, f"/health waited (ms): {slowest}"
+
+
+def test_issue20_defect3_past_the_structure_limits_is_413_before_the_parse(
+    gateway_factory: Callable[..., LiveGateway],
+) -> None:
+    """One more container, member or value than the limits allow is 413 body_too_large in the envelope, nothing runs,
+    and /health never waits on it."""
+    live = gateway_factory()
+    over = {
+        "arrays": "[" + ",".join(["[]"] * MAX_CONTAINERS) + "]",
+        "numbers": "[" + ",".join(["0"] * MAX_VALUES) + "]",
+        "members": "{" + ",".join(f'"{i}":0' for i in range(MAX_MEMBERS + 1)) + "}",
+        "empty strings": "[" + ",".join(['""'] * MAX_VALUES) + "]",
+    }
+    for shape, junk in over.items():
+        stall, _, status = slowest_health_ms(
+            live, lambda junk=junk: post(live, "/v1/chat/completions", shaped_body(junk))
+        )
+        assert status == 413, shape
+        assert stall < STALL_MS, f"{shape}: /health waited {stall:.0f} ms"
+    status, raw = post(live, "/v1/chat/completions", shaped_body(over["members"]))
+    assert json.loads(raw)["error"]["code"] == "body_too_large"
+    assert live.executions() == []
 
 
 async def test_issue20_defect3_past_the_message_and_item_limits_is_400_naming_the_field(
