@@ -23,9 +23,11 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 SUPERUSER = "hermes_test"
 FALLBACK_OS_USER = "hermes-pg-test"
@@ -247,3 +249,22 @@ def launch(*, fsync: bool = False) -> PostgresServer:
         server.destroy()
         raise
     return server
+
+
+STORES = ["sqlite", "postgres"]  # `params` of a fixture that runs a gateway on each store
+
+
+@contextmanager
+def store_env(request: Any) -> Iterator[dict[str, str] | None]:
+    """The `.env` entry for the store a fixture parametrised over STORES was asked for: a new database of the
+    session's PostgreSQL server (the `postgres_server` fixture), dropped on exit, or None for the gateway's own
+    SQLite file."""
+    if request.param != "postgres":
+        yield None
+        return
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    url = server.new_database()
+    try:
+        yield {"API_SERVER_STORE_URL": url}
+    finally:
+        server.drop_database(url)

@@ -20,28 +20,27 @@ from tests.fuzz.operations import BODIES, request_bytes, served_operations
 from tests.fuzz.target import check_reply, http_request
 from tests.helpers import HOSTILE_NUMBERS, Reply, held, live_request, raw_exchange, wait_until_nothing_held
 from tests.live import SCRIPTS, LiveGateway, start_gateway, write_home
-from tests.pg import PostgresServer
+from tests.pg import STORES, store_env
 
 SESSION = "hostile-numbers"
 REPLY_TIMEOUT = 20.0  # a keyed retry of a turn left held waited forever: fail instead
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+@pytest.fixture(scope="module", params=STORES)
 def gateway(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGateway]:
     """The gateway on either store: admissions (a keyed retry) and sessions live there."""
-    server: PostgresServer | None = request.getfixturevalue("postgres_server") if request.param == "postgres" else None
-    url = server.new_database() if server is not None else None
-    home = write_home(
-        tmp_path_factory.mktemp("numbers_home"),
-        env={"API_SERVER_STORE_URL": url} if url is not None else None,
-        script=None,
-        config={"agent": {"script": str(SCRIPTS / "fuzz.yaml")}, "api_server": {"max_concurrent_runs": 2}},
-    )
-    live = start_gateway(home)
-    yield live
-    live.stop()
-    if server is not None and url is not None:
-        server.drop_database(url)
+    with store_env(request) as env:
+        home = write_home(
+            tmp_path_factory.mktemp("numbers_home"),
+            env=env,
+            script=None,
+            config={"agent": {"script": str(SCRIPTS / "fuzz.yaml")}, "api_server": {"max_concurrent_runs": 2}},
+        )
+        live = start_gateway(home)
+        try:
+            yield live
+        finally:
+            live.stop()
 
 
 @pytest.fixture(scope="module")

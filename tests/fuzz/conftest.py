@@ -8,29 +8,26 @@ from collections.abc import Iterator
 import pytest
 
 from tests.live import SCRIPTS, start_gateway, write_home
-from tests.pg import PostgresServer
+from tests.pg import STORES, store_env
 
 from .target import FuzzTarget
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+@pytest.fixture(scope="module", params=STORES)
 def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FuzzTarget]:
-    server: PostgresServer | None = request.getfixturevalue("postgres_server") if request.param == "postgres" else None
-    url = server.new_database() if server is not None else None
     # No execution log (write_home adds one to the scripts it copies): megabyte inputs would fill it.
-    home = write_home(
-        tmp_path_factory.mktemp("fuzz_home"),
-        env={"API_SERVER_STORE_URL": url} if url is not None else None,
-        script=None,
-        config={"agent": {"script": str(SCRIPTS / "fuzz.yaml")}},
-    )
-    gateway = start_gateway(home)
-    fuzz = FuzzTarget(gateway)
-    try:
-        fuzz.plant()
-        yield fuzz
-    finally:
-        gateway.stop()
-        if server is not None and url is not None:
-            server.drop_database(url)
+    with store_env(request) as env:
+        home = write_home(
+            tmp_path_factory.mktemp("fuzz_home"),
+            env=env,
+            script=None,
+            config={"agent": {"script": str(SCRIPTS / "fuzz.yaml")}},
+        )
+        gateway = start_gateway(home)
+        fuzz = FuzzTarget(gateway)
+        try:
+            fuzz.plant()
+            yield fuzz
+        finally:
+            gateway.stop()
     print(f"\n{request.module.__name__} [{request.param}]: {fuzz.sent} requests")  # the cost, in the CI log (-s)
