@@ -44,7 +44,7 @@ def test_a_gateway_on_postgres_serves_what_the_previous_process_stored(
 
     health = live_request(first, "GET", "/health/detailed")
     assert health.status == 200
-    assert health.json()["api_server"]["store"] == {"kind": "postgres", "durable": True}
+    assert health.json()["api_server"]["store"] == {"kind": "postgres", "durable": True, "reachable": True}
     assert health.json()["readiness"]["checks"]["store"] == {"status": "ok", "kind": "postgres"}
     capabilities = live_request(first, "GET", "/v1/capabilities").json()["features"]
     assert capabilities["store"] == {"kind": "postgres", "durable": True}

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..content import Message
+from ..offload import LARGE_MESSAGES
 from .base import ForkResult, SessionInfo, SessionMessageRow
 from .rows import session_from_row
 from .sqlite_db import SqliteDatabase, transaction
@@ -73,8 +74,7 @@ class SqliteSessionStore:
         """Append a turn's messages; a compaction first archives the live transcript behind its summary."""
         now = time.time()
 
-        def append(conn: sqlite3.Connection) -> None:
-            # Encoded on the database thread: a long transcript would hold the event loop (issue 20, defect 3).
+        def encode() -> list[tuple[Any, ...]]:
             rows = []
             for m in messages:
                 body = m.to_json()
@@ -82,6 +82,15 @@ class SqliteSessionStore:
                 rows.append(
                     (session_id, m.role, _dumps(body["content"]), m.reasoning, _dumps(extra) if extra else None, now)
                 )
+            return rows
+
+        # A long transcript is encoded on the database thread: on the loop it would hold every other request (issue
+        # 20, defect 3). A short one stays here: a few long answers encoded on that thread would be allocated in
+        # another malloc arena, which keeps the memory after they are freed (the stalled-readers test saw +100 MiB).
+        encoded = encode() if len(messages) <= LARGE_MESSAGES else None
+
+        def append(conn: sqlite3.Connection) -> None:
+            rows = encoded if encoded is not None else encode()
             with transaction(conn):
                 conn.execute(
                     "INSERT INTO sessions (id, created_at, updated_at, model, input_tokens, output_tokens) "
