@@ -9,6 +9,10 @@ at once and never counted.
 It also sums what those streams hold unsent in their transports' write buffers — the memory a client that reads
 slowly or not at all costs the server (`SseStream.send` awaits the drain, so it stays near 64 KiB a stream). It is
 read when asked, never tracked per write: the hot path stays untouched.
+
+Knowing which replies have their head out, its middleware also ends the connection of one whose handler failed
+after the head: no error reply can follow a head, and a kept-alive connection would leave the client waiting for the
+rest of a stream that will never come (until its own timeout). A cut connection is how HTTP says "incomplete".
 """
 
 from __future__ import annotations
@@ -32,9 +36,14 @@ class StreamGauge:
 
         @web.middleware
         async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-            """Uncounts a counted stream when its handler ends, however it ends."""
+            """Uncounts a counted stream when its handler ends, however it ends; ends its connection when the handler
+            failed after the head (the error middleware outside logs the failure and its reply goes nowhere)."""
             try:
                 return await handler(request)
+            except Exception:
+                if id(request) in self._requests and (transport := request.transport) is not None:
+                    transport.close()
+                raise
             finally:
                 self._requests.pop(id(request), None)
 

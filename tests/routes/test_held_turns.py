@@ -9,9 +9,9 @@ there and answered 500 while the turn it had admitted held a slot until a restar
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp.test_utils import TestClient
 
@@ -57,8 +57,8 @@ async def test_issue20_defect1_a_failure_after_admission_cancels_the_turn_and_fr
     """Issue 20, defect 1: with a cap of one slot, the route fails after admitting its turn twice running: both times
     500 (never 429: the first turn gave its slot back), no turn left running or queued; then, the bug gone, a turn
     runs and the session the failed turns were on can be deleted."""
-    # A keyed chat stream writes its head inside submit (WIRE §5.3): a later failure cannot be a 500 any more, and
-    # the stream it broke is not ended (left alone here: an injected bug, not a path the server takes).
+    # A keyed chat stream writes its head inside submit (WIRE §5.3): a later failure cannot be a 500 any more; its
+    # connection is ended instead, so the client learns at once that the stream is cut.
     head_first = keyed and route == "chat_stream"
     api = await make_api(config={"api_server": {"max_concurrent_runs": 1}})
     module, step, path, body = ROUTES[route]
@@ -67,8 +67,8 @@ async def test_issue20_defect1_a_failure_after_admission_cancels_the_turn_and_fr
         for attempt in range(2):
             headers = {**auth, "Idempotency-Key": f"held-{attempt}"} if keyed else auth
             if head_first:
-                with contextlib.suppress(TimeoutError):
-                    await fetch(api, "POST", path, json=body, headers=headers, timeout=1.0)
+                with pytest.raises(aiohttp.ClientPayloadError):  # cut, not left open until the client's timeout
+                    await fetch(api, "POST", path, json=body, headers=headers, timeout=5.0)
             else:
                 assert_error_envelope(await fetch(api, "POST", path, json=body, headers=headers), 500, "internal_error")
             await wait_for_async(
