@@ -1,16 +1,27 @@
-"""Route handlers read as parse → submit → deliver: the admission machinery is never driven from routes/.
+"""Route handlers read as parse → submit → deliver: the admission machinery is never driven from routes/, and
+nothing of the request is parsed once its turn may be admitted.
 
 Issue 11: the held turn is released or cancelled by `delivery.py` and `submit.py` only (through `HeldTurn`),
 keys are decided and reserved by `submit.py` only; a route that called these itself would bring back the
 four diverging copies of the admission flow and the turns stranded by a failed head.
+
+Issue 20 (defect 1) and 21 (part 3): a header read after `submit` — a `Last-Event-ID` parsed in the session stream's
+delivery — answered 500 after its turn was admitted, and the turn held its slot until a restart. Every header and
+query value is parsed before `submit`: no handler, and nothing it calls in routes/ or delivery.py after `submit`,
+reads `request.headers` or `request.query`.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
+import hermes_api_plugin.delivery as delivery
 import hermes_api_plugin.routes as routes
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+REQUEST_PARTS = ("headers", "query")
 
 FORBIDDEN = {"release", "cancel", "start", "reserve", "reserve_turn", "decide", "admit", "check_capacity", "serialised"}
 
@@ -22,3 +33,79 @@ def test_no_route_drives_admissions_or_held_turns() -> None:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in FORBIDDEN:
                 found.append(f"{path.name}:{node.lineno} .{node.func.attr}(")
     assert found == []
+
+
+def _reads_request(fn: Function) -> list[int]:
+    """Lines where `fn` reads `request.headers`/`.query` (also through an object's `.request`)."""
+    return [
+        node.lineno
+        for node in ast.walk(fn)
+        if isinstance(node, ast.Attribute)
+        and node.attr in REQUEST_PARTS
+        and (
+            (isinstance(node.value, ast.Name) and node.value.id == "request")
+            or (isinstance(node.value, ast.Attribute) and node.value.attr == "request")
+        )
+    ]
+
+
+def _calls(fn: Function) -> Iterator[tuple[str, int]]:
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+            if name is not None:
+                yield name, node.lineno
+
+
+def late_request_reads(sources: dict[str, str]) -> list[str]:
+    """Reads of the request's headers or query after a `.submit(` call, in the function that submits or in any
+    function of `sources` it calls after that line (by name, transitively: an over-approximation on purpose)."""
+    functions: dict[str, list[Function]] = {}
+    for source in sources.values():
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                functions.setdefault(node.name, []).append(node)
+
+    def reads(name: str, seen: frozenset[str]) -> bool:
+        return name not in seen and any(
+            _reads_request(fn) or any(reads(callee, seen | {name}) for callee, _ in _calls(fn))
+            for fn in functions.get(name, [])
+        )
+
+    found: list[str] = []
+    for name, defined in functions.items():
+        for fn in defined:
+            submits = [line for callee, line in _calls(fn) if callee == "submit"]
+            if not submits:
+                continue
+            after = min(submits)
+            found += [f"{name}:{line} reads the request" for line in _reads_request(fn) if line > after]
+            found += [
+                f"{name}:{line} calls {callee}, which reads the request"
+                for callee, line in _calls(fn)
+                if line > after and reads(callee, frozenset())
+            ]
+    return found
+
+
+def test_no_handler_reads_headers_or_query_after_submitting() -> None:
+    paths = [*sorted(Path(routes.__file__).parent.glob("*.py")), Path(delivery.__file__)]
+    sources = {path.name: path.read_text(encoding="utf-8") for path in paths}
+    assert late_request_reads(sources) == []
+
+
+def test_the_check_finds_a_header_read_in_a_step_after_submit() -> None:
+    """The shape of the defect issue 20 found: the session stream's delivery parsed `Last-Event-ID` after submit."""
+    handler = """
+async def session_chat(request):
+    outcome = await submitter.submit(slot, plan)
+    return await deliver_it(request, outcome)
+
+async def deliver_it(request, outcome):
+    after = last_event_id(request.headers)
+"""
+    assert late_request_reads({"sessions.py": handler}) == ["session_chat:4 calls deliver_it, which reads the request"]
+    parsed_first = handler.replace("    outcome = await", "    after = request.headers\n    outcome = await")
+    parsed_first = parsed_first.replace("    after = last_event_id(request.headers)", "    return after")
+    assert late_request_reads({"sessions.py": parsed_first}) == []
