@@ -46,12 +46,12 @@ def measure(mode: str, kept: int = KEPT) -> dict[str, Any]:
 
         from hermes_api_plugin.hermes import compat
 
-        agent_class = compat.agent_class()
+        agent_class = compat.agent.agent_class()
         if mode == "shared":
-            compat.share_tls_contexts()
-        runtime = compat.runtime_agent_kwargs(None) or {}
+            compat.tls.share_tls_contexts()
+        runtime = compat.agent.runtime_agent_kwargs(None) or {}
         runtime.pop("model", None)
-        session_db = compat.session_db(None)
+        session_db = compat.sessions.session_db(None)
 
         def build(n: int) -> Any:
             agent = agent_class(
@@ -60,11 +60,13 @@ def measure(mode: str, kept: int = KEPT) -> dict[str, Any]:
                 platform="api_server",
                 session_id=f"memory-{n}",
                 session_db=session_db,
-                enabled_toolsets=compat.platform_toolsets("api_server"),
+                enabled_toolsets=compat.agent.platform_toolsets("api_server"),
                 max_iterations=5,
                 **runtime,
             )
-            compat.run_conversation(agent, user_message=f"hello {n}", conversation_history=[], task_id=f"memory-{n}")
+            compat.agent.run_conversation(
+                agent, user_message=f"hello {n}", conversation_history=[], task_id=f"memory-{n}"
+            )
             return agent
 
         agents = [build(n) for n in range(WARM_UP)]

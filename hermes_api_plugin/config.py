@@ -65,7 +65,7 @@ class Settings:
     # warm agents (issue 14): at most this many idle or running agents kept, one per conversation (0: none kept)
     agents_max_cached: int = 64
     agents_idle_seconds: float = 3600.0  # an agent unused this long is released (Hermes' own gateway: 1 h)
-    # one SSL context per CA bundle for every provider client (hermes/compat_tls.py) instead of one per provider call
+    # one SSL context per CA bundle for every provider client (hermes/compat/tls.py) instead of one per provider call
     agents_share_tls_contexts: bool = True
     chat_continuity: str = "auto"  # auto | off: a stateless chat continues the conversation its history matches
     runtime: str = "auto"  # auto | hermes | scripted

@@ -1,4 +1,4 @@
-"""Only `hermes_api_plugin/hermes/compat.py` touches hermes-agent's private names (issue 11).
+"""Only the modules of `hermes_api_plugin/hermes/compat/` touch hermes-agent's private names (issues 11 and 21).
 
 Parsed with `ast`, no hermes-agent needed: outside compat no module of the package may import an underscore name
 (or module) from a hermes-agent top-level module, reach an underscore attribute through a name it imported from
@@ -10,20 +10,15 @@ each is declared, checked against the installed hermes-agent (tests/hermes/test_
 from __future__ import annotations
 
 import ast
+import importlib
+import pkgutil
 from pathlib import Path
 
 from hermes_api_plugin.hermes import compat
+from hermes_api_plugin.hermes.compat import HermesName
 
-COMPAT = Path(compat.__file__).resolve()
-# the boundary: compat, its declarations, and the host routes' and profile multiplexing's declarations and calls
-COMPAT_FILES = {
-    COMPAT,
-    COMPAT.with_name("compat_names.py"),
-    COMPAT.with_name("compat_host.py"),
-    COMPAT.with_name("compat_profiles.py"),
-    COMPAT.with_name("compat_agents.py"),
-    COMPAT.with_name("compat_tls.py"),
-}
+# the boundary: the folder, whatever modules it holds
+COMPAT = Path(compat.__file__).resolve().parent
 PACKAGE = COMPAT.parents[1]
 
 
@@ -79,14 +74,14 @@ def violations(source: str, label: str) -> list[str]:
 
 
 def test_no_module_but_compat_touches_hermes_agent_private_names() -> None:
-    modules = [path for path in sorted(PACKAGE.rglob("*.py")) if path.resolve() not in COMPAT_FILES]
-    assert len(modules) > 20
+    modules = [path for path in sorted(PACKAGE.rglob("*.py")) if not path.resolve().is_relative_to(COMPAT)]
+    assert len(modules) > 20 and not any(path.name.startswith("compat") for path in modules)
     found = [
         v
         for path in modules
         for v in violations(path.read_text(encoding="utf-8"), str(path.relative_to(PACKAGE.parent)))
     ]
-    assert found == [], "hermes-agent private names outside hermes/compat.py (add a compat function):\n" + "\n".join(
+    assert found == [], "hermes-agent private names outside hermes/compat/ (add a compat function):\n" + "\n".join(
         found
     )
 
@@ -107,3 +102,39 @@ def test_the_check_catches_each_way_in() -> None:
     }
     for source, expected in cases.items():
         assert len(violations(source, "case")) == expected, (source, violations(source, "case"))
+
+
+def _compat_modules() -> list[str]:
+    """Every module of the compat folder, by its dotted name (found on disk, not listed here)."""
+    return [f"{compat.__name__}.{info.name}" for info in pkgutil.iter_modules([str(COMPAT)])]
+
+
+def test_the_package_collects_every_declaration_of_its_folder() -> None:
+    """A name declared in any module of hermes/compat/ is in HERMES_NAMES, so tests/hermes/test_compat.py checks it
+    against the installed hermes-agent: a new feature module cannot be left out of the version check."""
+    modules = _compat_modules()
+    assert len(modules) >= 8
+    declared = {
+        value
+        for module in modules
+        for value in vars(importlib.import_module(module)).values()
+        if isinstance(value, HermesName)
+    }
+    assert declared - set(compat.HERMES_NAMES) == set()
+    assert len(declared) == len(compat.HERMES_NAMES) == len({name.qualname for name in compat.HERMES_NAMES})
+
+
+def test_the_core_imports_none_of_its_siblings() -> None:
+    """`_core.py` holds the declaration and the call/fallback machinery; every feature module builds on it, never
+    the other way round (function-level imports included)."""
+    tree = ast.parse((COMPAT / "_core.py").read_text(encoding="utf-8"))
+    siblings = {name.rsplit(".", 1)[1] for name in _compat_modules()}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            found += [f"from {'.' * node.level}{node.module or ''} import {a.name}" for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(compat.__name__):
+            found.append(f"from {node.module} import ...")
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.startswith(compat.__name__) or a.name in siblings]
+    assert found == []

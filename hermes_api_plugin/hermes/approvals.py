@@ -67,7 +67,7 @@ class TurnApprovals:
     # -- the agent's worker thread ------------------------------------------------------------------
     def notify(self, data: Mapping[str, Any]) -> None:
         """Hermes' notify callback: one flagged command now waits for a decision."""
-        command = compat.redact_approval_command(data.get("command"))
+        command = compat.approvals.redact_approval_command(data.get("command"))
         description = str(data.get("description") or "")
         choices = approval_choices(
             smart_denied=bool(data.get("smart_denied")), allow_permanent=data.get("allow_permanent") is not False
@@ -80,7 +80,7 @@ class TurnApprovals:
         """Before a tool's completion is reported: requests Hermes gave up waiting for (its approval timeout,
         an interrupt) are journaled as denied — their commands did not run."""
         with self._lock:
-            if not self._unanswered or compat.approval_waiting(self.key) is not False:
+            if not self._unanswered or compat.approvals.approval_waiting(self.key) is not False:
                 return
             for _ in range(self._unanswered):
                 self._respond("deny")
@@ -91,7 +91,7 @@ class TurnApprovals:
         with self._lock:
             if self._closed:
                 return 0
-            resolved = compat.resolve_approval(self.key, choice, resolve_all)
+            resolved = compat.approvals.resolve_approval(self.key, choice, resolve_all)
             for _ in range(resolved):
                 self._respond(choice)
             self._unanswered = max(0, self._unanswered - resolved)
@@ -102,4 +102,4 @@ class TurnApprovals:
         """The turn is stopping or over: no more decisions; every request still waiting is denied by Hermes."""
         with self._lock:
             self._closed = True
-        compat.release_approvals(self.key)
+        compat.approvals.release_approvals(self.key)

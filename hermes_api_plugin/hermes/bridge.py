@@ -20,7 +20,7 @@ the real Hermes `AIAgent` (`runtimes/hermes.py`) unless config.yaml says `agent.
 
 Importing this module is cheap (Hermes imports it in every `hermes` command once enabled): hermes-agent's
 gateway classes are imported only when the adapter is built. Every hermes-agent name is reached through
-`hermes.compat`.
+`hermes.compat` (`compat/gateway.py`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ _registered = False  # register(ctx) ran in this process: the entry point owns t
 
 def current_settings() -> Settings:
     """Settings from `$HERMES_HOME` as Hermes resolves it (profiles included)."""
-    return load_settings(compat.hermes_home())
+    return load_settings(compat.home.hermes_home())
 
 
 # -- entry point ------------------------------------------------------------------------------------
@@ -57,7 +57,7 @@ def register(ctx: Any) -> None:
     the platform entry; nothing is imported, bound or started here.
     """
     global _registered
-    compat.register_platform(
+    compat.gateway.register_platform(
         ctx,
         name=PLATFORM,
         label=LABEL,
@@ -115,13 +115,13 @@ def _build_adapter_class() -> type:
     from ..runtimes.scripted import ScriptError
     from ..store.base import StoreError
 
-    class PluginApiServerAdapter(compat.adapter_base()):  # type: ignore[misc]
+    class PluginApiServerAdapter(compat.gateway.adapter_base()):  # type: ignore[misc]
         """Hermes' `api_server` platform, served by hermes-api-plugin."""
 
         hermes_api_plugin = True  # how the startup hook recognises the entry-point adapter
 
         def __init__(self, config: Any) -> None:
-            super().__init__(config, compat.api_server_platform())
+            super().__init__(config, compat.gateway.api_server_platform())
             self.settings: Settings | None = None
             self._gateway: Any = None
             self._runner: Any = None
@@ -175,11 +175,12 @@ def _build_adapter_class() -> type:
                 return self._refuse("api_server_port_in_use", f"port {settings.port} is already in use")
             self._runtime, self._gateway, self._runner = runtime, (pm, gateway), runner
             log.info("[API Server] Serving inside hermes gateway (agent runtime: %s)", runtime.name)
-            compat.mark_connected(self)
+            compat.gateway.mark_connected(self)
             return True
 
         def _refuse(self, code: str, message: str) -> bool:
-            compat.set_fatal_error(self, code, message, retryable=False)  # final: Hermes does not retry the start
+            # final: Hermes does not retry the start
+            compat.gateway.set_fatal_error(self, code, message, retryable=False)
             return False
 
         async def disconnect(self) -> None:
@@ -196,12 +197,12 @@ def _build_adapter_class() -> type:
                     if runtime is not None:
                         await runtime.close()
                 log.info("[API Server] Stopped")
-            compat.mark_disconnected(self)
+            compat.gateway.mark_disconnected(self)
 
         async def send(
             self, chat_id: str, content: str, reply_to: str | None = None, metadata: dict[str, Any] | None = None
         ) -> Any:
-            return compat.send_result(
+            return compat.gateway.send_result(
                 success=False, error="The API server answers over HTTP; it has no chats to send to"
             )
 
@@ -232,12 +233,12 @@ async def on_gateway_startup(context: dict[str, Any] | None = None, runner: Any 
     refusal is final, the hook does not try again), or `no-gateway`.
     """
     if runner is None:
-        runner = compat.gateway_runner()
+        runner = compat.gateway.gateway_runner()
     if runner is None:
         log.error("[API Server] hermes-api-plugin hook: no running hermes gateway found; nothing started")
         return "no-gateway"
-    adapters = compat.gateway_adapters(runner)
-    platform = compat.api_server_platform()
+    adapters = compat.gateway.gateway_adapters(runner)
+    platform = compat.gateway.api_server_platform()
     current = adapters.get(platform)
     if getattr(current, "hermes_api_plugin", False):
         log.info(
@@ -262,7 +263,7 @@ async def on_gateway_startup(context: dict[str, Any] | None = None, runner: Any 
             ENTRY_POINT_NAME,
         )
         return "held"
-    adapter = make_adapter(compat.gateway_platform_config(runner))
+    adapter = make_adapter(compat.gateway.gateway_platform_config(runner))
     if not await adapter.connect():
         return "refused"
     adapters[platform] = adapter  # so the gateway's stop() disconnects (drains) it

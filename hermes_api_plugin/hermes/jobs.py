@@ -12,11 +12,11 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from . import compat_host
+from . import compat
 
 
 class HermesJobs:
-    """HostJobs over the functions `compat_host.cron_functions()` resolved."""
+    """HostJobs over the functions `compat.cron.cron_functions()` resolved."""
 
     def __init__(self, functions: dict[str, Callable[..., Any]]) -> None:
         self._f = functions
@@ -25,7 +25,7 @@ class HermesJobs:
         def call() -> Any:
             result = self._f[operation](*args)
             if result:
-                compat_host.notify_jobs_changed()
+                compat.cron.notify_jobs_changed()
             return result
 
         return await asyncio.to_thread(call)
@@ -36,7 +36,7 @@ class HermesJobs:
     async def create(self, fields: dict[str, Any]) -> dict[str, Any]:
         def call() -> dict[str, Any]:
             job = self._f["create"](**fields)
-            compat_host.notify_jobs_changed()
+            compat.cron.notify_jobs_changed()
             return dict(job)
 
         return await asyncio.to_thread(call)
@@ -60,14 +60,14 @@ class HermesJobs:
         return await asyncio.to_thread(self._f["trigger"], job_id)
 
     async def scan_prompt(self, prompt: str) -> str:
-        return await asyncio.to_thread(compat_host.scan_cron_prompt, prompt)
+        return await asyncio.to_thread(compat.cron.scan_cron_prompt, prompt)
 
     async def fire(self, job_id: str) -> bool:
         # The whole agent run happens in this worker thread; the loop is handed over for the delivery, as upstream.
-        return await asyncio.to_thread(compat_host.fire_due, job_id, asyncio.get_running_loop())
+        return await asyncio.to_thread(compat.cron.fire_due, job_id, asyncio.get_running_loop())
 
 
 async def hermes_jobs() -> HermesJobs | None:
     """The job store, None when `cron.jobs` does not import here (the first import runs off the event loop)."""
-    functions = await asyncio.to_thread(compat_host.cron_functions)
+    functions = await asyncio.to_thread(compat.cron.cron_functions)
     return None if functions is None else HermesJobs(functions)

@@ -4,8 +4,9 @@ With the `hermes` runtime, `/api/sessions…` and session chat read and write `$
 built-in api_server does: sessions of the CLI, the TUI and the messaging platforms are listed and continued, and
 API sessions (source `api_server`) are Hermes sessions `hermes sessions` lists too.
 
-Only public SessionDB methods are called here (each declared in `compat_names.SESSION_DB.attrs`, so
-tests/hermes/test_compat.py catches a rename); the SessionDB object itself comes from `compat.session_db()`.
+Only public SessionDB methods are called here (each declared in `compat/sessions.py`'s `SESSION_DB.attrs`, so
+tests/hermes/test_compat.py catches a rename); the SessionDB object itself comes from
+`compat.sessions.session_db()`.
 SessionDB is synchronous (its own lock, one connection shared across threads): every call runs in a worker
 thread so the event loop never waits on SQLite.
 

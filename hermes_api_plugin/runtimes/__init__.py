@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 
 from ..config import Settings
+from ..hermes import compat
 from .base import AgentRuntime
-from .hermes import HermesRuntime, hermes_available
+from .hermes import HermesRuntime
 from .scripted import ScriptedRuntime, default_script_path, load_script
 
 log = logging.getLogger("hermes_api_plugin")
@@ -22,14 +23,14 @@ def select_runtime(settings: Settings) -> AgentRuntime:
     """`agent.runtime`: `hermes`, `scripted`, or `auto` — `hermes` when hermes-agent is importable and a model
     provider is configured, else `scripted`. The choice is logged."""
     if settings.runtime == "hermes":
-        if not hermes_available():
+        if not compat.agent.hermes_available():
             raise RuntimeUnavailable(
                 f"agent.runtime is 'hermes', but hermes-agent is not installed here ({INSTALL_HINT}); "
                 "or set agent.runtime: scripted"
             )
         return _hermes(settings, "agent.runtime: hermes")
     if settings.runtime == "auto":
-        if settings.model.configured and hermes_available():
+        if settings.model.configured and compat.agent.hermes_available():
             return _hermes(settings, "hermes-agent is installed and a model provider is configured")
         if settings.model.configured:
             log.info(

@@ -24,9 +24,8 @@ from typing import Any
 
 from ..config import Settings
 from ..events import TurnStatus
-from ..hermes import compat, compat_profiles
+from ..hermes import compat
 from ..hermes.approvals import TurnApprovals, claim_key, release_key
-from ..hermes.compat import hermes_available  # noqa: F401 - runtime selection (runtimes/__init__) reads it here
 from ..hermes.host import HermesHost
 from ..hermes.sessions import HermesSessionStore
 from ..host import HostData
@@ -60,7 +59,7 @@ class _AgentHandle:
             self._agent = agent
             requested = self._requested
         if requested:
-            compat.interrupt_agent(agent, "Stopped by the API client")
+            compat.agent.interrupt_agent(agent, "Stopped by the API client")
 
     def detach(self) -> None:
         """The turn is over: a late stop must not reach the agent, which may be another turn's by then."""
@@ -73,7 +72,7 @@ class _AgentHandle:
             agent = self._agent
         if agent is not None:
             try:
-                compat.interrupt_agent(agent, "Stopped by the API client")
+                compat.agent.interrupt_agent(agent, "Stopped by the API client")
             except Exception:
                 log.debug("[API Server] agent.interrupt() failed", exc_info=True)
 
@@ -121,7 +120,7 @@ class HermesRuntime:
         stats = self.agents.stats()
         if stats is None:
             return None
-        return {**asdict(stats), "tls_contexts": asdict(compat.tls_stats())}
+        return {**asdict(stats), "tls_contexts": asdict(compat.tls.tls_stats())}
 
     def start_warm_up(self) -> None:
         """Import hermes-agent in a background thread now, so the first turn does not wait seconds for it."""
@@ -152,7 +151,7 @@ class HermesRuntime:
             try:
                 # The turn's profile (WIRE §14.3) holds for all of it — config, credentials, memory, state.db —
                 # entered in this thread: the scope is context variables, which threads do not inherit.
-                with compat_profiles.profile_scope(turn.request.profile_home):
+                with compat.profiles.profile_scope(turn.request.profile_home):
                     outcome: TurnOutcome | BaseException = self._run_blocking(turn, handle)
             except BaseException as exc:
                 outcome = exc
@@ -196,9 +195,9 @@ class HermesRuntime:
     # -- worker thread --------------------------------------------------------------------------------
     def _hermes_agent_class(self) -> type:
         """`AIAgent`, hermes-agent imported (seconds, the first time) and its TLS contexts shared when configured."""
-        agent_class = compat.agent_class()
+        agent_class = compat.agent.agent_class()
         if self.settings.agents_share_tls_contexts:
-            compat.share_tls_contexts()
+            compat.tls.share_tls_contexts()
         return agent_class
 
     def _run_blocking(self, turn: AgentTurn, handle: _AgentHandle) -> TurnOutcome:
@@ -211,20 +210,20 @@ class HermesRuntime:
         kwargs.update(self._callbacks(turn, approvals))
         if turn.compaction_callback is not None:
             kwargs["event_callback"] = _compaction_relay(handle, turn.compaction_callback)
-        tokens = compat.bind_session_vars(request.session_id, request.session_key)
+        tokens = compat.sessions.bind_session_vars(request.session_id, request.session_key)
         approval_token = None
         lease = None
         outcome: TurnOutcome | None = None
         try:
             if approvals is not None:
                 # Bound in this thread (Hermes' guard reads the key from the context) before the agent exists
-                approval_token = compat.bind_approvals(approvals.key, approvals.notify)
+                approval_token = compat.approvals.bind_approvals(approvals.key, approvals.notify)
                 if approval_token is not None:
                     turn.approvals = approvals
                     turn.on_interrupt(approvals.close)  # stop, disconnect, drain: a waiting request is denied
             lease = self.agents.acquire(request, kwargs, lambda: agent_class(**kwargs))
             handle.attach(lease.agent)
-            result = compat.run_conversation(
+            result = compat.agent.run_conversation(
                 lease.agent,
                 user_message=user_content(request.input),
                 conversation_history=[message_to_openai(m) for m in request.history],
@@ -236,9 +235,9 @@ class HermesRuntime:
                 turn.approvals = None
                 approvals.close()
                 if approval_token is not None:
-                    compat.unbind_approvals(approvals.key, approval_token)
+                    compat.approvals.unbind_approvals(approvals.key, approval_token)
                 release_key(approvals.key)
-            compat.clear_session_vars(tokens)
+            compat.sessions.clear_session_vars(tokens)
             handle.detach()
             if lease is not None:
                 completed = outcome is not None and outcome.status is TurnStatus.COMPLETED and not turn.interrupted
@@ -264,7 +263,7 @@ class HermesRuntime:
             def completed(call_id: Any, name: str, args: Any, result: Any) -> None:
                 if approvals is not None:  # a request that timed out is denied before its tool's result shows
                     approvals.report_ended()
-                tool_complete(call_id, name, result, compat.detect_tool_failure(name, result))
+                tool_complete(call_id, name, result, compat.agent.detect_tool_failure(name, result))
 
             callbacks["tool_complete_callback"] = completed
         if interim is not None:
@@ -275,7 +274,7 @@ class HermesRuntime:
 
     def _agent_kwargs(self, request: TurnRequest) -> dict[str, Any]:
         """What Hermes' built-in api_server passes to AIAgent, with this request's overrides (WIRE.md §8.1)."""
-        home = request.profile_home or compat.hermes_home()
+        home = request.profile_home or compat.home.hermes_home()
         key = (request.provider, _requested_model(self.settings, request), request.profile_home)
         resolved = self.resolved.get(
             key, home, lambda: _hermes_gateway_settings(self.settings, request), keep=_no_credential_pool
@@ -307,7 +306,7 @@ class HermesRuntime:
         unavailable (compat logs why)."""
         with self._session_dbs_lock:
             if profile_home not in self._session_dbs:
-                self._session_dbs[profile_home] = compat.session_db(profile_home)
+                self._session_dbs[profile_home] = compat.sessions.session_db(profile_home)
             return self._session_dbs[profile_home]
 
 
@@ -315,7 +314,7 @@ def _hermes_gateway_settings(settings: Settings, request: TurnRequest) -> dict[s
     """Model, provider credentials, toolsets, reasoning default and fallback chain as `hermes gateway` reads
     them; the model: section of Settings where Hermes' helpers are not there (each fallback is logged once)."""
     model_override = _requested_model(settings, request)
-    runtime = compat.runtime_agent_kwargs(request.provider)
+    runtime = compat.agent.runtime_agent_kwargs(request.provider)
     if runtime is None:
         section = settings.model
         runtime = {
@@ -325,13 +324,13 @@ def _hermes_gateway_settings(settings: Settings, request: TurnRequest) -> dict[s
             "api_mode": "chat_completions" if section.base_url else None,
         }
     runtime_model = runtime.pop("model", None)  # a fallback provider's own model (see Hermes' api_server)
-    model = model_override or runtime_model or compat.gateway_model() or settings.model.default or ""
+    model = model_override or runtime_model or compat.agent.gateway_model() or settings.model.default or ""
     return {
         **runtime,
         "model": model,
-        "enabled_toolsets": compat.platform_toolsets("api_server"),
-        "reasoning_config": compat.reasoning_config(model),
-        "fallback_model": compat.fallback_model(),
+        "enabled_toolsets": compat.agent.platform_toolsets("api_server"),
+        "reasoning_config": compat.agent.reasoning_config(model),
+        "fallback_model": compat.agent.fallback_model(),
     }
 
 
@@ -365,6 +364,6 @@ def _compaction_relay(handle: _AgentHandle, callback: Callable[[str], None]) -> 
 
     def relay(event: Any, payload: Any = None, *_: Any) -> None:
         if event == "session:compress" and handle.agent is not None:
-            callback(compat.compaction_summary(handle.agent))
+            callback(compat.agent.compaction_summary(handle.agent))
 
     return relay

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..hermes import compat_agents
+from ..hermes import compat
 from .agent_cache import AgentCache, CacheStats
 from .base import TurnRequest
 
@@ -68,7 +68,7 @@ class WarmAgents:
     def __init__(self, max_cached: int, idle_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
         self._cache: AgentCache[Any] | None = None
         if max_cached > 0:
-            self._cache = AgentCache(max_cached, idle_seconds, compat_agents.release_agent, clock)
+            self._cache = AgentCache(max_cached, idle_seconds, compat.agent.release_agent, clock)
 
     def acquire(self, request: TurnRequest, kwargs: Mapping[str, Any], build: Callable[[], Any]) -> Lease:
         """The turn's agent: its conversation's warm one, prepared for this turn, or `build()`."""
@@ -77,7 +77,7 @@ class WarmAgents:
         agent = self._cache.checkout(key, signature) if self._cache is not None else None
         if agent is None:
             return Lease(key, signature, build(), warm=False)
-        compat_agents.prepare_reused_agent(agent, {name: kwargs.get(name) for name in PER_TURN})
+        compat.agent.prepare_reused_agent(agent, {name: kwargs.get(name) for name in PER_TURN})
         return Lease(key, signature, agent, warm=True)
 
     def release(self, lease: Lease, *, completed: bool) -> None:

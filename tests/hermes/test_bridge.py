@@ -249,9 +249,7 @@ def test_runtime_selection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_runtime_hermes_without_hermes_agent_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hermes_api_plugin import runtimes
-
-    monkeypatch.setattr(runtimes, "hermes_available", lambda: False)
+    monkeypatch.setattr(compat.agent, "hermes_available", lambda: False)
     path = write_home(tmp_path / "h", config={"agent": {"runtime": "hermes"}})
     with pytest.raises(RuntimeUnavailable, match="hermes-agent is not installed"):
         select_runtime(load_settings(path, environ={}))
@@ -307,5 +305,5 @@ def test_interrupt_wins_over_an_unfinished_result_and_helpers() -> None:
     assert reasoning_config_for(None) is None
     assert reasoning_config_for("none") == {"enabled": False}
     assert reasoning_config_for("high") == {"enabled": True, "effort": "high"}
-    assert compat.detect_tool_failure("terminal", '{"output": "x", "exit_code": 1, "error": null}') is True
-    assert compat.detect_tool_failure("terminal", '{"output": "tool-ok", "exit_code": 0, "error": null}') is False
+    assert compat.agent.detect_tool_failure("terminal", '{"output": "x", "exit_code": 1, "error": null}') is True
+    assert compat.agent.detect_tool_failure("terminal", '{"output": "tool-ok", "exit_code": 0, "error": null}') is False

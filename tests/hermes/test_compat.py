@@ -27,8 +27,8 @@ import pytest
 
 from hermes_api_plugin.config import load_settings
 from hermes_api_plugin.content import text_message
-from hermes_api_plugin.hermes import compat, compat_names
-from hermes_api_plugin.hermes.compat import HERMES_NAMES, HermesName
+from hermes_api_plugin.hermes import compat
+from hermes_api_plugin.hermes.compat import HERMES_NAMES, HermesName, _core
 from hermes_api_plugin.runtimes.base import TurnRequest
 from hermes_api_plugin.runtimes.hermes import _hermes_gateway_settings
 from tests.live import write_home
@@ -37,7 +37,7 @@ from tests.live import write_home
 @pytest.fixture(autouse=True)
 def _fresh_fallback_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts as a fresh process would: no fallback warned about yet."""
-    monkeypatch.setattr(compat_names, "_warned", set())
+    monkeypatch.setattr(_core, "_warned", set())
 
 
 def _self_placeholder(name: HermesName) -> list[object]:
@@ -143,7 +143,7 @@ CASES: list[tuple[str, Callable[..., None], str, str, Callable[[], Any], Any]] =
         _missing,
         "agent.display",
         "_detect_tool_failure",
-        lambda: compat.detect_tool_failure("terminal", FAILED_TERMINAL),
+        lambda: compat.agent.detect_tool_failure("terminal", FAILED_TERMINAL),
         True,
     ),
     (
@@ -151,7 +151,7 @@ CASES: list[tuple[str, Callable[..., None], str, str, Callable[[], Any], Any]] =
         _resigned,
         "agent.display",
         "_detect_tool_failure",
-        lambda: compat.detect_tool_failure("terminal", FAILED_TERMINAL),
+        lambda: compat.agent.detect_tool_failure("terminal", FAILED_TERMINAL),
         True,
     ),
     (
@@ -159,15 +159,36 @@ CASES: list[tuple[str, Callable[..., None], str, str, Callable[[], Any], Any]] =
         _raising,
         "agent.display",
         "_detect_tool_failure",
-        lambda: compat.detect_tool_failure("terminal", FAILED_TERMINAL),
+        lambda: compat.agent.detect_tool_failure("terminal", FAILED_TERMINAL),
         True,
     ),
-    ("missing", _missing, "gateway.run", "_resolve_runtime_agent_kwargs", lambda: compat.runtime_agent_kwargs(), None),
-    ("missing", _missing, "gateway.run", "_gateway_runner_ref", compat.gateway_runner, None),
-    ("missing", _missing, "hermes_cli.tools_config", "_get_platform_tools", compat.platform_toolsets, None),
-    ("missing", _missing, "gateway.session_context", "set_session_vars", lambda: compat.bind_session_vars("s"), None),
-    ("raising", _raising, "gateway.session_context", "clear_session_vars", lambda: compat.clear_session_vars([]), None),
-    ("raising", _raising, "hermes_state", "SessionDB", compat.session_db, None),
+    (
+        "missing",
+        _missing,
+        "gateway.run",
+        "_resolve_runtime_agent_kwargs",
+        lambda: compat.agent.runtime_agent_kwargs(),
+        None,
+    ),
+    ("missing", _missing, "gateway.run", "_gateway_runner_ref", compat.gateway.gateway_runner, None),
+    ("missing", _missing, "hermes_cli.tools_config", "_get_platform_tools", compat.agent.platform_toolsets, None),
+    (
+        "missing",
+        _missing,
+        "gateway.session_context",
+        "set_session_vars",
+        lambda: compat.sessions.bind_session_vars("s"),
+        None,
+    ),
+    (
+        "raising",
+        _raising,
+        "gateway.session_context",
+        "clear_session_vars",
+        lambda: compat.sessions.clear_session_vars([]),
+        None,
+    ),
+    ("raising", _raising, "hermes_state", "SessionDB", compat.sessions.session_db, None),
 ]
 
 
@@ -197,10 +218,10 @@ def test_an_unusable_name_takes_its_fallback_with_one_warning(
 
 def test_a_working_name_logs_nothing(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, "hermes_api_plugin"):
-        assert compat.detect_tool_failure("terminal", FAILED_TERMINAL) is True
-        assert compat.detect_tool_failure("terminal", json.dumps({"output": "ok", "exit_code": 0})) is False
-        assert compat.gateway_runner() is None  # no GatewayRunner in this process
-        compat.clear_session_vars(compat.bind_session_vars("compat-test"))
+        assert compat.agent.detect_tool_failure("terminal", FAILED_TERMINAL) is True
+        assert compat.agent.detect_tool_failure("terminal", json.dumps({"output": "ok", "exit_code": 0})) is False
+        assert compat.gateway.gateway_runner() is None  # no GatewayRunner in this process
+        compat.sessions.clear_session_vars(compat.sessions.bind_session_vars("compat-test"))
     assert _warnings(caplog) == []
 
 

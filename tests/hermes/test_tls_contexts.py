@@ -1,4 +1,4 @@
-"""Shared provider TLS contexts (`hermes/compat_tls.py`, issue 14) on the installed hermes-agent.
+"""Shared provider TLS contexts (`hermes/compat/tls.py`, issue 14) on the installed hermes-agent.
 
 hermes-agent builds an SSL context, loading the whole CA bundle, for every provider client — one per provider call.
 With `api_server.agents.share_tls_contexts` (the default) one context per CA bundle serves them all. What must hold:
@@ -41,8 +41,8 @@ def shared(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
     """hermes-agent's `agent.ssl_verify` with sharing installed, and no CA variable of this machine in the way."""
     for name in CA_VARIABLES:
         monkeypatch.delenv(name, raising=False)
-    compat.share_tls_contexts()
-    assert compat.tls_stats().shared
+    compat.tls.share_tls_contexts()
+    assert compat.tls.tls_stats().shared
     import agent.ssl_verify
 
     yield agent.ssl_verify

@@ -1,16 +1,14 @@
-"""The compat boundary for the host routes of WIRE §14.3 that `compat.py` has no room for: Hermes' cron jobs
-(`cron.jobs`), the `/api/cron/fire` verifier and scheduler, and the platform adapters' HTTP event ingress.
-
-Part of the compat boundary (with `compat.py` and `compat_names.py`, which lists these declarations in
-`HERMES_NAMES`): only these modules spell hermes-agent's private names. Blocking (files, config, imports): callers
-run every function here in a worker thread.
+"""The compat boundary for Hermes' cron (WIRE §14.3): its job store (`cron.jobs`, the `/api/jobs` routes through
+`hermes/jobs.py`), its prompt scanner, the active scheduler provider, and the `/api/cron/fire` webhook's fire-token
+verifier. Blocking (files, config, imports): callers run every function here in a worker thread.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .compat_declare import HermesName
+from . import home
+from ._core import MISSING, HermesName, call, warn_fallback
 
 _CRON = "cron.jobs"
 # The cron store, as the built-in api_server imports it: a missing one makes its `/api/jobs` routes answer that
@@ -58,16 +56,8 @@ NAS_FIRE_VERIFIER = HermesName(
 )
 CRON_SCHEDULER = HermesName(_SCHEDULER_PROVIDER, "resolve_cron_scheduler", args=())
 FIRE_DUE = HermesName(_SCHEDULER_PROVIDER, "CronScheduler.fire_due", args=("job_id",), kwargs=("adapters", "loop"))
-# The HTTP event ingress an adapter offers (`routes/platform_events.py` reads these by name on any adapter; an adapter
-# without them answers 503): Google Chat's, the one hermes-agent 0.19.0 ships, is checked against the installed one.
-PLATFORM_EVENT_ADAPTER = HermesName(
-    "plugins.platforms.google_chat.adapter",
-    "GoogleChatAdapter",
-    attrs=("verify_http_event_request", "dispatch_http_event"),
-    fallback="the platform answers 503 platform_http_events_unsupported",
-)
 
-HOST_NAMES: tuple[HermesName, ...] = (
+NAMES: tuple[HermesName, ...] = (
     *CRON_FUNCTIONS.values(),
     SCAN_CRON_PROMPT,
     NOTIFY_JOBS_CHANGED,
@@ -75,7 +65,6 @@ HOST_NAMES: tuple[HermesName, ...] = (
     NAS_FIRE_VERIFIER,
     CRON_SCHEDULER,
     FIRE_DUE,
-    PLATFORM_EVENT_ADAPTER,
 )
 
 
@@ -90,27 +79,21 @@ def cron_functions() -> dict[str, Any] | None:
 
 def scan_cron_prompt(prompt: str) -> str:
     """Hermes' cron prompt scanner (the cronjob tool's): the reason a prompt is refused, "" when it passes."""
-    from .compat_names import _MISSING, _call
-
-    found = _call(SCAN_CRON_PROMPT, prompt)
-    return "" if found is _MISSING else str(found or "")
+    found = call(SCAN_CRON_PROMPT, prompt)
+    return "" if found is MISSING else str(found or "")
 
 
 def notify_jobs_changed() -> None:
     """Tell the active cron scheduler provider the job set changed (best effort, as upstream: never raises)."""
-    from .compat_names import _call, _warn_fallback
-
     try:
-        _call(NOTIFY_JOBS_CHANGED)
+        call(NOTIFY_JOBS_CHANGED)
     except Exception as exc:
-        _warn_fallback(NOTIFY_JOBS_CHANGED, f"raised {type(exc).__name__}: {exc}")
+        warn_fallback(NOTIFY_JOBS_CHANGED, f"raised {type(exc).__name__}: {exc}")
 
 
 def _chronos_settings() -> dict[str, Any]:
     """`cron.chronos` of config.yaml as Hermes loads it (defaults merged, re-read each time: it may change)."""
-    from .compat_names import LOAD_CONFIG
-
-    section: Any = LOAD_CONFIG.resolve()()
+    section: Any = home.load_config()
     for key in ("cron", "chronos"):
         section = section.get(key) if isinstance(section, dict) else None
     return section if isinstance(section, dict) else {}
@@ -136,14 +119,3 @@ def fire_due(job_id: str, loop: Any) -> bool:
     it once); no adapters, as the built-in server fires: delivery takes Hermes' standalone path."""
     scheduler = CRON_SCHEDULER.resolve()()
     return bool(scheduler.fire_due(job_id, adapters=None, loop=loop))
-
-
-def platform_adapter(runner: Any, platform: str) -> Any | None:
-    """The live adapter of `platform` (its `Platform` value, e.g. `google_chat`) among the gateway runner's; None
-    when that platform is not connected."""
-    from .compat import gateway_adapters
-
-    for key, adapter in gateway_adapters(runner).items():
-        if getattr(key, "value", key) == platform:
-            return adapter
-    return None

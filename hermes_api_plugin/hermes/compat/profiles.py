@@ -9,8 +9,6 @@ hermes-agent 0.19.0's `GatewayRunner` marks the process a multiplexer from its c
 without a prefix, and so does this plugin. Everything fails closed here too: without the scope function no profile
 is served, so a profile's request never runs with another profile's home or keys.
 
-Part of the compat boundary (with `compat.py` and `compat_names.py`, which lists these declarations in
-`HERMES_NAMES`): only these modules spell hermes-agent's private names.
 """
 
 from __future__ import annotations
@@ -20,7 +18,8 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from .compat_declare import HermesName
+from . import home
+from ._core import MISSING, HermesName, call, usable
 
 MULTIPLEX_ACTIVE = HermesName(
     "agent.secret_scope",
@@ -42,43 +41,35 @@ PROFILE_RUNTIME_SCOPE = HermesName(
     fallback="no profile is served under /p/{profile} (404 profile_not_found): none can be scoped",
 )
 
-PROFILE_NAMES: tuple[HermesName, ...] = (MULTIPLEX_ACTIVE, PROFILES_TO_SERVE, PROFILE_RUNTIME_SCOPE)
+NAMES: tuple[HermesName, ...] = (MULTIPLEX_ACTIVE, PROFILES_TO_SERVE, PROFILE_RUNTIME_SCOPE)
 
 
 def multiplexing() -> bool:
     """Whether this process serves several profiles (`gateway.multiplex_profiles`, as the gateway runner set it)."""
-    from .compat_names import _call
-
-    return _call(MULTIPLEX_ACTIVE) is True  # _MISSING (no such flag here) is not True
+    return call(MULTIPLEX_ACTIVE) is True  # MISSING (no such flag here) is not True
 
 
 def served_profiles() -> Mapping[str, Path]:
     """The profiles a multiplexer serves, by name (the default one included), each with its home; empty when
     hermes-agent cannot say or cannot scope them. Scans the profiles folder: call it in a worker thread."""
-    from .compat_names import _MISSING, _call, _target
-
-    if _target(PROFILE_RUNTIME_SCOPE, Path()) is _MISSING:
+    if usable(PROFILE_RUNTIME_SCOPE, Path()) is MISSING:
         return {}
-    served = _call(PROFILES_TO_SERVE, multiplex=True)
-    if served is _MISSING:
+    served = call(PROFILES_TO_SERVE, multiplex=True)
+    if served is MISSING:
         return {}
-    return {str(name): Path(home) for name, home in served}
+    return {str(name): Path(profile_home) for name, profile_home in served}
 
 
-def profile_scope(home: Path | None) -> AbstractContextManager[Any]:
-    """Hermes' runtime scope for `home` (None: the gateway's own profile — its scope while multiplexing, as the
-    built-in server enters it, else nothing to enter). Enter and leave it in one thread or task: it sets
+def profile_scope(profile_home: Path | None) -> AbstractContextManager[Any]:
+    """Hermes' runtime scope for `profile_home` (None: the gateway's own profile — its scope while multiplexing, as
+    the built-in server enters it, else nothing to enter). Enter and leave it in one thread or task: it sets
     context variables."""
-    from .compat_names import _MISSING, _target
-
-    if home is None:
+    if profile_home is None:
         if not multiplexing():
             return nullcontext()
-        from .compat import hermes_home
-
-        home = hermes_home()
-    scope = _target(PROFILE_RUNTIME_SCOPE, home)
-    if scope is _MISSING:
+        profile_home = home.hermes_home()
+    scope = usable(PROFILE_RUNTIME_SCOPE, profile_home)
+    if scope is MISSING:
         # served_profiles() serves none without it: only the gateway's own profile gets here, unscoped as upstream
         return nullcontext()
-    return scope(home)
+    return scope(profile_home)

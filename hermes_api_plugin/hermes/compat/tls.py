@@ -17,8 +17,7 @@ Hermes' (which bundle, `ssl_verify: false`, its warnings, its checks); only rebu
 A replaced CA file (new mtime or size) gets a new context. `api_server.agents.share_tls_contexts: false` leaves
 hermes-agent as it ships.
 
-Part of the compat boundary (declared in `TLS_NAMES`, checked against the installed hermes-agent by
-tests/hermes/test_compat.py); runs in worker threads and the warm-up thread alike.
+Runs in worker threads and the warm-up thread alike.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from .compat_declare import HermesName
+from ._core import HermesName, warn_fallback
 
 RESOLVE_HTTPX_VERIFY = HermesName(
     "agent.ssl_verify",
@@ -44,7 +43,7 @@ RESOLVE_HTTPX_VERIFY = HermesName(
 )
 SSL_VERIFY_SSL = HermesName("agent.ssl_verify", "ssl", fallback="a new SSL context for every provider client")
 SSL_GUARD_SSL = HermesName("agent.ssl_guard", "ssl", fallback="the CA bundle check builds its contexts anew")
-TLS_NAMES = (RESOLVE_HTTPX_VERIFY, SSL_VERIFY_SSL, SSL_GUARD_SSL)
+NAMES: tuple[HermesName, ...] = (RESOLVE_HTTPX_VERIFY, SSL_VERIFY_SSL, SSL_GUARD_SSL)
 
 
 @dataclass(frozen=True)
@@ -128,8 +127,17 @@ _install_lock = threading.Lock()
 
 
 def share_tls_contexts() -> None:
+    """One SSL context per CA bundle for every provider client of this process; when hermes-agent's TLS helpers are
+    not what the plugin knows, its fallback (a context per client, as shipped) is logged once."""
+    try:
+        _install()
+    except (ImportError, AttributeError) as exc:
+        warn_fallback(RESOLVE_HTTPX_VERIFY, f"is unusable ({type(exc).__name__}: {exc})")
+
+
+def _install() -> None:
     """Install the shared contexts into hermes-agent (once per process; later calls return at once). Imports the two
-    small Hermes modules; raises ImportError / AttributeError when they are not what `TLS_NAMES` declares (the caller
+    small Hermes modules; raises ImportError / AttributeError when they are not what `NAMES` declares (the caller
     logs and leaves hermes-agent as it is)."""
     global _installed
     if _installed is not None:
