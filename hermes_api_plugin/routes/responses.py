@@ -209,6 +209,9 @@ async def cancel_response(request: web.Request) -> web.Response:
     )
 
 
+_UNSETTLED = frozenset({"queued", "in_progress"})
+
+
 async def _cancel_remote(request: web.Request, record: StoredResponse, owner: str, journal: Journal) -> web.Response:
     """Cancel a background response another gateway runs: the stop goes to it through the store's feed; the answer
     waits (up to CANCEL_WAIT_S) for the turn to settle, as a local cancel does."""
@@ -227,7 +230,11 @@ async def _cancel_remote(request: web.Request, record: StoredResponse, owner: st
     except TimeoutError:
         return json_response(live_snapshot(app[SETTINGS], record, journal))
     again = await app[STORE].get_response(profile_of(request).scope, record.id)
-    return json_response(again.snapshot if again is not None else live_snapshot(app[SETTINGS], record, journal))
+    if again is not None and again.status not in _UNSETTLED:
+        return json_response(again.snapshot)
+    # The journal's terminal record can reach this gateway before the owner's update of the stored object: the
+    # journal is the truth either way, and it has settled.
+    return json_response(live_snapshot(app[SETTINGS], record, journal))
 
 
 async def list_input_items(request: web.Request) -> web.Response:
