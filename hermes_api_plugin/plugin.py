@@ -29,4 +29,3 @@ def hermes_api_gateway_startup(gateway: Gateway) -> None:
 def hermes_api_gateway_shutdown(gateway: Gateway) -> Any:
     ours = [app for app in gateway.apps if TURNS in app]
     return shutdown_apps(ours) if ours else None
-

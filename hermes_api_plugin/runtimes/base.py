@@ -186,7 +186,7 @@ class AgentRuntime(Protocol):
         ...
 
     async def run(self, turn: AgentTurn) -> TurnOutcome:
-        """Execute the turn, calling the installed callbacks; return promptly after `interrupt()`."""
+        """Execute the turn, reporting through `turn.callbacks`; return promptly after `interrupt()`."""
         ...
 
     async def model_inventory(self, refresh: bool) -> list[dict[str, Any]] | None:
