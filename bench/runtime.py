@@ -67,8 +67,7 @@ class BenchRuntime(ScriptedRuntime):
             delay = start + offset - loop.time()
             if delay > 0:
                 await asyncio.sleep(delay)
-            if turn.stream_delta_callback is not None:
-                turn.stream_delta_callback(f"{time.time():.6f};")
+            turn.callbacks.text(f"{time.time():.6f};")
         return TurnOutcome(TurnStatus.COMPLETED)
 
 

@@ -29,7 +29,7 @@ class Gateway(Protocol):
 
     settings: Settings
     runtime: AgentRuntime
-    hooks: TurnHooks  # the plugin manager's hook relay, for the per-turn hooks
+    hooks: TurnHooks  # the plugin manager's hook relay: the turn hooks are called through it
 
     def mount(self, app: web.Application) -> None:
         """Serve `app` as the API server (the gateway owns the sockets)."""
@@ -65,21 +65,22 @@ class GatewaySpec:
 
     @hookspec
     def hermes_api_agent_turn_start(self, turn: AgentTurn) -> None:
-        """An agent turn is about to run.
+        """An agent turn is about to run: for plugins that observe turns.
 
         When: once per turn, on the event loop, before the runtime executes it.
-        Arguments: `turn` — the request, the sink of the turn's events, and the callback slots
-        (`reasoning_callback`, `stream_delta_callback`, `tool_start_callback`,
-        `tool_complete_callback`, `interim_assistant_callback`, `compaction_callback`) the runtime will call.
-        Return: nothing; implementations install callbacks on `turn`.
+        Arguments: `turn` — its request (`turn.request`: run id, session, input, model), `interrupted`,
+        `on_interrupt()`. Its events already go to its own sink (`turn.callbacks`, attached when the turn was
+        built, read-only): nothing an implementation does here changes what the turn streams, so any number of
+        plugins may implement this hook.
+        Return: nothing. Keep it short (it runs on the event loop); an exception is logged and the turn runs on.
         """
 
     @hookspec
     def hermes_api_agent_turn_end(self, turn: AgentTurn, outcome: TurnOutcome) -> None:
-        """An agent turn has returned.
+        """An agent turn has returned: for plugins that observe turns.
 
         When: once per turn, on the event loop, after the runtime returned (also after a crash,
         with a failed outcome) and before the terminal status is recorded.
         Arguments: `turn` — as at start; `outcome` — status, final text, usage, error.
-        Return: nothing; implementations stop listening to the turn's callbacks.
+        Return: nothing. An exception is logged; the turn settles as without it.
         """

@@ -1,4 +1,8 @@
-"""The plugin: `@hookimpl` glue between the gateway lifecycle and the API application. Nothing else."""
+"""The plugin: `@hookimpl` glue between the gateway lifecycle and the API application. Nothing else.
+
+It implements no turn hook: the registry attaches each turn's callback sink itself (runtimes/base.py), and the
+turn hooks are left to other plugins that observe turns.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,6 @@ from .app import create_app, shutdown_apps
 from .config_migration import migrate_config
 from .hookspecs import Gateway, hookimpl
 from .keys import TURNS
-from .runtimes.base import AgentTurn, TurnOutcome
 from .store.factory import build_store
 
 
@@ -26,22 +29,3 @@ def hermes_api_gateway_startup(gateway: Gateway) -> None:
 def hermes_api_gateway_shutdown(gateway: Gateway) -> Any:
     ours = [app for app in gateway.apps if TURNS in app]
     return shutdown_apps(ours) if ours else None
-
-
-@hookimpl
-def hermes_api_agent_turn_start(turn: AgentTurn) -> None:
-    sink, request = turn.sink, turn.request
-    if request.reasoning_enabled:  # opt-out per request: no callback, nothing reasoning-related anywhere
-        turn.reasoning_callback = sink.on_reasoning
-    turn.stream_delta_callback = sink.on_text
-    turn.tool_start_callback = sink.on_tool_start
-    turn.tool_complete_callback = sink.on_tool_complete
-    if request.commentary_enabled:
-        turn.interim_assistant_callback = sink.on_commentary
-    turn.compaction_callback = sink.on_compaction
-    turn.approval_callback = sink.on_approval_request
-
-
-@hookimpl
-def hermes_api_agent_turn_end(turn: AgentTurn, outcome: TurnOutcome) -> None:
-    turn.sink.close()

@@ -1,9 +1,14 @@
-"""The plugin's hookimpls against the gateway contract: registration, and one test per hook."""
+"""The plugin against the gateway contract (hookspecs.py), as a gateway that loads it sees it: the hooks it
+implements and what each does, and a second plugin beside it on the live reference gateway (issue 21, part 5)."""
 
 from __future__ import annotations
 
 import inspect
+import json
+import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pluggy
 import pytest
@@ -15,40 +20,27 @@ from hermes_api_plugin.events import ToolStarted, TurnStatus
 from hermes_api_plugin.gateway.server import ReferenceGateway, build_plugin_manager
 from hermes_api_plugin.keys import STORE, TURNS
 from hermes_api_plugin.runtimes import select_runtime
-from hermes_api_plugin.runtimes.base import AgentTurn, TurnOutcome, TurnRequest
+from hermes_api_plugin.runtimes.base import TurnRequest
 
-from .helpers import wait_for_async
-from .live import write_home
+from .gateway.observer_plugin import FAIL_ENV, LOG_ENV, install_observer
+from .helpers import live_request, wait_for_async
+from .live import LiveGateway, start_gateway, write_home
+from .test_golden import GOLDEN, chat_body, normalise
+
+ROOT = Path(__file__).parents[1]
+
+
+def _declared_hooks() -> set[str]:
+    """The hooks hookspecs.py declares (pluggy's spec marker), read from the spec module."""
+    return {name for name, fn in vars(hookspecs.GatewaySpec).items() if hasattr(fn, f"{hookspecs.PROJECT}_spec")}
 
 
 def _hookimpl_names() -> list[str]:
     return [
         name
         for name, fn in inspect.getmembers(plugin, inspect.isfunction)
-        if getattr(fn, "hermes_api_impl", None) is not None
+        if getattr(fn, f"{hookspecs.PROJECT}_impl", None) is not None
     ]
-
-
-class RecordingSink:
-    def __init__(self) -> None:
-        self.closed = False
-
-    def on_reasoning(self, text: str) -> None: ...
-    def on_text(self, text: str | None) -> None: ...
-    def on_tool_start(self, call_id, name, arguments) -> None: ...  # type: ignore[no-untyped-def]
-    def on_tool_complete(self, call_id, name, result, is_error) -> None: ...  # type: ignore[no-untyped-def]
-    def on_commentary(self, text: str, already_streamed: bool) -> None: ...
-    def on_compaction(self, summary: str) -> None: ...
-    def on_approval_request(self, command: str, description: str, choices: tuple[str, ...]) -> None: ...
-    def on_approval_response(self, choice: str) -> None: ...
-
-    def close(self) -> None:
-        self.closed = True
-
-
-def _turn(**overrides: object) -> AgentTurn:
-    request = TurnRequest(turn_id="run_x", session_id="s", input=Message("user", (TextPart("hi"),)), **overrides)  # type: ignore[arg-type]
-    return AgentTurn(request, RecordingSink())
 
 
 def _gateway(tmp_path: Path) -> tuple[pluggy.PluginManager, ReferenceGateway]:
@@ -58,25 +50,19 @@ def _gateway(tmp_path: Path) -> tuple[pluggy.PluginManager, ReferenceGateway]:
     return pm, ReferenceGateway(settings, select_runtime(settings), pm)
 
 
-def test_plugin_registers_through_entry_point_and_matches_specs() -> None:
+def test_the_entry_point_group_loads_the_plugin_and_its_hooks_match_the_specs() -> None:
     pm = build_plugin_manager()
     assert pm.get_plugin("hermes_api_plugin") is plugin
     pm.check_pending()  # every hookimpl has a spec, with compatible arguments
+    assert set(_hookimpl_names()) <= _declared_hooks()
 
 
-def test_plugin_registers_on_a_fresh_manager() -> None:
-    pm = pluggy.PluginManager(hookspecs.PROJECT)
-    pm.add_hookspecs(hookspecs.GatewaySpec)
-    pm.register(plugin)
-    pm.check_pending()
-    assert {impl.plugin_name for impl in pm.hook.hermes_api_agent_turn_start.get_hookimpls()}
-
-
-def test_hook_names_carry_the_project_prefix() -> None:
-    specs = [n for n in dir(hookspecs.GatewaySpec) if not n.startswith("_")]
-    assert specs and all(n.startswith("hermes_api_") for n in specs)
-    for name in specs:
-        assert getattr(hookspecs.GatewaySpec, name).__doc__, f"{name} is undocumented"
+def test_declared_hooks_carry_the_project_prefix_and_say_when_and_what_they_return() -> None:
+    declared = _declared_hooks()
+    assert declared and all(name.startswith("hermes_api_") for name in declared)
+    for name in declared:
+        doc = getattr(hookspecs.GatewaySpec, name).__doc__ or ""
+        assert all(part in doc for part in ("When:", "Arguments:", "Return:")), f"{name} is not documented"
 
 
 def test_every_hookimpl_has_a_test() -> None:
@@ -118,42 +104,57 @@ async def test_hook_hermes_api_gateway_shutdown(tmp_path: Path) -> None:
     assert registry.draining
 
 
-def test_hook_hermes_api_agent_turn_start() -> None:
-    turn = _turn()
-    plugin.hermes_api_agent_turn_start(turn=turn)
-    sink = turn.sink
-    assert turn.reasoning_callback == sink.on_reasoning
-    assert turn.stream_delta_callback == sink.on_text
-    assert turn.tool_start_callback == sink.on_tool_start
-    assert turn.tool_complete_callback == sink.on_tool_complete
-    assert turn.interim_assistant_callback == sink.on_commentary
-    assert turn.compaction_callback == sink.on_compaction
-    assert turn.approval_callback == sink.on_approval_request
+# -- a second plugin on the live reference gateway (issue 21, part 5) -------------------------------------------------
 
 
-def test_hook_agent_turn_start_respects_reasoning_and_commentary_opt_outs() -> None:
-    """W-10.1: reasoning.enabled false installs no reasoning callback; §10.3 commentary gate."""
-    turn = _turn(reasoning_enabled=False, commentary_enabled=False)
-    plugin.hermes_api_agent_turn_start(turn=turn)
-    assert turn.reasoning_callback is None
-    assert turn.interim_assistant_callback is None
-    assert turn.stream_delta_callback is not None
+def _observed_gateway(tmp_path: Path, *, fail: bool = False) -> tuple[LiveGateway, Path]:
+    """The reference gateway with the observer plugin (tests/gateway/observer_plugin.py) installed beside this one
+    in the entry-point group, playing the golden script; and the observer's log."""
+    home = write_home(tmp_path / "home", script="golden.yaml", config={"api_server": {"sse_keepalive_seconds": 30}})
+    where = install_observer(tmp_path / "site")
+    path = os.pathsep.join(p for p in (str(where), str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    log = tmp_path / "observer.jsonl"
+    env = {"PYTHONPATH": path, LOG_ENV: str(log), FAIL_ENV: "1" if fail else "0"}
+    return start_gateway(home, env), log
 
 
-def test_hook_hermes_api_agent_turn_end() -> None:
-    turn = _turn()
-    plugin.hermes_api_agent_turn_end(turn=turn, outcome=TurnOutcome(TurnStatus.COMPLETED))
-    assert isinstance(turn.sink, RecordingSink) and turn.sink.closed
+def _calls(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "hermes_api_gateway_startup",
-        "hermes_api_gateway_shutdown",
-        "hermes_api_agent_turn_start",
-        "hermes_api_agent_turn_end",
-    ],
-)
-def test_contract_hooks_are_specified(name: str) -> None:
-    assert hasattr(hookspecs.GatewaySpec, name)
+@pytest.fixture
+def observed(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[LiveGateway, Path]]:
+    gateway, log = _observed_gateway(tmp_path, fail=getattr(request, "param", False))
+    yield gateway, log
+    gateway.stop()
+
+
+@pytest.mark.parametrize("observed", [False, True], ids=["observer", "failing-observer"], indirect=True)
+def test_a_second_plugin_implementing_turn_start_leaves_the_stream_golden_and_sees_the_turn(
+    observed: tuple[LiveGateway, Path],
+) -> None:
+    """Issue 21, part 5: a second plugin whose turn-start hook installs callbacks of its own on the turn after this
+    plugin's (as the contract once invited), or raises: the chat stream keeps its reasoning, tool progress and text
+    byte for byte (tests/golden/chat-use-tool.sse), and the plugin saw the turn start and end."""
+    gateway, log = observed
+    reply = live_request(gateway, "POST", "/v1/chat/completions", chat_body("use tool"))
+    assert reply.status == 200
+    assert normalise(reply.raw).decode() == (GOLDEN / "chat-use-tool.sse").read_text(encoding="utf-8")
+    run_id = reply.headers["X-Hermes-Run-Id"]
+    turn_calls = [c for c in _calls(log) if c["hook"].startswith("hermes_api_agent_turn_")]
+    assert turn_calls == [
+        {"hook": "hermes_api_agent_turn_start", "turn_id": run_id, "input": "use tool"},
+        {"hook": "hermes_api_agent_turn_end", "turn_id": run_id, "status": "completed"},
+    ]
+
+
+def test_a_gateway_lifecycle_calls_exactly_the_declared_hooks_in_order(observed: tuple[LiveGateway, Path]) -> None:
+    """Start-up, one turn, SIGTERM: the second plugin was called once for each hook hookspecs.py declares — no other
+    — start-up first, the turn's start before its end, shutdown last."""
+    gateway, log = observed
+    assert live_request(gateway, "POST", "/v1/chat/completions", chat_body("use tool")).status == 200
+    assert gateway.stop() == 0
+    hooks = [c["hook"] for c in _calls(log)]
+    assert sorted(hooks) == sorted(_declared_hooks())
+    assert hooks[0] == "hermes_api_gateway_startup" and hooks[-1] == "hermes_api_gateway_shutdown"
+    assert hooks.index("hermes_api_agent_turn_start") < hooks.index("hermes_api_agent_turn_end")

@@ -1,11 +1,14 @@
 """The AgentRuntime protocol and the host side of one agent turn.
 
-A runtime executes an `AgentTurn` and reports through the callbacks that the turn-start hook installed
-on it. `drive_turn` is how a host runs a turn: start hook, execution, end hook, in that order.
+A runtime executes an `AgentTurn` and reports through `turn.callbacks`: the turn's own sink, attached when the
+turn is built (the registry builds it) and fixed for its life. `drive_turn` is how a host runs a turn: start
+hook, execution, end hook, in that order. The hooks only let plugins observe the turn: nothing a plugin does
+there reaches the callbacks, and a plugin that raises is logged, not the turn's end (issue 21, part 5).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +29,8 @@ ToolCompleteCallback = Callable[["str | None", str, Any, bool], None]  # call_id
 InterimCallback = Callable[[str, bool], None]  # text, already_streamed
 CompactionCallback = Callable[[str], None]  # summary of the archived turns
 ApprovalCallback = Callable[[str, str, "tuple[str, ...]"], None]  # redacted command, description, choices
+
+log = logging.getLogger("hermes_api_plugin")
 
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra")
 
@@ -67,7 +72,7 @@ class TurnOutcome:
 
 
 class TurnSink(Protocol):
-    """The receiving end of a turn's callbacks (implemented by the plugin's bridge)."""
+    """The receiving end of a turn's callbacks (turns/bridge.py's `TurnBridge`; the registry closes it at the end)."""
 
     def on_reasoning(self, text: str) -> None: ...
     def on_text(self, text: str | None) -> None: ...
@@ -77,7 +82,33 @@ class TurnSink(Protocol):
     def on_compaction(self, summary: str) -> None: ...
     def on_approval_request(self, command: str, description: str, choices: tuple[str, ...]) -> None: ...
     def on_approval_response(self, choice: str) -> None: ...
-    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class TurnCallbacks:
+    """The callbacks a runtime calls during one turn: the turn's sink, with the request's opt-outs applied."""
+
+    text: TextCallback
+    tool_start: ToolStartCallback
+    tool_complete: ToolCompleteCallback
+    compaction: CompactionCallback
+    approval_request: ApprovalCallback
+    approval_response: Callable[[str], None]
+    reasoning: ReasoningCallback | None  # None: reasoning opted out per request (W-10.1): nothing to report it to
+    commentary: InterimCallback | None  # None: interim assistant messages are off (§10.3)
+
+    @classmethod
+    def of(cls, sink: TurnSink, request: TurnRequest) -> TurnCallbacks:
+        return cls(
+            text=sink.on_text,
+            tool_start=sink.on_tool_start,
+            tool_complete=sink.on_tool_complete,
+            compaction=sink.on_compaction,
+            approval_request=sink.on_approval_request,
+            approval_response=sink.on_approval_response,
+            reasoning=sink.on_reasoning if request.reasoning_enabled else None,
+            commentary=sink.on_commentary if request.commentary_enabled else None,
+        )
 
 
 class ApprovalGate(Protocol):
@@ -89,27 +120,27 @@ class ApprovalGate(Protocol):
 
 
 class AgentTurn:
-    """One agent execution: its request, the callbacks installed on it, and its interrupt switch.
+    """One agent execution: its request, the callbacks of its sink, and its interrupt switch.
 
     Callbacks may be invoked from any thread. `interrupt()` is thread-safe and idempotent.
     """
 
     def __init__(self, request: TurnRequest, sink: TurnSink) -> None:
         self.request = request
-        self.sink = sink
-        self.reasoning_callback: ReasoningCallback | None = None
-        self.stream_delta_callback: TextCallback | None = None
-        self.tool_start_callback: ToolStartCallback | None = None
-        self.tool_complete_callback: ToolCompleteCallback | None = None
-        self.interim_assistant_callback: InterimCallback | None = None
-        self.compaction_callback: CompactionCallback | None = None
-        self.approval_callback: ApprovalCallback | None = None
+        # Attached here, by whoever builds the turn, rather than installed by a hook: a pluggy hook has one
+        # slot per callback, which a second plugin implementing it would overwrite (or be overwritten in).
+        self._callbacks = TurnCallbacks.of(sink, request)
         # Set by a runtime that can wait for approvals, while the turn runs; None: no approval can be pending
         self.approvals: ApprovalGate | None = None
         self._interrupted = threading.Event()
         self._listeners: list[Callable[[], None]] = []
         self._released = False
         self._lock = threading.Lock()
+
+    @property
+    def callbacks(self) -> TurnCallbacks:
+        """Where the runtime reports the turn's events (read-only: fixed when the turn was built)."""
+        return self._callbacks
 
     @property
     def interrupted(self) -> bool:
@@ -155,7 +186,7 @@ class AgentRuntime(Protocol):
         ...
 
     async def run(self, turn: AgentTurn) -> TurnOutcome:
-        """Execute the turn, calling the installed callbacks; return promptly after `interrupt()`."""
+        """Execute the turn, reporting through `turn.callbacks`; return promptly after `interrupt()`."""
         ...
 
     async def model_inventory(self, refresh: bool) -> list[dict[str, Any]] | None:
@@ -189,8 +220,11 @@ class TurnHooks(Protocol):
 
 
 async def drive_turn(runtime: AgentRuntime, turn: AgentTurn, hooks: TurnHooks) -> TurnOutcome:
-    """Run one turn with the lifecycle hooks around it; runtime crashes become a failed outcome."""
-    hooks.hermes_api_agent_turn_start(turn=turn)
+    """Run one turn with the observation hooks around it; runtime crashes become a failed outcome."""
+    try:
+        hooks.hermes_api_agent_turn_start(turn=turn)
+    except Exception:  # an observer's bug is not the turn's: it runs and streams as without that plugin
+        log.exception("[API Server] a plugin's hermes_api_agent_turn_start failed on turn %s", turn.request.turn_id)
     try:
         outcome = await runtime.run(turn)
     except Exception as exc:
@@ -199,5 +233,8 @@ async def drive_turn(runtime: AgentRuntime, turn: AgentTurn, hooks: TurnHooks) -
         outcome = TurnOutcome(
             TurnStatus.FAILED, error_code="agent_error", error_message=f"Agent runtime ended in {outcome.status.value}"
         )
-    hooks.hermes_api_agent_turn_end(turn=turn, outcome=outcome)
+    try:
+        hooks.hermes_api_agent_turn_end(turn=turn, outcome=outcome)
+    except Exception:
+        log.exception("[API Server] a plugin's hermes_api_agent_turn_end failed on turn %s", turn.request.turn_id)
     return outcome

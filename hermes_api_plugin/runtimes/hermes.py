@@ -208,19 +208,17 @@ class HermesRuntime:
         approvals = _approvals_for(turn)
         kwargs = self._agent_kwargs(request)
         kwargs.update(self._callbacks(turn, approvals))
-        if turn.compaction_callback is not None:
-            kwargs["event_callback"] = _compaction_relay(handle, turn.compaction_callback)
+        kwargs["event_callback"] = _compaction_relay(handle, turn.callbacks.compaction)
         tokens = compat.sessions.bind_session_vars(request.session_id, request.session_key)
         approval_token = None
         lease = None
         outcome: TurnOutcome | None = None
         try:
-            if approvals is not None:
-                # Bound in this thread (Hermes' guard reads the key from the context) before the agent exists
-                approval_token = compat.approvals.bind_approvals(approvals.key, approvals.notify)
-                if approval_token is not None:
-                    turn.approvals = approvals
-                    turn.on_interrupt(approvals.close)  # stop, disconnect, drain: a waiting request is denied
+            # Bound in this thread (Hermes' guard reads the key from the context) before the agent exists
+            approval_token = compat.approvals.bind_approvals(approvals.key, approvals.notify)
+            if approval_token is not None:
+                turn.approvals = approvals
+                turn.on_interrupt(approvals.close)  # stop, disconnect, drain: a waiting request is denied
             lease = self.agents.acquire(request, kwargs, lambda: agent_class(**kwargs))
             handle.attach(lease.agent)
             result = compat.agent.run_conversation(
@@ -231,12 +229,11 @@ class HermesRuntime:
             )
             outcome = outcome_from_result(result, turn.interrupted)
         finally:
-            if approvals is not None:
-                turn.approvals = None
-                approvals.close()
-                if approval_token is not None:
-                    compat.approvals.unbind_approvals(approvals.key, approval_token)
-                release_key(approvals.key)
+            turn.approvals = None
+            approvals.close()
+            if approval_token is not None:
+                compat.approvals.unbind_approvals(approvals.key, approval_token)
+            release_key(approvals.key)
             compat.sessions.clear_session_vars(tokens)
             handle.detach()
             if lease is not None:
@@ -244,28 +241,22 @@ class HermesRuntime:
                 self.agents.release(lease, completed=completed)
         return outcome
 
-    def _callbacks(self, turn: AgentTurn, approvals: TurnApprovals | None) -> dict[str, Any]:
-        reasoning = turn.reasoning_callback
-        text = turn.stream_delta_callback
-        tool_start = turn.tool_start_callback
-        tool_complete = turn.tool_complete_callback
-        interim = turn.interim_assistant_callback
+    def _callbacks(self, turn: AgentTurn, approvals: TurnApprovals) -> dict[str, Any]:
+        sink = turn.callbacks
+        reasoning, text, tool_complete, interim = sink.reasoning, sink.text, sink.tool_complete, sink.commentary
         callbacks: dict[str, Any] = {}
         if reasoning is not None:
             callbacks["reasoning_callback"] = lambda delta: delta and reasoning(delta)
-        if text is not None:
-            # None means "a tool call starts now" (the streamed segment ends); the plugin does not need it.
-            callbacks["stream_delta_callback"] = lambda delta: delta is not None and text(delta)
-        if tool_start is not None:
-            callbacks["tool_start_callback"] = lambda call_id, name, args: tool_start(call_id, name, args)
-        if tool_complete is not None:
+        # None means "a tool call starts now" (the streamed segment ends); the plugin does not need it.
+        callbacks["stream_delta_callback"] = lambda delta: delta is not None and text(delta)
+        tool_start = sink.tool_start
+        callbacks["tool_start_callback"] = lambda call_id, name, args: tool_start(call_id, name, args)
 
-            def completed(call_id: Any, name: str, args: Any, result: Any) -> None:
-                if approvals is not None:  # a request that timed out is denied before its tool's result shows
-                    approvals.report_ended()
-                tool_complete(call_id, name, result, compat.agent.detect_tool_failure(name, result))
+        def completed(call_id: Any, name: str, args: Any, result: Any) -> None:
+            approvals.report_ended()  # a request that timed out is denied before its tool's result shows
+            tool_complete(call_id, name, result, compat.agent.detect_tool_failure(name, result))
 
-            callbacks["tool_complete_callback"] = completed
+        callbacks["tool_complete_callback"] = completed
         if interim is not None:
             callbacks["interim_assistant_callback"] = lambda message, already_streamed=False, **_: interim(
                 message, bool(already_streamed)
@@ -349,13 +340,11 @@ def _requested_model(settings: Settings, request: TurnRequest) -> str | None:
     return None
 
 
-def _approvals_for(turn: AgentTurn) -> TurnApprovals | None:
-    """The turn's approvals (WIRE.md §14.2), keyed by its conversation; None when nothing would report them."""
-    request, sink = turn.request, turn.sink
-    if turn.approval_callback is None:
-        return None
+def _approvals_for(turn: AgentTurn) -> TurnApprovals:
+    """The turn's approvals (WIRE.md §14.2), keyed by its conversation, reported to the turn's sink."""
+    request, callbacks = turn.request, turn.callbacks
     key = claim_key(request.session_key or request.session_id, request.turn_id)
-    return TurnApprovals(key, turn.approval_callback, sink.on_approval_response)
+    return TurnApprovals(key, callbacks.approval_request, callbacks.approval_response)
 
 
 def _compaction_relay(handle: _AgentHandle, callback: Callable[[str], None]) -> Callable[..., None]:

@@ -189,18 +189,17 @@ class ScriptedRuntime:
                 if kind == "usage":
                     usage = Usage(int(value.get("prompt_tokens", 0)), int(value.get("completion_tokens", 0)))
                 elif kind == "reasoning":
-                    await self._stream(value, turn.reasoning_callback)
+                    await self._stream(value, turn.callbacks.reasoning)
                 elif kind == "text":
-                    await self._stream(value, turn.stream_delta_callback)
+                    await self._stream(value, turn.callbacks.text)
                     answer.append(value)
                 elif kind == "final":
                     answer.append(value)  # returned as the final response, never streamed
                 elif kind == "compact":
-                    if turn.compaction_callback is not None:
-                        turn.compaction_callback(value)
+                    turn.callbacks.compaction(value)
                 elif kind == "commentary":
-                    if turn.interim_assistant_callback is not None:
-                        turn.interim_assistant_callback(value, False)
+                    if turn.callbacks.commentary is not None:
+                        turn.callbacks.commentary(value, False)
                 elif kind == "tool":
                     answer.clear()
                     await self._tool(turn, value)
@@ -209,7 +208,7 @@ class ScriptedRuntime:
                 elif kind == "fail":
                     raise _Budget(TurnOutcome(TurnStatus.FAILED, "".join(answer) or None, usage, "agent_error", value))
                 elif kind == "exhaust_budget":
-                    await self._stream(value, turn.stream_delta_callback)
+                    await self._stream(value, turn.callbacks.text)
                     answer.append(value)
                     raise _Budget(
                         TurnOutcome(TurnStatus.INCOMPLETE, "".join(answer), usage, "iteration_budget_exhausted")
@@ -231,13 +230,11 @@ class ScriptedRuntime:
         call_id = spec.get("id", f"call_{uuid.uuid4().hex[:24]}")
         name = spec["name"]
         args = spec.get("args", {})
-        if turn.tool_start_callback is not None:
-            turn.tool_start_callback(call_id, name, args)
+        turn.callbacks.tool_start(call_id, name, args)
         if spec.get("unfinished"):
             return  # still running when the next steps (e.g. fail, exhaust_budget) end the turn
         await asyncio.sleep(float(spec.get("seconds", 0)))
-        if turn.tool_complete_callback is not None:
-            turn.tool_complete_callback(call_id, name, spec.get("result", ""), bool(spec.get("is_error", False)))
+        turn.callbacks.tool_complete(call_id, name, spec.get("result", ""), bool(spec.get("is_error", False)))
 
     def _log_execution(self, turn: AgentTurn, script_turn: ScriptTurn | None) -> None:
         request = turn.request

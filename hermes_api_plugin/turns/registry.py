@@ -237,7 +237,7 @@ class TurnRegistry:
             queued = self._queues.users(queue_key) > 0
             self._queues.enter(queue_key)
         turn = Turn(
-            AgentTurn(request, bridge),
+            AgentTurn(request, bridge),  # the turn reports to its bridge whatever plugins do in the turn hooks
             bridge,
             journal,
             queue_key=queue_key,

@@ -23,7 +23,7 @@ from tests.helpers import wait_for_async
 
 
 class Recorder:
-    """A sink whose methods record every callback, installed as the plugin would."""
+    """A sink whose methods record every callback (the turn built with it reports to it)."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
@@ -43,17 +43,19 @@ class Recorder:
     def on_commentary(self, text: str, already_streamed: bool) -> None:
         self.calls.append(("commentary", text))
 
-    def close(self) -> None: ...
+    def on_compaction(self, summary: str) -> None:
+        self.calls.append(("compaction", summary))
+
+    def on_approval_request(self, command: str, description: str, choices: tuple[str, ...]) -> None:
+        self.calls.append(("approval_request", command))
+
+    def on_approval_response(self, choice: str) -> None:
+        self.calls.append(("approval_response", choice))
 
 
 def make_turn(text: str) -> tuple[AgentTurn, Recorder]:
     sink = Recorder()
     turn = AgentTurn(TurnRequest(turn_id="run_t", session_id="s", input=Message("user", (TextPart(text),))), sink)
-    turn.reasoning_callback = sink.on_reasoning
-    turn.stream_delta_callback = sink.on_text
-    turn.tool_start_callback = sink.on_tool_start
-    turn.tool_complete_callback = sink.on_tool_complete
-    turn.interim_assistant_callback = sink.on_commentary
     return turn, sink
 
 

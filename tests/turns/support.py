@@ -5,11 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pluggy
+
+from hermes_api_plugin import hookspecs
 from hermes_api_plugin.content import Message, TextPart
 from hermes_api_plugin.events import (
     ToolStarted,
 )
-from hermes_api_plugin.runtimes.base import AgentTurn, TurnOutcome, TurnRequest
+from hermes_api_plugin.runtimes.base import TurnHooks, TurnRequest
 from hermes_api_plugin.runtimes.scripted import ScriptedRuntime, load_script
 from hermes_api_plugin.store import MemoryStore, SessionStore
 from hermes_api_plugin.turns import HeldTurn, Turn, TurnRegistry
@@ -24,21 +27,17 @@ async def tool_started(turn: Turn) -> None:
     await wait_for_async(lambda: any(isinstance(e, ToolStarted) for e in turn.journal.events), what="the tool start")
 
 
-class PluginHooks:
-    """The plugin's own hookimpls, called directly (the pluggy path is covered in test_plugin)."""
+def gateway_hooks(*plugins: object) -> TurnHooks:
+    """The turn hooks as a gateway relays them: a real pluggy manager with the contract's specs, this plugin and
+    `plugins` (others, e.g. turn observers)."""
+    from hermes_api_plugin import plugin
 
-    def __init__(self) -> None:
-        from hermes_api_plugin import plugin
-
-        self._plugin = plugin
-        self.ends = 0
-
-    def hermes_api_agent_turn_start(self, *, turn: AgentTurn) -> None:
-        self._plugin.hermes_api_agent_turn_start(turn=turn)
-
-    def hermes_api_agent_turn_end(self, *, turn: AgentTurn, outcome: TurnOutcome) -> None:
-        self.ends += 1
-        self._plugin.hermes_api_agent_turn_end(turn=turn, outcome=outcome)
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs.GatewaySpec)
+    for each in (plugin, *plugins):
+        pm.register(each)
+    hooks: TurnHooks = pm.hook
+    return hooks
 
 
 def request(text: str, session: str = "s1", run: str = "run_1") -> TurnRequest:
@@ -55,7 +54,7 @@ async def open_store() -> SessionStore:
 async def registry(max_concurrent: int = 10, store: Any = None) -> TurnRegistry:
     runtime = ScriptedRuntime(load_script(SCRIPT))
     return TurnRegistry(
-        runtime, session_transcripts(store or await open_store()), PluginHooks(), max_concurrent=max_concurrent
+        runtime, session_transcripts(store or await open_store()), gateway_hooks(), max_concurrent=max_concurrent
     )
 
 

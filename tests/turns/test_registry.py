@@ -7,23 +7,30 @@ import gc
 import time
 import weakref
 
+import pluggy
 import pytest
 
+from hermes_api_plugin import hookspecs
 from hermes_api_plugin.content import Message
 from hermes_api_plugin.errors import ApiError
 from hermes_api_plugin.events import (
+    Commentary,
+    ReasoningDelta,
     StatusChanged,
     TextDelta,
     ToolCompleted,
+    ToolStarted,
+    TurnEvent,
     TurnFinished,
     TurnStatus,
 )
-from hermes_api_plugin.runtimes.base import AgentTurn, TurnOutcome
+from hermes_api_plugin.runtimes.base import AgentTurn, TurnHooks, TurnOutcome
 from hermes_api_plugin.runtimes.scripted import ScriptedRuntime, load_script
 from hermes_api_plugin.turns import TurnRegistry
 from hermes_api_plugin.turns.transcripts import session_transcripts
+from tests.gateway.observer_plugin import Observer
 from tests.helpers import wait_for_async
-from tests.turns.support import SCRIPT, PluginHooks, open_store, registry, request, started, tool_started
+from tests.turns.support import SCRIPT, gateway_hooks, open_store, registry, request, started, tool_started
 
 
 async def test_registry_runs_a_turn_to_one_terminal_record_and_stores_the_exchange() -> None:
@@ -137,7 +144,7 @@ async def test_runtime_crash_settles_failed() -> None:
             raise RuntimeError("kaput")
 
     reg = TurnRegistry(
-        Broken(load_script(SCRIPT)), session_transcripts(await open_store()), PluginHooks(), max_concurrent=1
+        Broken(load_script(SCRIPT)), session_transcripts(await open_store()), gateway_hooks(), max_concurrent=1
     )
     finished = await asyncio.wait_for(started(reg.admit(request("x"))).wait(), 2)
     assert finished.status is TurnStatus.FAILED and finished.error_code == "agent_error"
@@ -194,7 +201,7 @@ async def test_a_settled_turn_lets_go_of_the_runtime_so_a_late_interrupt_reaches
             return outcome
 
     reg = TurnRegistry(
-        Listening(load_script(SCRIPT)), session_transcripts(await open_store()), PluginHooks(), max_concurrent=1
+        Listening(load_script(SCRIPT)), session_transcripts(await open_store()), gateway_hooks(), max_concurrent=1
     )
     turn = started(reg.admit(request("x")))
     assert (await asyncio.wait_for(turn.wait(), 2)).status is TurnStatus.COMPLETED
@@ -204,3 +211,79 @@ async def test_a_settled_turn_lets_go_of_the_runtime_so_a_late_interrupt_reaches
     assert interrupts == []
     gc.collect()
     assert answers[0]() is None, "the settled turn still holds the runtime's outcome"
+
+
+# -- issue 21, part 5: the turn hooks observe; the registry attaches each turn's sink ------------------------------
+
+
+def _stream(events: list[TurnEvent]) -> list[tuple[object, ...]]:
+    """What a turn streams, independent of timing: adjacent deltas joined, tools by name, arguments and result."""
+    shown: list[tuple[object, ...]] = []
+    for event in events:
+        if isinstance(event, ReasoningDelta | TextDelta) and shown and shown[-1][0] == type(event).__name__:
+            shown[-1] = (shown[-1][0], str(shown[-1][1]) + event.text)
+        elif isinstance(event, ReasoningDelta | TextDelta | Commentary):
+            shown.append((type(event).__name__, event.text))
+        elif isinstance(event, ToolStarted):
+            shown.append(("ToolStarted", event.name, event.arguments))
+        elif isinstance(event, ToolCompleted):
+            shown.append(("ToolCompleted", event.name, event.result, event.is_error))
+        elif isinstance(event, TurnFinished):
+            shown.append(("TurnFinished", event.status, event.error_code))
+    return shown
+
+
+async def _streamed(hooks: TurnHooks, text: str) -> list[tuple[object, ...]]:
+    reg = TurnRegistry(
+        ScriptedRuntime(load_script(SCRIPT)), session_transcripts(await open_store()), hooks, max_concurrent=1
+    )
+    turn = started(reg.admit(request(text)))
+    await asyncio.wait_for(turn.wait(), 5)
+    return _stream(list(turn.journal.events))
+
+
+async def test_a_second_plugin_in_the_turn_hooks_leaves_the_stream_intact_and_sees_the_turn() -> None:
+    """Issue 21, part 5: a plugin implementing the turn hooks — one that even installs callbacks of its own on the
+    turn after every other implementation, as the old contract invited — observes the turn; the turn still streams
+    its reasoning, tools, commentary and text, exactly as with this plugin alone."""
+    alone = await _streamed(gateway_hooks(), "use tool")
+    kinds = [shown[0] for shown in alone]
+    assert {"ReasoningDelta", "ToolStarted", "ToolCompleted", "Commentary", "TextDelta"} <= set(kinds)
+    observer = Observer()
+    assert await _streamed(gateway_hooks(observer), "use tool") == alone
+    assert observer.calls == [
+        {"hook": "hermes_api_agent_turn_start", "turn_id": "run_1", "input": "use tool"},
+        {"hook": "hermes_api_agent_turn_end", "turn_id": "run_1", "status": "completed"},
+    ]
+
+
+async def test_a_plugin_whose_turn_hooks_raise_is_logged_and_the_turn_streams_as_without_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    alone = await _streamed(gateway_hooks(), "use tool")
+    failing = Observer(fail=True)
+    assert await _streamed(gateway_hooks(failing), "use tool") == alone
+    assert [call["hook"] for call in failing.calls] == ["hermes_api_agent_turn_start", "hermes_api_agent_turn_end"]
+    failures = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert failures == [
+        "[API Server] a plugin's hermes_api_agent_turn_start failed on turn run_1",
+        "[API Server] a plugin's hermes_api_agent_turn_end failed on turn run_1",
+    ]
+
+
+async def test_a_turn_streams_with_no_plugin_implementing_the_turn_hooks() -> None:
+    """The sink is the turn's own, not something a hook installs: a relay with the specs and no turn hookimpl at
+    all (this plugin implements none) still streams every kind of event."""
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs.GatewaySpec)
+    assert not pm.hook.hermes_api_agent_turn_start.get_hookimpls()
+    shown = await _streamed(pm.hook, "use tool")
+    assert [kind for kind, *_ in shown] == [
+        "ReasoningDelta",
+        "ToolStarted",
+        "ToolCompleted",
+        "Commentary",
+        "ReasoningDelta",
+        "TextDelta",
+        "TurnFinished",
+    ]

@@ -18,7 +18,7 @@ from hermes_api_plugin.turns.recent import RECENT_S, RecentTurns
 from hermes_api_plugin.turns.registry import SETTLED_TURN_BYTES
 from hermes_api_plugin.turns.transcripts import session_transcripts
 from tests.helpers import wait_for_async
-from tests.turns.support import SCRIPT, PluginHooks, open_store, request, started
+from tests.turns.support import SCRIPT, gateway_hooks, open_store, request, started
 
 
 class Clock:
@@ -39,7 +39,7 @@ class Answering(ScriptedRuntime):
         self.answer = answer
 
     async def run(self, turn: AgentTurn) -> TurnOutcome:
-        turn.sink.on_text(self.answer)
+        turn.callbacks.text(self.answer)
         return TurnOutcome(TurnStatus.COMPLETED, self.answer)
 
 
@@ -47,7 +47,7 @@ async def _registry(runtime: ScriptedRuntime, clock: Clock, **bounds: int) -> Tu
     return TurnRegistry(
         runtime,
         session_transcripts(await open_store()),
-        PluginHooks(),
+        gateway_hooks(),
         max_concurrent=10,
         recent=RecentTurns(**bounds, clock=clock),
     )
