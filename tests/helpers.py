@@ -1,5 +1,6 @@
-"""Shared test helpers: the real app in-process, SSE parsing, a parsed HTTP reply, reading a stream up to a marker,
-the error envelope check, bounded waits, and the scripted runtime's execution log.
+"""Shared test helpers: the constants tests share (paths, id patterns, the scripted runtime's answers, error
+envelopes), the real app in-process, SSE parsing, a parsed HTTP reply, reading a stream up to a marker, the error
+envelope check, bounded waits, and the scripted runtime's execution log.
 
 Every test module takes these from here instead of keeping its own copy; tests/live.py keeps what concerns a Hermes
 home and the real gateway process.
@@ -69,6 +70,70 @@ ITEM_ID = {
     "function_call": re.compile(r"^fc_[0-9a-f]{24}$"),
     "function_call_output": re.compile(r"^fco_[0-9a-f]{24}$"),
 }
+
+
+# -- what tests share: paths, ids, the scripted runtime's turns, envelopes --------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]  # the repository
+CHAT = "/v1/chat/completions"
+RESPONSES = "/v1/responses"
+RUNS = "/v1/runs"
+MODEL = "hermes-agent"  # the model name the gateway serves
+RUN_ID = re.compile(r"^run_[0-9a-f]{32}$")
+RESPONSE_ID = re.compile(r"^resp_[0-9a-f]{32}$")
+COMPLETION_ID = re.compile(r"^chatcmpl-[0-9a-f]{32}$")
+NEW_SESSION = re.compile(r"^api_(\d+)_[0-9a-f]{8}$")  # a session id the server made up (its time, then hex)
+PROGRESS = "hermes.tool.progress"  # the chat stream's tool progress records (WIRE.md §3.4)
+PNG = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+# The scripted runtime's turns (tests/scripts/chat.yaml), spelled out: a test states what a client must see.
+DEFAULT_ANSWER = "Hello from the scripted runtime."
+USE_TOOL_ANSWER = "Your project has README.md and src/."  # "use tool"
+USE_TOOL_REASONING = "I should look at the files first.\n\nTwo entries."
+USE_TOOL_TYPES = ["reasoning", "function_call", "function_call_output", "message", "reasoning", "message"]
+TOOL_RESULT = "README.md\nsrc/"  # what its `ls` printed
+COMMENTARY = "Listed the files."  # what it said between the tool and the answer
+EXHAUST_SUMMARY = "I checked 41 of 60 log files; so far the linker step is the only failure."  # "exhaust"
+
+# Responses: the terminal events (exactly one ends a stream, WIRE.md §4.4), the tool items, a reasoning item's events.
+RESPONSE_TERMINALS = ("response.completed", "response.incomplete", "response.failed", "response.cancelled")
+TOOL_TYPES = ("function_call", "function_call_output")
+REASONING_BURST = [
+    "response.output_item.added",
+    "response.reasoning_summary_part.added",
+    "response.reasoning_summary_text.delta+",
+    "response.reasoning_summary_text.done",
+    "response.reasoning_summary_part.done",
+    "response.output_item.done",
+]
+
+# Headers and error bodies a test compares whole (WIRE.md §1.5, §1.7, §5.3).
+SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
+}
+AUTH_FAILED = {
+    "error": {
+        "message": "Invalid API key (API_SERVER_KEY)",
+        "type": "gateway_auth_error",
+        "param": None,
+        "code": "gateway_auth_failed",
+    }
+}
+CONFLICT = {
+    "error": {
+        "message": "admission_conflict",
+        "type": "invalid_request_error",
+        "param": None,
+        "code": "admission_conflict",
+    }
+}
+UNKNOWN = {
+    "error": {"message": "unknown_execution", "type": "conflict_error", "param": None, "code": "unknown_execution"}
+}
+RESTART_ERROR = {"code": "unknown_execution", "message": "The gateway restarted before this turn settled."}
 
 
 # -- the real app in-process ------------------------------------------------------------------------------------------

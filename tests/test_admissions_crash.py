@@ -12,7 +12,6 @@ import http.client
 import json
 import os
 import random
-import re
 import signal
 import threading
 import time
@@ -26,32 +25,29 @@ import pytest
 import yaml
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from tests.helpers import Reply, assert_error_envelope, complete_records, live_request, wait_for
+from tests.helpers import (
+    CHAT,
+    CONFLICT,
+    RESPONSE_TERMINALS,
+    RESPONSES,
+    RESTART_ERROR,
+    RUN_ID,
+    UNKNOWN,
+    Reply,
+    assert_error_envelope,
+    complete_records,
+    live_request,
+    wait_for,
+)
 from tests.live import SCRIPTS, LiveGateway, executions, start_gateway, write_home
 
 # slow (left out by ./test --fast): real gateway processes killed with SIGKILL and restarted; 50 kill points.
 pytestmark = pytest.mark.slow
 
-CHAT = "/v1/chat/completions"
-RESPONSES = "/v1/responses"
 PATHS = {"chat": CHAT, "responses": RESPONSES}
 SURFACES = ("chat", "responses")
-RUN_ID = re.compile(r"^run_[0-9a-f]{32}$")
-UNKNOWN = {
-    "error": {"message": "unknown_execution", "type": "conflict_error", "param": None, "code": "unknown_execution"}
-}
-CONFLICT = {
-    "error": {
-        "message": "admission_conflict",
-        "type": "invalid_request_error",
-        "param": None,
-        "code": "admission_conflict",
-    }
-}
-RESTART_ERROR = {"code": "unknown_execution", "message": "The gateway restarted before this turn settled."}
 CRAWL_SECONDS = 4.0
 QUICK_ANSWER = "Quick answer."
-TERMINALS = ("response.completed", "response.incomplete", "response.failed", "response.cancelled")
 
 
 # -- homes, requests ---------------------------------------------------------------------------------------
@@ -140,7 +136,7 @@ class Sent:
         if self.stream:
             if self.surface == "chat":
                 return self.raw.endswith(b"data: [DONE]\n\n")
-            return any(f"event: {t}\n".encode() in self.raw for t in TERMINALS) and self.raw.endswith(b"\n\n")
+            return any(f"event: {t}\n".encode() in self.raw for t in RESPONSE_TERMINALS) and self.raw.endswith(b"\n\n")
         try:
             json.loads(self.raw)
         except ValueError:

@@ -14,6 +14,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from hermes_api_plugin import __version__
+from tests.helpers import AUTH_FAILED, CHAT, SECURITY_HEADERS
 
 from .helpers import assert_error_envelope, parse_sse, raw_request, read_reply, read_until, wait_for_async
 from .live import TEST_KEY, executions
@@ -27,20 +28,6 @@ TYPE_BY_STATUS = {
     413: "invalid_request_error",
     429: "rate_limit_error",
 }
-SECURITY_HEADERS = {
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "X-Frame-Options": "DENY",
-    "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
-}
-AUTH_FAILED = {
-    "error": {
-        "message": "Invalid API key (API_SERVER_KEY)",
-        "type": "gateway_auth_error",
-        "param": None,
-        "code": "gateway_auth_failed",
-    }
-}
 ORIGIN_NOT_ALLOWED = {
     "error": {
         "message": "Origin not allowed",
@@ -52,7 +39,6 @@ ORIGIN_NOT_ALLOWED = {
 EXPOSED = {"x-hermes-session-id", "x-hermes-session-key", "x-hermes-run-id", "idempotency-replayed", "retry-after"}
 ALLOWED_ORIGIN = "http://localhost:3000"
 CORS_CONFIG = {"api_server": {"cors_origins": [ALLOWED_ORIGIN]}}
-CHAT = "/v1/chat/completions"
 HELLO = {"messages": [{"role": "user", "content": "hello"}]}
 MAX_BODY = 10_000_000
 

@@ -19,10 +19,9 @@ from hermes_api_plugin.events import (
     TurnStatus,
     Usage,
 )
-from tests.helpers import ITEM_ID, RESPONSE_KEYS, USAGE_KEYS
+from tests.helpers import ITEM_ID, RESPONSE_KEYS, RESPONSE_TERMINALS, TOOL_TYPES, USAGE_KEYS
 
 RESPONSE_ID = "resp_" + "0123456789abcdef" * 2
-TERMINALS = {"response.completed", "response.incomplete", "response.failed", "response.cancelled"}
 REASONING_BURST = [
     "response.output_item.added",
     "response.reasoning_summary_part.added",
@@ -78,7 +77,7 @@ def done_items(records: list[tuple[str, dict[str, Any]]]) -> dict[int, dict[str,
 
 def terminal(records: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     name, payload, _ = records[-1]
-    assert name in TERMINALS
+    assert name in RESPONSE_TERMINALS
     return payload["response"]
 
 
@@ -491,7 +490,7 @@ def test_commentary_skipped_when_disabled_or_already_streamed(options: dict[str,
 def test_terminal_output_equals_done_items_in_index_order_with_usage() -> None:
     """W-4.8: one terminal event, last; output is exactly the done items by output_index; usage has 5 keys."""
     records = render(TOOL_TURN)
-    assert sum(1 for n in names(records) if n in TERMINALS) == 1
+    assert sum(1 for n in names(records) if n in RESPONSE_TERMINALS) == 1
     assert names(records)[-1] == "response.completed"
     response = terminal(records)
     assert set(response) == RESPONSE_KEYS
@@ -789,8 +788,6 @@ def test_snapshot_while_running_lists_done_items_only() -> None:
 
 
 # -- W-4.21: X-Hermes-Tool-Items: off ------------------------------------------------------------------------------
-
-TOOL_TYPES = ("function_call", "function_call_output")
 
 
 def check_tool_items_off(events: list[TurnEvent]) -> list[tuple[str, dict[str, Any]]]:

@@ -27,9 +27,8 @@ from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import ignored_auth, positive_data_acceptance, use_after_free
 
 from tests.fuzz.contract_checks import error_envelope, nothing_left_behind, schema_valid_data_passes_the_parsers, watch
+from tests.helpers import ROOT
 from tests.live import SCRIPTS, LiveGateway, start_gateway, write_home
-
-ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.slow, pytest.mark.fuzz]
 

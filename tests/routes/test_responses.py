@@ -18,9 +18,19 @@ from multidict import CIMultiDictProxy
 
 from hermes_api_plugin.keys import TURNS
 from tests.helpers import (
+    DEFAULT_ANSWER,
+    EXHAUST_SUMMARY,
     ITEM_ID,
+    REASONING_BURST,
+    RESPONSE_ID,
     RESPONSE_KEYS,
+    RESPONSE_TERMINALS,
+    RESPONSES,
+    RUN_ID,
+    TOOL_TYPES,
     USAGE_KEYS,
+    USE_TOOL_ANSWER,
+    USE_TOOL_REASONING,
     Reply,
     assert_error_envelope,
     complete_records,
@@ -31,25 +41,10 @@ from tests.helpers import (
 )
 from tests.live import executions
 
-RESPONSES = "/v1/responses"
-RUN_ID = re.compile(r"^run_[0-9a-f]{32}$")
-RESPONSE_ID = re.compile(r"^resp_[0-9a-f]{32}$")
-TERMINALS = ("response.completed", "response.incomplete", "response.failed", "response.cancelled")
 DELTAS = ("response.reasoning_summary_text.delta", "response.output_text.delta")
 
-USE_TOOL_ANSWER = "Your project has README.md and src/."
-USE_TOOL_REASONING = ("I should look at the files first.", "Two entries.")
-EXHAUST_SUMMARY = "I checked 41 of 60 log files; so far the linker step is the only failure."
-DEFAULT_ANSWER = "Hello from the scripted runtime."
+USE_TOOL_SUMMARY = tuple(USE_TOOL_REASONING.split("\n\n"))  # one summary part per paragraph
 
-REASONING_BURST = [
-    "response.output_item.added",
-    "response.reasoning_summary_part.added",
-    "response.reasoning_summary_text.delta+",
-    "response.reasoning_summary_text.done",
-    "response.reasoning_summary_part.done",
-    "response.output_item.done",
-]
 MESSAGE = [
     "response.output_item.added",
     "response.content_part.added",
@@ -124,8 +119,8 @@ def check_responses_framing(result: ResponseStream) -> None:
     for event in (created, in_progress, events[-1]):
         assert set(event["response"]) == RESPONSE_KEYS
     assert len({e["response"]["id"] for e in events if "response" in e}) == 1
-    assert sum(1 for e in events if e["type"] in TERMINALS) == 1
-    assert events[-1]["type"] in TERMINALS
+    assert sum(1 for e in events if e["type"] in RESPONSE_TERMINALS) == 1
+    assert events[-1]["type"] in RESPONSE_TERMINALS
     # W-4.3: added precedes every reference, indexes dense from 0.
     added: dict[int, str] = {}
     done: dict[int, dict[str, Any]] = {}
@@ -302,8 +297,8 @@ async def test_use_tool_stream_exact_event_order(api: TestClient, auth: dict[str
         "output_tokens_details": {"reasoning_tokens": 0},
     }
     rs1, fc, fco, commentary, rs2, message = response["output"]
-    assert rs1["summary"] == [{"type": "summary_text", "text": USE_TOOL_REASONING[0]}]
-    assert rs2["summary"] == [{"type": "summary_text", "text": USE_TOOL_REASONING[1]}]
+    assert rs1["summary"] == [{"type": "summary_text", "text": USE_TOOL_SUMMARY[0]}]
+    assert rs2["summary"] == [{"type": "summary_text", "text": USE_TOOL_SUMMARY[1]}]
     assert (fc["type"], fc["status"], fc["name"]) == ("function_call", "completed", "terminal")
     assert json.loads(fc["arguments"]) == {"command": "ls -la"}
     assert re.match(r"^call_[0-9a-f]{24}$", fc["call_id"])
@@ -979,7 +974,7 @@ async def test_item_reference_resolves_stored_output_items(api: TestClient, auth
         ("assistant", USE_TOOL_ANSWER),
     ]
     assert execution["history"][1]["tool_calls"][0]["id"] == fc["call_id"] == execution["history"][2]["tool_call_id"]
-    assert USE_TOOL_REASONING[0] not in json.dumps(execution["history"]), "reasoning references are skipped"
+    assert USE_TOOL_SUMMARY[0] not in json.dumps(execution["history"]), "reasoning references are skipped"
 
 
 async def test_item_reference_to_stored_input_item_resolves(api: TestClient, auth: dict[str, str]) -> None:
@@ -1572,7 +1567,6 @@ async def test_request_tools_are_echoed_and_never_executed(api: TestClient, auth
 # -- W-4.21: X-Hermes-Tool-Items: off ------------------------------------------------------------------------------
 
 TOOL_ITEMS_OFF = {"X-Hermes-Tool-Items": "off"}
-TOOL_TYPES = ("function_call", "function_call_output")
 
 
 def without_tools(response: dict[str, Any]) -> list[dict[str, Any]]:

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
+from tests.helpers import AUTH_FAILED, SECURITY_HEADERS
+
 RETIRED_BODY = {
     "error": {
         "message": "Browser extension control was removed. Point browser.cdp_url in config.yaml at your browser's DevTools "
@@ -21,20 +23,6 @@ RETIRED_BODY = {
         "param": None,
         "code": "endpoint_removed",
     }
-}
-AUTH_FAILED = {
-    "error": {
-        "message": "Invalid API key (API_SERVER_KEY)",
-        "type": "gateway_auth_error",
-        "param": None,
-        "code": "gateway_auth_failed",
-    }
-}
-SECURITY_HEADERS = {
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "X-Frame-Options": "DENY",
-    "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
 }
 RETIRED_PATHS = [
     "/v1/browser-control/register",

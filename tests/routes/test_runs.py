@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import signal
 import time
 from collections.abc import Iterator
@@ -21,6 +20,16 @@ from aiohttp.test_utils import TestClient
 from multidict import CIMultiDictProxy
 
 from tests.helpers import (
+    CHAT,
+    CONFLICT,
+    DEFAULT_ANSWER,
+    NEW_SESSION,
+    RESPONSES,
+    RESTART_ERROR,
+    RUN_ID,
+    RUNS,
+    USE_TOOL_ANSWER,
+    USE_TOOL_REASONING,
     Reply,
     assert_error_envelope,
     complete_records,
@@ -36,11 +45,6 @@ from tests.helpers import (
 )
 from tests.live import LiveGateway, executions, start_gateway, write_home
 
-RUNS = "/v1/runs"
-CHAT = "/v1/chat/completions"
-RESPONSES = "/v1/responses"
-RUN_ID = re.compile(r"^run_[0-9a-f]{32}$")
-NEW_SESSION = re.compile(r"^api_(\d+)_[0-9a-f]{8}$")
 TERMINALS = ("run.completed", "run.incomplete", "run.failed", "run.cancelled")
 RUN_KEYS = {
     "object",
@@ -57,19 +61,8 @@ RUN_KEYS = {
     "turn_exit_reason",
 }
 
-USE_TOOL_REASONING = "I should look at the files first.\n\nTwo entries."
-USE_TOOL_ANSWER = "Your project has README.md and src/."
-DEFAULT_ANSWER = "Hello from the scripted runtime."
 RUN_NOT_FOUND = {
     "error": {"message": "No run with that id", "type": "not_found_error", "param": None, "code": "run_not_found"}
-}
-CONFLICT = {
-    "error": {
-        "message": "admission_conflict",
-        "type": "invalid_request_error",
-        "param": None,
-        "code": "admission_conflict",
-    }
 }
 
 
@@ -812,7 +805,6 @@ async def test_runs_stream_over_a_25_second_tool_is_kept_alive_and_not_cut(make_
 # -- across processes: restart after kill -9, credential scope (W-5.12, W-6.4) ----------------------------------------
 
 
-RESTART_ERROR = {"code": "unknown_execution", "message": "The gateway restarted before this turn settled."}
 OTHER_KEY = "another-key-0123456789abcdef"
 
 
