@@ -95,17 +95,9 @@ TOOL_RESULT = "README.md\nsrc/"  # what its `ls` printed
 COMMENTARY = "Listed the files."  # what it said between the tool and the answer
 EXHAUST_SUMMARY = "I checked 41 of 60 log files; so far the linker step is the only failure."  # "exhaust"
 
-# Responses: the terminal events (exactly one ends a stream, WIRE.md §4.4), the tool items, a reasoning item's events.
+# Responses: the terminal events (exactly one ends a stream, WIRE.md §4.4) and the tool items' types.
 RESPONSE_TERMINALS = ("response.completed", "response.incomplete", "response.failed", "response.cancelled")
 TOOL_TYPES = ("function_call", "function_call_output")
-REASONING_BURST = [
-    "response.output_item.added",
-    "response.reasoning_summary_part.added",
-    "response.reasoning_summary_text.delta+",
-    "response.reasoning_summary_text.done",
-    "response.reasoning_summary_part.done",
-    "response.output_item.done",
-]
 
 # Headers and error bodies a test compares whole (WIRE.md §1.5, §1.7, §5.3).
 SECURITY_HEADERS = {
