@@ -48,6 +48,8 @@ PATHS = {"chat": CHAT, "responses": RESPONSES}
 SURFACES = ("chat", "responses")
 CRAWL_SECONDS = 4.0
 QUICK_ANSWER = "Quick answer."
+# the keyed turns the `crashed` fixture leaves running when it kills the gateway
+CRASHED_REQUESTS = ("chat-json", "chat-sse", "responses-json", "responses-sse", "responses-background")
 
 
 # -- homes, requests ---------------------------------------------------------------------------------------
@@ -187,10 +189,7 @@ def crashed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Crashed]:
     """Five keyed "crawl" turns running — chat JSON and stream, Responses JSON and stream (stored) and a stored
     background Response — when the gateway is killed with SIGKILL; then a new gateway on the same home."""
     home = crash_home(tmp_path_factory.mktemp("crash"))
-    keys = {
-        name: f"crash-{name}-{i}"
-        for i, name in enumerate(("chat-json", "chat-sse", "responses-json", "responses-sse", "responses-background"))
-    }
+    keys = {name: f"crash-{name}-{i}" for i, name in enumerate(CRASHED_REQUESTS)}
     requests = {
         "chat-json": (CHAT, payload("chat", f"crawl {keys['chat-json']}", stream=False)),
         "chat-sse": (CHAT, payload("chat", f"crawl {keys['chat-sse']}", stream=True)),
@@ -289,8 +288,8 @@ def test_keyed_stored_responses_running_at_kill_settle_failed_unknown_execution(
 def test_nothing_left_running_by_the_killed_gateway_is_executed_again(crashed: Crashed) -> None:
     """W-5.7, §5.4: the restart never re-executes a turn the killed process left running: every key has exactly
     one execution line."""
-    for _, _, key in crashed.requests.values():
-        assert executions_of(crashed.home, key) == 1, key
+    executed = {name: executions_of(crashed.home, key) for name, (_, _, key) in crashed.requests.items()}
+    assert executed == dict.fromkeys(CRASHED_REQUESTS, 1)
 
 
 # -- W-5.7: fifty randomized kill points ------------------------------------------------------------------

@@ -94,7 +94,9 @@ def test_issue_20_defect_8_every_form_of_a_store_url_is_masked(url: str) -> None
 
 @pytest.mark.parametrize("url", MALFORMED_STORE_URLS)
 def test_issue_20_defect_8_a_driver_message_quoting_the_url_or_its_password_is_masked(url: str) -> None:
-    for secret in url_secrets(url):
+    secrets = url_secrets(url)
+    assert secrets, "every malformed URL here carries a password"
+    for secret in secrets:
         message = mask_store_text(f'missing "=" after "{url}" in connection info string; password "{secret}"', url)
         assert SECRET not in message and secret not in message, message
 

@@ -152,16 +152,16 @@ def test_head_fields_are_echoed_in_every_lifecycle_object() -> None:
         )
     )
     records = renderer.created() + renderer.render([RUNNING, TextDelta("hi"), finished()])
-    for name, payload, _ in records:
-        if "response" in payload:
-            response = payload["response"]
-            assert response["background"] is True
-            assert response["instructions"] == "Be terse."
-            assert response["metadata"] == {"k": "v"}
-            assert response["tools"] == tools
-            assert response["tool_choice"] == "required"
-            assert response["parallel_tool_calls"] is False
-            assert response["previous_response_id"] == "resp_" + "1" * 32
+    lifecycle = [(name, payload["response"]) for name, payload, _ in records if "response" in payload]
+    assert [name for name, _ in lifecycle] == ["response.created", "response.in_progress", "response.completed"]
+    for _, response in lifecycle:
+        assert response["background"] is True
+        assert response["instructions"] == "Be terse."
+        assert response["metadata"] == {"k": "v"}
+        assert response["tools"] == tools
+        assert response["tool_choice"] == "required"
+        assert response["parallel_tool_calls"] is False
+        assert response["previous_response_id"] == "resp_" + "1" * 32
 
 
 def test_sequence_numbers_run_from_zero_without_gap_across_batches() -> None:

@@ -284,6 +284,7 @@ async def test_openapi_describes_streams_and_the_error_envelope(api: TestClient,
     error = doc["components"]["schemas"]["Error"]
     assert error["required"] == ["error"]
     assert set(error["properties"]["error"]["required"]) == {"message", "type", "param", "code"}
+    assert {(method, path) for path, item in doc["paths"].items() for method in item} >= SSE_ROUTES
     for path, item in doc["paths"].items():
         for method, op in item.items():
             success = {code: r for code, r in op["responses"].items() if code != "default"}
