@@ -85,6 +85,14 @@ COMPLETION_ID = re.compile(r"^chatcmpl-[0-9a-f]{32}$")
 NEW_SESSION = re.compile(r"^api_(\d+)_[0-9a-f]{8}$")  # a session id the server made up (its time, then hex)
 PROGRESS = "hermes.tool.progress"  # the chat stream's tool progress records (WIRE.md §3.4)
 PNG = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+SURFACES = ("chat", "responses")  # the two OpenAI surfaces, and where each is posted
+PATHS = {"chat": CHAT, "responses": RESPONSES}
+HELLO_CHAT = {"messages": [{"role": "user", "content": "hello"}]}  # the smallest chat request
+# Bytes that show a surface's stream is past its head and into the turn (the scripted turns reason first).
+RUNNING_MARKER = {"chat": b"reasoning_content", "responses": b"response.reasoning_summary_text.delta"}
+RUN_TERMINALS = ("run.completed", "run.incomplete", "run.failed", "run.cancelled")  # WIRE.md §6.3
+JOB_ID = "0123456789ab"  # a cron job id of Hermes' shape (12 hex digits)
+STORE_PASSWORD = "s3cret-pw"  # the password in the store URLs of the masking tests
 
 # The scripted runtime's turns (tests/scripts/chat.yaml), spelled out: a test states what a client must see.
 DEFAULT_ANSWER = "Hello from the scripted runtime."

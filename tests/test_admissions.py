@@ -30,9 +30,12 @@ from tests.helpers import (
     CONFLICT,
     DEFAULT_ANSWER,
     JSON_TYPE,
+    PATHS,
     RESPONSE_ID,
     RESPONSES,
     RUN_ID,
+    RUNNING_MARKER,
+    SURFACES,
     USE_TOOL_ANSWER,
     Reply,
     assert_error_envelope,
@@ -44,9 +47,6 @@ from tests.helpers import (
     wait_for_async,
 )
 from tests.live import SCRIPTS, executions, write_home
-
-PATHS = {"chat": CHAT, "responses": RESPONSES}
-SURFACES = ("chat", "responses")
 
 SLOW_REASONING = "Taking my time."
 SLOW_ANSWER = "Slow and steady."
@@ -163,9 +163,6 @@ async def send(
     return await post(
         api, auth, PATHS[surface], payload(surface, text, stream=stream, **extra), key=key, headers=headers
     )
-
-
-RUNNING_MARKER = {"chat": b"reasoning_content", "responses": b"response.reasoning_summary_text.delta"}
 
 
 def runs_of(home: Path, key: str) -> list[dict[str, Any]]:

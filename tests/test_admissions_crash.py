@@ -28,10 +28,12 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from tests.helpers import (
     CHAT,
     CONFLICT,
+    PATHS,
     RESPONSE_TERMINALS,
     RESPONSES,
     RESTART_ERROR,
     RUN_ID,
+    SURFACES,
     UNKNOWN,
     Reply,
     assert_error_envelope,
@@ -44,8 +46,6 @@ from tests.live import SCRIPTS, LiveGateway, executions, start_gateway, write_ho
 # slow (left out by ./test --fast): real gateway processes killed with SIGKILL and restarted; 50 kill points.
 pytestmark = pytest.mark.slow
 
-PATHS = {"chat": CHAT, "responses": RESPONSES}
-SURFACES = ("chat", "responses")
 CRAWL_SECONDS = 4.0
 QUICK_ANSWER = "Quick answer."
 # the keyed turns the `crashed` fixture leaves running when it kills the gateway

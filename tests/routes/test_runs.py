@@ -27,6 +27,7 @@ from tests.helpers import (
     RESPONSES,
     RESTART_ERROR,
     RUN_ID,
+    RUN_TERMINALS,
     RUNS,
     USE_TOOL_ANSWER,
     USE_TOOL_REASONING,
@@ -45,7 +46,6 @@ from tests.helpers import (
 )
 from tests.live import LiveGateway, executions, start_gateway, write_home
 
-TERMINALS = ("run.completed", "run.incomplete", "run.failed", "run.cancelled")
 RUN_KEYS = {
     "object",
     "run_id",
@@ -105,8 +105,8 @@ def check_run_events(stream: RunEvents, run_id: str, *, first_id: int = 1) -> No
         assert payload["run_id"] == run_id
         assert isinstance(payload["event"], str)
         assert isinstance(payload["timestamp"], float)
-    assert sum(1 for name in stream.names if name in TERMINALS) == 1
-    assert stream.names[-1] in TERMINALS
+    assert sum(1 for name in stream.names if name in RUN_TERMINALS) == 1
+    assert stream.names[-1] in RUN_TERMINALS
     assert stream.raw.endswith(b"\n\n")
 
 

@@ -22,6 +22,7 @@ from tests.helpers import (
     NEW_SESSION,
     PNG,
     RUN_ID,
+    RUN_TERMINALS,
     RUNS,
     USE_TOOL_ANSWER,
     USE_TOOL_REASONING,
@@ -64,7 +65,6 @@ MESSAGE_KEYS = {
     "timestamp",
     "compacted",
 }
-STREAM_TERMINALS = ("run.completed", "run.incomplete", "run.failed", "run.cancelled")
 
 DEFAULT_REASONING = "Thinking it through."
 SESSION_NOT_FOUND = {
@@ -176,8 +176,8 @@ def check_session_stream(stream: SessionStream, session_id: str, *, first_seq: i
         assert payload["session_id"] == session_id and payload["run_id"] == run_id
         assert isinstance(payload["ts"], float)
     names = stream.names
-    assert sum(1 for n in names if n in STREAM_TERMINALS) == 1
-    assert names[-1] == "done" and names[-2] in STREAM_TERMINALS
+    assert sum(1 for n in names if n in RUN_TERMINALS) == 1
+    assert names[-1] == "done" and names[-2] in RUN_TERMINALS
     assert names.count("done") == 1
 
 
