@@ -84,13 +84,15 @@ RESPONSE_ID = re.compile(r"^resp_[0-9a-f]{32}$")
 COMPLETION_ID = re.compile(r"^chatcmpl-[0-9a-f]{32}$")
 NEW_SESSION = re.compile(r"^api_(\d+)_[0-9a-f]{8}$")  # a session id the server made up (its time, then hex)
 PROGRESS = "hermes.tool.progress"  # the chat stream's tool progress records (WIRE.md §3.4)
-PNG = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
-SURFACES = ("chat", "responses")  # the two OpenAI surfaces, and where each is posted
+SURFACES = ("chat", "responses")  # the two OpenAI surfaces (both take Idempotency-Key), and where each is posted
 PATHS = {"chat": CHAT, "responses": RESPONSES}
-HELLO_CHAT = {"messages": [{"role": "user", "content": "hello"}]}  # the smallest chat request
 # Bytes that show a surface's stream is past its head and into the turn (the scripted turns reason first).
 RUNNING_MARKER = {"chat": b"reasoning_content", "responses": b"response.reasoning_summary_text.delta"}
 RUN_TERMINALS = ("run.completed", "run.incomplete", "run.failed", "run.cancelled")  # WIRE.md §6.3
+
+# Sample values.
+HELLO_CHAT = {"messages": [{"role": "user", "content": "hello"}]}  # the smallest chat request
+PNG = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 JOB_ID = "0123456789ab"  # a cron job id of Hermes' shape (12 hex digits)
 STORE_PASSWORD = "s3cret-pw"  # the password in the store URLs of the masking tests
 
@@ -98,6 +100,7 @@ STORE_PASSWORD = "s3cret-pw"  # the password in the store URLs of the masking te
 DEFAULT_ANSWER = "Hello from the scripted runtime."
 USE_TOOL_ANSWER = "Your project has README.md and src/."  # "use tool"
 USE_TOOL_REASONING = "I should look at the files first.\n\nTwo entries."
+# its Responses output item types, in order
 USE_TOOL_TYPES = ["reasoning", "function_call", "function_call_output", "message", "reasoning", "message"]
 TOOL_RESULT = "README.md\nsrc/"  # what its `ls` printed
 COMMENTARY = "Listed the files."  # what it said between the tool and the answer
