@@ -29,7 +29,7 @@ from tests.helpers import (
 )
 
 USE_TOOL_SUMMARY = tuple(USE_TOOL_REASONING.split("\n\n"))  # one summary part per paragraph
-HEAD = ["response.created", "response.in_progress"]
+HEAD = ["response.created", "response.in_progress"]  # every Responses stream opens with these two (WIRE.md §4.2)
 
 
 class ResponseStream(Reply):
