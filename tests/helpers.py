@@ -25,6 +25,7 @@ from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient, TestServer
 from multidict import CIMultiDict, CIMultiDictProxy
 
+import hermes_api_plugin
 from hermes_api_plugin.config import load_settings
 from hermes_api_plugin.gateway.server import ReferenceGateway, build_plugin_manager, runner_kwargs
 from hermes_api_plugin.runtimes import select_runtime
@@ -75,6 +76,7 @@ ITEM_ID = {
 # -- what tests share: paths, ids, the scripted runtime's turns, envelopes --------------------------------------------
 
 ROOT = Path(__file__).resolve().parents[1]  # the repository
+PACKAGE = Path(hermes_api_plugin.__file__).parent  # the package's folder
 CHAT = "/v1/chat/completions"
 RESPONSES = "/v1/responses"
 RUNS = "/v1/runs"
@@ -93,6 +95,7 @@ RUN_TERMINALS = ("run.completed", "run.incomplete", "run.failed", "run.cancelled
 # Sample values.
 HELLO_CHAT = {"messages": [{"role": "user", "content": "hello"}]}  # the smallest chat request
 PNG = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+RUN = "run_" + "b" * 32  # a run id of the right shape
 JOB_ID = "0123456789ab"  # a cron job id of Hermes' shape (12 hex digits)
 STORE_PASSWORD = "s3cret-pw"  # the password in the store URLs of the masking tests
 

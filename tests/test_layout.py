@@ -11,9 +11,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import hermes_api_plugin
+from tests.helpers import PACKAGE
 
-PACKAGE = Path(hermes_api_plugin.__file__).parent
 LONG_MODULE = 500  # lines; a module over this says why in its docstring
 LONG_REASON = "Long because"
 # Layers that are tested from values alone and that the OpenAPI document and other hosts build on.
