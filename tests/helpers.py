@@ -1,5 +1,6 @@
-"""Shared test helpers: the real app in-process, SSE parsing, a parsed HTTP reply, reading a stream up to a marker,
-the error envelope check, bounded waits, and the scripted runtime's execution log.
+"""Shared test helpers: the constants tests share (paths, id patterns, the scripted runtime's answers, error
+envelopes), the real app in-process, SSE parsing, a parsed HTTP reply, reading a stream up to a marker, the error
+envelope check, bounded waits, and the scripted runtime's execution log.
 
 Every test module takes these from here instead of keeping its own copy; tests/live.py keeps what concerns a Hermes
 home and the real gateway process.
@@ -24,6 +25,7 @@ from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient, TestServer
 from multidict import CIMultiDict, CIMultiDictProxy
 
+import hermes_api_plugin
 from hermes_api_plugin.config import load_settings
 from hermes_api_plugin.gateway.server import ReferenceGateway, build_plugin_manager, runner_kwargs
 from hermes_api_plugin.runtimes import select_runtime
@@ -69,6 +71,75 @@ ITEM_ID = {
     "function_call": re.compile(r"^fc_[0-9a-f]{24}$"),
     "function_call_output": re.compile(r"^fco_[0-9a-f]{24}$"),
 }
+
+
+# -- what tests share: paths, ids, the scripted runtime's turns, envelopes --------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]  # the repository
+PACKAGE = Path(hermes_api_plugin.__file__).parent  # the package's folder
+CHAT = "/v1/chat/completions"
+RESPONSES = "/v1/responses"
+RUNS = "/v1/runs"
+MODEL = "hermes-agent"  # the model name the gateway serves
+RUN_ID = re.compile(r"^run_[0-9a-f]{32}$")
+RESPONSE_ID = re.compile(r"^resp_[0-9a-f]{32}$")
+COMPLETION_ID = re.compile(r"^chatcmpl-[0-9a-f]{32}$")
+NEW_SESSION = re.compile(r"^api_(\d+)_[0-9a-f]{8}$")  # a session id the server made up (its time, then hex)
+PROGRESS = "hermes.tool.progress"  # the chat stream's tool progress records (WIRE.md §3.4)
+SURFACES = ("chat", "responses")  # the two OpenAI surfaces (both take Idempotency-Key), and where each is posted
+PATHS = {"chat": CHAT, "responses": RESPONSES}
+# Bytes that show a surface's stream is past its head and into the turn (the scripted turns reason first).
+RUNNING_MARKER = {"chat": b"reasoning_content", "responses": b"response.reasoning_summary_text.delta"}
+RUN_TERMINALS = ("run.completed", "run.incomplete", "run.failed", "run.cancelled")  # WIRE.md §6.3
+
+# Sample values.
+HELLO_CHAT = {"messages": [{"role": "user", "content": "hello"}]}  # the smallest chat request
+PNG = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+RUN = "run_" + "b" * 32  # a run id of the right shape
+JOB_ID = "0123456789ab"  # a cron job id of Hermes' shape (12 hex digits)
+STORE_PASSWORD = "s3cret-pw"  # the password in the store URLs of the masking tests
+
+# The scripted runtime's turns (tests/scripts/chat.yaml), spelled out: a test states what a client must see.
+DEFAULT_ANSWER = "Hello from the scripted runtime."
+USE_TOOL_ANSWER = "Your project has README.md and src/."  # "use tool"
+USE_TOOL_REASONING = "I should look at the files first.\n\nTwo entries."
+# its Responses output item types, in order
+USE_TOOL_TYPES = ["reasoning", "function_call", "function_call_output", "message", "reasoning", "message"]
+TOOL_RESULT = "README.md\nsrc/"  # what its `ls` printed
+COMMENTARY = "Listed the files."  # what it said between the tool and the answer
+EXHAUST_SUMMARY = "I checked 41 of 60 log files; so far the linker step is the only failure."  # "exhaust"
+
+# Responses: the terminal events (exactly one ends a stream, WIRE.md §4.4) and the tool items' types.
+RESPONSE_TERMINALS = ("response.completed", "response.incomplete", "response.failed", "response.cancelled")
+TOOL_TYPES = ("function_call", "function_call_output")
+
+# Headers and error bodies a test compares whole (WIRE.md §1.5, §1.7, §5.3).
+SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
+}
+AUTH_FAILED = {
+    "error": {
+        "message": "Invalid API key (API_SERVER_KEY)",
+        "type": "gateway_auth_error",
+        "param": None,
+        "code": "gateway_auth_failed",
+    }
+}
+CONFLICT = {
+    "error": {
+        "message": "admission_conflict",
+        "type": "invalid_request_error",
+        "param": None,
+        "code": "admission_conflict",
+    }
+}
+UNKNOWN = {
+    "error": {"message": "unknown_execution", "type": "conflict_error", "param": None, "code": "unknown_execution"}
+}
+RESTART_ERROR = {"code": "unknown_execution", "message": "The gateway restarted before this turn settled."}
 
 
 # -- the real app in-process ------------------------------------------------------------------------------------------

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -26,7 +25,18 @@ from hermes_api_plugin.events import TurnStatus
 from hermes_api_plugin.keys import ADMISSIONS, STORE, TURNS
 from hermes_api_plugin.turns import Turn
 from tests.helpers import (
+    CHAT,
+    COMPLETION_ID,
+    CONFLICT,
+    DEFAULT_ANSWER,
     JSON_TYPE,
+    PATHS,
+    RESPONSE_ID,
+    RESPONSES,
+    RUN_ID,
+    RUNNING_MARKER,
+    SURFACES,
+    USE_TOOL_ANSWER,
     Reply,
     assert_error_envelope,
     complete_records,
@@ -38,29 +48,11 @@ from tests.helpers import (
 )
 from tests.live import SCRIPTS, executions, write_home
 
-CHAT = "/v1/chat/completions"
-RESPONSES = "/v1/responses"
-PATHS = {"chat": CHAT, "responses": RESPONSES}
-SURFACES = ("chat", "responses")
-RUN_ID = re.compile(r"^run_[0-9a-f]{32}$")
-COMPLETION_ID = re.compile(r"^chatcmpl-[0-9a-f]{32}$")
-RESPONSE_ID = re.compile(r"^resp_[0-9a-f]{32}$")
-
-DEFAULT_ANSWER = "Hello from the scripted runtime."
-USE_TOOL_ANSWER = "Your project has README.md and src/."
 SLOW_REASONING = "Taking my time."
 SLOW_ANSWER = "Slow and steady."
 SLOW_SECONDS = 1.0
 ROTATED_KEY = "another-key-0123456789"
 
-CONFLICT = {
-    "error": {
-        "message": "admission_conflict",
-        "type": "invalid_request_error",
-        "param": None,
-        "code": "admission_conflict",
-    }
-}
 EXPIRED = {
     "error": {"message": "admission_expired", "type": "conflict_error", "param": None, "code": "admission_expired"}
 }
@@ -171,9 +163,6 @@ async def send(
     return await post(
         api, auth, PATHS[surface], payload(surface, text, stream=stream, **extra), key=key, headers=headers
     )
-
-
-RUNNING_MARKER = {"chat": b"reasoning_content", "responses": b"response.reasoning_summary_text.delta"}
 
 
 def runs_of(home: Path, key: str) -> list[dict[str, Any]]:

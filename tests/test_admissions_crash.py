@@ -12,7 +12,6 @@ import http.client
 import json
 import os
 import random
-import re
 import signal
 import threading
 import time
@@ -26,32 +25,31 @@ import pytest
 import yaml
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from tests.helpers import Reply, assert_error_envelope, complete_records, live_request, wait_for
+from tests.helpers import (
+    CHAT,
+    CONFLICT,
+    PATHS,
+    RESPONSE_TERMINALS,
+    RESPONSES,
+    RESTART_ERROR,
+    RUN_ID,
+    SURFACES,
+    UNKNOWN,
+    Reply,
+    assert_error_envelope,
+    complete_records,
+    live_request,
+    wait_for,
+)
 from tests.live import SCRIPTS, LiveGateway, executions, start_gateway, write_home
 
 # slow (left out by ./test --fast): real gateway processes killed with SIGKILL and restarted; 50 kill points.
 pytestmark = pytest.mark.slow
 
-CHAT = "/v1/chat/completions"
-RESPONSES = "/v1/responses"
-PATHS = {"chat": CHAT, "responses": RESPONSES}
-SURFACES = ("chat", "responses")
-RUN_ID = re.compile(r"^run_[0-9a-f]{32}$")
-UNKNOWN = {
-    "error": {"message": "unknown_execution", "type": "conflict_error", "param": None, "code": "unknown_execution"}
-}
-CONFLICT = {
-    "error": {
-        "message": "admission_conflict",
-        "type": "invalid_request_error",
-        "param": None,
-        "code": "admission_conflict",
-    }
-}
-RESTART_ERROR = {"code": "unknown_execution", "message": "The gateway restarted before this turn settled."}
 CRAWL_SECONDS = 4.0
 QUICK_ANSWER = "Quick answer."
-TERMINALS = ("response.completed", "response.incomplete", "response.failed", "response.cancelled")
+# the keyed turns the `crashed` fixture leaves running when it kills the gateway
+CRASHED_REQUESTS = ("chat-json", "chat-sse", "responses-json", "responses-sse", "responses-background")
 
 
 # -- homes, requests ---------------------------------------------------------------------------------------
@@ -140,7 +138,7 @@ class Sent:
         if self.stream:
             if self.surface == "chat":
                 return self.raw.endswith(b"data: [DONE]\n\n")
-            return any(f"event: {t}\n".encode() in self.raw for t in TERMINALS) and self.raw.endswith(b"\n\n")
+            return any(f"event: {t}\n".encode() in self.raw for t in RESPONSE_TERMINALS) and self.raw.endswith(b"\n\n")
         try:
             json.loads(self.raw)
         except ValueError:
@@ -191,10 +189,7 @@ def crashed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Crashed]:
     """Five keyed "crawl" turns running — chat JSON and stream, Responses JSON and stream (stored) and a stored
     background Response — when the gateway is killed with SIGKILL; then a new gateway on the same home."""
     home = crash_home(tmp_path_factory.mktemp("crash"))
-    keys = {
-        name: f"crash-{name}-{i}"
-        for i, name in enumerate(("chat-json", "chat-sse", "responses-json", "responses-sse", "responses-background"))
-    }
+    keys = {name: f"crash-{name}-{i}" for i, name in enumerate(CRASHED_REQUESTS)}
     requests = {
         "chat-json": (CHAT, payload("chat", f"crawl {keys['chat-json']}", stream=False)),
         "chat-sse": (CHAT, payload("chat", f"crawl {keys['chat-sse']}", stream=True)),
@@ -293,8 +288,8 @@ def test_keyed_stored_responses_running_at_kill_settle_failed_unknown_execution(
 def test_nothing_left_running_by_the_killed_gateway_is_executed_again(crashed: Crashed) -> None:
     """W-5.7, §5.4: the restart never re-executes a turn the killed process left running: every key has exactly
     one execution line."""
-    for _, _, key in crashed.requests.values():
-        assert executions_of(crashed.home, key) == 1, key
+    executed = {name: executions_of(crashed.home, key) for name, (_, _, key) in crashed.requests.items()}
+    assert executed == dict.fromkeys(CRASHED_REQUESTS, 1)
 
 
 # -- W-5.7: fifty randomized kill points ------------------------------------------------------------------

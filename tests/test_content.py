@@ -10,14 +10,12 @@ from aiohttp.test_utils import TestClient
 
 from hermes_api_plugin.content import ImagePart, TextPart, parse_content
 from hermes_api_plugin.errors import ApiError
+from tests.helpers import CHAT, DEFAULT_ANSWER, PNG
 
 from .helpers import assert_error_envelope, read_reply
 from .live import executions
 
-CHAT = "/v1/chat/completions"
 SYSTEM = {"role": "system", "content": "Be brief."}
-PNG = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
-DEFAULT_REPLY = "Hello from the scripted runtime."
 UNSUPPORTED_MESSAGE = "Uploaded files and document inputs are not supported; send images as image_url parts"
 
 
@@ -70,7 +68,7 @@ async def test_image_url_part_reaches_agent_with_detail(
         {"type": "image_url", "image_url": {"url": url, "detail": detail}},
     ]
     body = await completion(await chat(api, auth, SYSTEM, user(parts)))
-    assert body["choices"][0]["message"]["content"] == DEFAULT_REPLY
+    assert body["choices"][0]["message"]["content"] == DEFAULT_ANSWER
     assert last_input(api) == {
         "role": "user",
         "content": [
@@ -246,7 +244,7 @@ async def test_malformed_part_gets_invalid_content_part(api: TestClient, auth: d
 async def test_structured_reset_reaches_agent_as_text(api: TestClient, auth: dict[str, str]) -> None:
     """W-9.3: a content list whose text is /reset reaches the agent as text and gets a normal reply."""
     body = await completion(await chat(api, auth, user([{"type": "text", "text": "/reset"}])))
-    assert body["choices"][0]["message"]["content"] == DEFAULT_REPLY
+    assert body["choices"][0]["message"]["content"] == DEFAULT_ANSWER
     assert body["choices"][0]["finish_reason"] == "stop"
     assert last_input(api) == {"role": "user", "content": [{"type": "text", "text": "/reset"}]}
 
@@ -254,7 +252,7 @@ async def test_structured_reset_reaches_agent_as_text(api: TestClient, auth: dic
 async def test_plain_string_reset_reaches_agent_as_text(api: TestClient, auth: dict[str, str]) -> None:
     """§9 / W-9.3: plain string input is not a slash command on this endpoint either."""
     body = await completion(await chat(api, auth, user("/reset")))
-    assert body["choices"][0]["message"]["content"] == DEFAULT_REPLY
+    assert body["choices"][0]["message"]["content"] == DEFAULT_ANSWER
     assert last_input(api) == {"role": "user", "content": [{"type": "text", "text": "/reset"}]}
 
 

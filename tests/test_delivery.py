@@ -19,15 +19,15 @@ from aiohttp.test_utils import TestClient
 from hermes_api_plugin import sse
 from hermes_api_plugin.keys import TURNS
 from tests.conftest import ApiFactory
+from tests.helpers import HELLO_CHAT
 from tests.live import executions
 
 SESSION = "head-failure"
-CHAT = {"messages": [{"role": "user", "content": "hello"}]}
 
 # (name, path, body, stream): every way a new turn's head is written.
 CASES = [
-    ("chat-json", "/v1/chat/completions", {**CHAT, "stream": False}, False),
-    ("chat-sse", "/v1/chat/completions", {**CHAT, "stream": True}, True),
+    ("chat-json", "/v1/chat/completions", {**HELLO_CHAT, "stream": False}, False),
+    ("chat-sse", "/v1/chat/completions", {**HELLO_CHAT, "stream": True}, True),
     ("responses-json", "/v1/responses", {"input": "hello", "stream": False}, False),
     ("responses-sse", "/v1/responses", {"input": "hello", "stream": True}, True),
     ("session-chat", f"/api/sessions/{SESSION}/chat", {"message": "hello"}, False),
@@ -88,7 +88,7 @@ async def test_a_head_that_cannot_be_written_frees_the_turn(
     await _settled(api)
     assert executions(api.home) == [], "the agent never ran the turn"  # type: ignore[attr-defined]
     # The slot is free: with a cap of 1, a new turn is admitted and completes.
-    status, _ = await _request(api, "POST", "/v1/chat/completions", auth, {**CHAT, "stream": False})
+    status, _ = await _request(api, "POST", "/v1/chat/completions", auth, {**HELLO_CHAT, "stream": False})
     assert status == 200
     status, deleted = await _request(api, "DELETE", f"/api/sessions/{SESSION}", auth)
     assert status == 200, deleted

@@ -27,11 +27,10 @@ import openai
 import pytest
 
 from hermes_api_plugin.config import parse_env_file
-from tests.helpers import assert_error_envelope, parse_sse, read_reply, read_until, wait_for_async
+from tests.helpers import PROGRESS, assert_error_envelope, parse_sse, read_reply, read_until, wait_for_async
 from tests.live import TEST_KEY, LiveGateway, spawn_gateway, start_gateway, write_home
 
 REFUSAL = "Refusing to start: API_SERVER_KEY is missing or shorter than 16 characters"
-PROGRESS = "hermes.tool.progress"
 
 
 def chat_body(text: str, *, stream: bool = True) -> dict[str, Any]:

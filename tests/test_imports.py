@@ -15,9 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import hermes_api_plugin
+from tests.helpers import PACKAGE
 
-PACKAGE = Path(hermes_api_plugin.__file__).parent
 ROOT = PACKAGE.name
 
 # Imports that still close a cycle, each removed by the part of issue 21 named beside it: (importer, imported). The

@@ -14,6 +14,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from hermes_api_plugin import __version__
+from tests.helpers import AUTH_FAILED, CHAT, HELLO_CHAT, SECURITY_HEADERS
 
 from .helpers import assert_error_envelope, parse_sse, raw_request, read_reply, read_until, wait_for_async
 from .live import TEST_KEY, executions
@@ -27,20 +28,6 @@ TYPE_BY_STATUS = {
     413: "invalid_request_error",
     429: "rate_limit_error",
 }
-SECURITY_HEADERS = {
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "X-Frame-Options": "DENY",
-    "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
-}
-AUTH_FAILED = {
-    "error": {
-        "message": "Invalid API key (API_SERVER_KEY)",
-        "type": "gateway_auth_error",
-        "param": None,
-        "code": "gateway_auth_failed",
-    }
-}
 ORIGIN_NOT_ALLOWED = {
     "error": {
         "message": "Origin not allowed",
@@ -52,8 +39,6 @@ ORIGIN_NOT_ALLOWED = {
 EXPOSED = {"x-hermes-session-id", "x-hermes-session-key", "x-hermes-run-id", "idempotency-replayed", "retry-after"}
 ALLOWED_ORIGIN = "http://localhost:3000"
 CORS_CONFIG = {"api_server": {"cors_origins": [ALLOWED_ORIGIN]}}
-CHAT = "/v1/chat/completions"
-HELLO = {"messages": [{"role": "user", "content": "hello"}]}
 MAX_BODY = 10_000_000
 
 
@@ -106,7 +91,7 @@ async def test_auth_failure_returns_exact_401_envelope_on_every_route(api: TestC
     """W-1.3: missing / wrong / other-scheme / non-ASCII key → the exact 401 envelope on every route, before routing."""
     headers = {} if header is None else {"Authorization": header}
     for method, path in ROUTES:
-        resp = await api.request(method, path, headers=headers, json=HELLO if method == "POST" else None)
+        resp = await api.request(method, path, headers=headers, json=HELLO_CHAT if method == "POST" else None)
         await assert_error(resp, 401, "gateway_auth_failed")
         assert json.loads(await resp.read()) == AUTH_FAILED, (method, path)
     assert executions(api.home) == []  # type: ignore[attr-defined]
@@ -125,7 +110,7 @@ async def test_auth_failure_returns_exact_401_envelope_on_every_route(api: TestC
 async def test_non_ascii_authorization_bytes_get_401_never_500(api: TestClient, raw_value: bytes) -> None:
     """W-1.3: raw non-ASCII / undecodable Authorization bytes → 401 envelope, never 500."""
     for method, path in [("GET", "/v1/models"), ("POST", CHAT), ("GET", "/v1/nope")]:
-        body = json.dumps(HELLO).encode() if method == "POST" else b""
+        body = json.dumps(HELLO_CHAT).encode() if method == "POST" else b""
         request = (
             f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
             f"Content-Length: {len(body)}\r\n".encode()
@@ -149,7 +134,7 @@ async def test_bearer_scheme_is_case_insensitive(api: TestClient, scheme: str) -
     assert resp.status == 200
     body = await resp.json()
     assert body["object"] == "list"
-    resp = await api.post(CHAT, json=HELLO, headers={"Authorization": f"{scheme} {TEST_KEY}"})
+    resp = await api.post(CHAT, json=HELLO_CHAT, headers={"Authorization": f"{scheme} {TEST_KEY}"})
     assert resp.status == 200
     assert (await resp.json())["object"] == "chat.completion"
 
@@ -203,7 +188,7 @@ async def test_cors_disallowed_origin_gets_403_before_auth(
     headers = preflight("http://evil.example") if preflight_request else {"Origin": "http://evil.example"}
     if with_key:
         headers.update(auth)
-    resp = await api.request(method, path, headers=headers, json=HELLO if method == "POST" else None)
+    resp = await api.request(method, path, headers=headers, json=HELLO_CHAT if method == "POST" else None)
     await assert_error(resp, 403, "origin_not_allowed")
     assert json.loads(await resp.read()) == ORIGIN_NOT_ALLOWED
     assert "Access-Control-Allow-Origin" not in resp.headers
@@ -290,13 +275,13 @@ async def test_cors_headers_on_chat_responses_stream_and_json(make_api: Any, aut
     """W-1.5: streaming chat (SSE) and non-streaming chat replies carry the CORS headers in their head."""
     api = await make_api(config=CORS_CONFIG)
     headers = {**auth, "Origin": ALLOWED_ORIGIN}
-    resp = await api.post(CHAT, json={**HELLO, "stream": True}, headers=headers)
+    resp = await api.post(CHAT, json={**HELLO_CHAT, "stream": True}, headers=headers)
     assert resp.status == 200
     assert resp.headers["Content-Type"].startswith("text/event-stream")
     assert_cors_response_headers(resp.headers)
     records, _ = parse_sse(await resp.read())
     assert records[-1].data == "[DONE]"
-    resp = await api.post(CHAT, json=HELLO, headers=headers)
+    resp = await api.post(CHAT, json=HELLO_CHAT, headers=headers)
     assert resp.status == 200
     assert_cors_response_headers(resp.headers)
     assert (await resp.json())["object"] == "chat.completion"
@@ -371,7 +356,7 @@ async def test_security_headers_on_every_response(
 
 async def test_security_headers_on_streaming_chat(api: TestClient, auth: dict[str, str]) -> None:
     """W-1.6: the security headers are part of the SSE head."""
-    resp = await api.post(CHAT, json={**HELLO, "stream": True}, headers=auth)
+    resp = await api.post(CHAT, json={**HELLO_CHAT, "stream": True}, headers=auth)
     assert resp.status == 200
     assert resp.headers["Content-Type"].startswith("text/event-stream")
     assert_security_headers(resp.headers)
@@ -381,7 +366,7 @@ async def test_security_headers_on_streaming_chat(api: TestClient, auth: dict[st
 
 async def test_security_headers_on_non_streaming_chat(api: TestClient, auth: dict[str, str]) -> None:
     """W-1.6 / §1.11: the early-head JSON reply carries the security headers and the JSON content type."""
-    resp = await api.post(CHAT, json=HELLO, headers=auth)
+    resp = await api.post(CHAT, json=HELLO_CHAT, headers=auth)
     assert resp.status == 200
     assert resp.headers["Content-Type"] == "application/json; charset=utf-8"
     assert_security_headers(resp.headers)
@@ -495,7 +480,12 @@ async def test_validation_error_on_streaming_request_is_json_not_sse(
 
 async def test_valid_effort_and_boolean_strings_are_accepted(api: TestClient, auth: dict[str, str]) -> None:
     """W-1.7 / W-10.2 control case: a valid effort and a compatibility boolean string are not errors."""
-    body = {**HELLO, "reasoning_effort": "high", "stream": "false", "model_options": {"reasoning": {"enabled": "true"}}}
+    body = {
+        **HELLO_CHAT,
+        "reasoning_effort": "high",
+        "stream": "false",
+        "model_options": {"reasoning": {"enabled": "true"}},
+    }
     resp = await api.post(CHAT, json=body, headers=auth)
     assert resp.status == 200
     assert (await resp.json())["object"] == "chat.completion"
@@ -504,7 +494,7 @@ async def test_valid_effort_and_boolean_strings_are_accepted(api: TestClient, au
 
 async def test_oversized_header_gets_400_envelope(api: TestClient, auth: dict[str, str]) -> None:
     """W-1.7: a 40 000-byte header → 400 with the JSON envelope (never 500, never plain text)."""
-    resp = await api.post(CHAT, json=HELLO, headers={**auth, "X-Foo": "a" * 40_000})
+    resp = await api.post(CHAT, json=HELLO_CHAT, headers={**auth, "X-Foo": "a" * 40_000})
     err = await assert_error(resp, 400)
     assert isinstance(err["code"], str)
     assert executions(api.home) == []  # type: ignore[attr-defined]
@@ -518,7 +508,7 @@ async def test_oversized_header_gets_400_envelope(api: TestClient, auth: dict[st
 
 def padded_body(size: int) -> bytes:
     """A valid chat body of exactly `size` bytes (JSON whitespace padding)."""
-    core = json.dumps(HELLO).encode()
+    core = json.dumps(HELLO_CHAT).encode()
     return core + b" " * (size - len(core))
 
 
@@ -562,7 +552,7 @@ async def test_concurrency_cap_returns_429_then_frees_the_slot(make_api: Any, au
     assert first.status == 200
     await read_until(first, b"event: hermes.tool.progress")
 
-    for body in (HELLO, {**HELLO, "stream": True}):
+    for body in (HELLO_CHAT, {**HELLO_CHAT, "stream": True}):
         resp = await api.post(CHAT, json=body, headers=auth)
         assert resp.headers.get("Retry-After") == "1"
         await assert_error(resp, 429, "rate_limit_exceeded", None)
@@ -581,7 +571,7 @@ async def test_concurrency_cap_returns_429_then_frees_the_slot(make_api: Any, au
     first.close()  # the client disconnects: the unkeyed turn is cancelled and its slot freed
 
     async def hello() -> int:
-        resp = await api.post(CHAT, json=HELLO, headers=auth)
+        resp = await api.post(CHAT, json=HELLO_CHAT, headers=auth)
         if resp.status == 200:
             assert (await resp.json())["object"] == "chat.completion"
         else:
@@ -614,7 +604,9 @@ async def test_invalid_session_id_header_gets_400(api: TestClient, auth: dict[st
     server can only see other Unicode whitespace, hence NBSP / U+3000 here.)
     """
     for stream in (False, True):
-        resp = await api.post(CHAT, json={**HELLO, "stream": stream}, headers={**auth, "X-Hermes-Session-Id": value})
+        resp = await api.post(
+            CHAT, json={**HELLO_CHAT, "stream": stream}, headers={**auth, "X-Hermes-Session-Id": value}
+        )
         await assert_error(resp, 400, "invalid_session_id", "X-Hermes-Session-Id")
     assert executions(api.home) == []  # type: ignore[attr-defined]
 
@@ -622,7 +614,7 @@ async def test_invalid_session_id_header_gets_400(api: TestClient, auth: dict[st
 async def test_session_id_of_256_chars_is_accepted(api: TestClient, auth: dict[str, str]) -> None:
     """W-1.10 boundary: 256 characters is valid and echoed."""
     sid = "s" * 256
-    resp = await api.post(CHAT, json=HELLO, headers={**auth, "X-Hermes-Session-Id": sid})
+    resp = await api.post(CHAT, json=HELLO_CHAT, headers={**auth, "X-Hermes-Session-Id": sid})
     assert resp.status == 200
     assert resp.headers["X-Hermes-Session-Id"] == sid
     await resp.read()
@@ -631,7 +623,7 @@ async def test_session_id_of_256_chars_is_accepted(api: TestClient, auth: dict[s
 @pytest.mark.parametrize("value", ["k" * 257, ""], ids=["too_long", "empty"])
 async def test_invalid_session_key_header_gets_400(api: TestClient, auth: dict[str, str], value: str) -> None:
     """W-1.10: X-Hermes-Session-Key longer than 256 chars (or empty) → 400 invalid_session_key."""
-    resp = await api.post(CHAT, json=HELLO, headers={**auth, "X-Hermes-Session-Key": value})
+    resp = await api.post(CHAT, json=HELLO_CHAT, headers={**auth, "X-Hermes-Session-Key": value})
     await assert_error(resp, 400, "invalid_session_key", "X-Hermes-Session-Key")
     assert executions(api.home) == []  # type: ignore[attr-defined]
 
@@ -640,7 +632,7 @@ async def test_session_key_of_256_chars_is_accepted_and_echoed(api: TestClient, 
     """W-1.10 boundary / §1.6: a 256-char key is valid and echoed unchanged."""
     key = "team/alpha:" + "k" * 245
     assert len(key) == 256
-    resp = await api.post(CHAT, json=HELLO, headers={**auth, "X-Hermes-Session-Key": key})
+    resp = await api.post(CHAT, json=HELLO_CHAT, headers={**auth, "X-Hermes-Session-Key": key})
     assert resp.status == 200
     assert resp.headers["X-Hermes-Session-Key"] == key
     await resp.read()
@@ -674,7 +666,7 @@ async def test_unknown_path_gets_404_not_found(api: TestClient, auth: dict[str, 
     """W-1.11 / §1.1: unknown routes (including the upstream-only ones) → 404 not_found envelope."""
     resp = await api.get(path, headers=auth)
     await assert_error(resp, 404, "not_found")
-    resp = await api.post(path, json=HELLO, headers=auth)
+    resp = await api.post(path, json=HELLO_CHAT, headers=auth)
     await assert_error(resp, 404, "not_found")
 
 
@@ -718,7 +710,7 @@ HEADER_ROUTES = {
     "X-Hermes-Tool-Items": ("invalid_parameter", [("POST", "/v1/responses")]),
     "X-Hermes-Tool-Progress": ("invalid_parameter", [("POST", CHAT)]),
 }
-TURN_BODY = json.dumps({"input": "hello", "message": "hello", **HELLO}).encode()
+TURN_BODY = json.dumps({"input": "hello", "message": "hello", **HELLO_CHAT}).encode()
 
 
 def raw_with_header(method: str, path: str, name: str, value: bytes) -> bytes:

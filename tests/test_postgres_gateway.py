@@ -11,14 +11,13 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import live_request
+from tests.helpers import MODEL, live_request
 from tests.live import LiveGateway, spawn_gateway, write_home
 from tests.pg import PostgresServer
 
 # slow (left out by ./test --fast): gateway processes started twice over a real database.
 pytestmark = pytest.mark.slow
 
-MODEL = "hermes-agent"
 KEY = {"Idempotency-Key": "pg-chat-1"}
 
 

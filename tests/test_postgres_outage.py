@@ -17,7 +17,7 @@ import pytest
 
 from hermes_api_plugin.events import TurnStatus
 from hermes_api_plugin.turns import Journal, decode_journal
-from tests.helpers import Reply, assert_error_envelope, live_request, wait_for
+from tests.helpers import CHAT, MODEL, Reply, assert_error_envelope, live_request, wait_for
 from tests.live import LiveGateway
 from tests.pg import PostgresServer
 from tests.test_admissions import check_refusal_stream
@@ -25,8 +25,6 @@ from tests.test_admissions import check_refusal_stream
 # slow (left out by ./test --fast): a gateway process, a database stopped for seconds, requests waiting on it.
 pytestmark = pytest.mark.slow
 
-MODEL = "hermes-agent"
-CHAT = "/v1/chat/completions"
 PACED = "paced answer"  # tests/scripts/chat.yaml: a sentence a second for about 3 s
 PACED_ANSWER = "First part. Second part. Third part. Fourth part."
 

@@ -7,7 +7,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from hermes_api_plugin.redact import MASK, mask_store_text, mask_url, redact, url_secrets
-from tests.helpers import fetch
+from tests.helpers import STORE_PASSWORD, fetch
 from tests.live import TEST_KEY
 
 LEAKED = "sk-abcdefghijklmnopqrstuv"  # what tests/scripts/chat.yaml's "fail leaking" turn puts into its error
@@ -70,17 +70,16 @@ async def test_a_failed_turns_error_message_never_carries_the_key_or_a_token(
 
 # -- issue 20, defect 8: a mistyped store URL or DSN never reaches a log unmasked ---------------------------------
 
-SECRET = "s3cret-pw"
 MALFORMED_STORE_URLS = [
-    f"postgresql:/hermes:{SECRET}@db/h",  # one slash
-    f"hermes:{SECRET}@db/h",  # no scheme
-    f"postgresql:hermes:{SECRET}@db/h",  # no slash at all
-    f"host=db password={SECRET}",  # a libpq key=value DSN
-    f"host=db password='{SECRET} x' sslpassword={SECRET}",
-    f"postgresql://hermes@db/h?sslpassword={SECRET}",
-    f"postgresql://hermes@db/h?password={SECRET}&sslmode=require",
-    f"postgresql://hermes:{SECRET}@x@db/h",  # an unencoded '@' in the password
-    f"postgresql://hermes:{SECRET}/x:y@db/h",  # an unencoded '/' and ':'
+    f"postgresql:/hermes:{STORE_PASSWORD}@db/h",  # one slash
+    f"hermes:{STORE_PASSWORD}@db/h",  # no scheme
+    f"postgresql:hermes:{STORE_PASSWORD}@db/h",  # no slash at all
+    f"host=db password={STORE_PASSWORD}",  # a libpq key=value DSN
+    f"host=db password='{STORE_PASSWORD} x' sslpassword={STORE_PASSWORD}",
+    f"postgresql://hermes@db/h?sslpassword={STORE_PASSWORD}",
+    f"postgresql://hermes@db/h?password={STORE_PASSWORD}&sslmode=require",
+    f"postgresql://hermes:{STORE_PASSWORD}@x@db/h",  # an unencoded '@' in the password
+    f"postgresql://hermes:{STORE_PASSWORD}/x:y@db/h",  # an unencoded '/' and ':'
     "postgres://hermes:s3cret%40pw@db/h",  # percent-encoded '@'
 ]
 
@@ -88,15 +87,17 @@ MALFORMED_STORE_URLS = [
 @pytest.mark.parametrize("url", MALFORMED_STORE_URLS)
 def test_issue_20_defect_8_every_form_of_a_store_url_is_masked(url: str) -> None:
     masked = mask_url(url)
-    assert SECRET not in masked and "s3cret%40pw" not in masked and "s3cret@pw" not in masked, masked
+    assert STORE_PASSWORD not in masked and "s3cret%40pw" not in masked and "s3cret@pw" not in masked, masked
     assert MASK in masked
 
 
 @pytest.mark.parametrize("url", MALFORMED_STORE_URLS)
 def test_issue_20_defect_8_a_driver_message_quoting_the_url_or_its_password_is_masked(url: str) -> None:
-    for secret in url_secrets(url):
+    secrets = url_secrets(url)
+    assert secrets, "every malformed URL here carries a password"
+    for secret in secrets:
         message = mask_store_text(f'missing "=" after "{url}" in connection info string; password "{secret}"', url)
-        assert SECRET not in message and secret not in message, message
+        assert STORE_PASSWORD not in message and secret not in message, message
 
 
 def test_issue_20_defect_8_a_url_without_a_password_is_left_as_it_is() -> None:

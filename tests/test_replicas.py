@@ -24,7 +24,16 @@ import yaml
 from aiohttp.test_utils import TestClient
 
 from hermes_api_plugin.keys import LEASES, RECOVERY, SCOPE, STORE, TURNS
-from tests.helpers import Reply, assert_error_envelope, fetch, read_reply, read_until, serve_app, wait_for_async
+from tests.helpers import (
+    RUNNING_MARKER,
+    Reply,
+    assert_error_envelope,
+    fetch,
+    read_reply,
+    read_until,
+    serve_app,
+    wait_for_async,
+)
 from tests.live import SCRIPTS, executions, write_home
 from tests.pg import PostgresServer
 
@@ -83,9 +92,6 @@ def executed(clients: tuple[TestClient, ...], text: str) -> int:
     return sum(1 for c in clients for e in executions(c.home) if text in json.dumps(e["input"]))  # type: ignore[attr-defined]
 
 
-RUNNING = {"chat": b"reasoning_content", "responses": b"response.reasoning_summary_text.delta"}
-
-
 @pytest.mark.parametrize("surface", ["chat", "responses"])
 async def test_a_keyed_stream_retry_on_b_attaches_to_the_turn_a_runs(
     replicas: tuple[TestClient, TestClient], auth: dict[str, str], surface: str
@@ -98,7 +104,7 @@ async def test_a_keyed_stream_retry_on_b_attaches_to_the_turn_a_runs(
     path = CHAT if surface == "chat" else RESPONSES
     async with a.post(path, json=body(surface, text, stream=True), headers=headers) as first:
         assert first.status == 200
-        raw = await read_until(first, RUNNING[surface])
+        raw = await read_until(first, RUNNING_MARKER[surface])
         run_id = first.headers["X-Hermes-Run-Id"]
         async with b.post(path, json=body(surface, text, stream=True), headers=headers) as retry:
             assert retry.status == 200
@@ -188,7 +194,7 @@ async def test_a_response_a_runs_is_read_resumed_and_continued_on_b(
     async with a.post(
         RESPONSES, json=body("responses", text, stream=True, conversation="conv-1"), headers=auth
     ) as first:
-        raw = await read_until(first, RUNNING["responses"])
+        raw = await read_until(first, RUNNING_MARKER["responses"])
         response_id = Reply(200, first.headers, raw[: raw.rfind(b"\n\n") + 2]).events[0]["response"]["id"]
         await asyncio.sleep(0.3)
         got = await fetch(b, "GET", f"{RESPONSES}/{response_id}", headers=auth)

@@ -31,7 +31,7 @@ import aiohttp
 import pytest
 import yaml
 
-from tests.helpers import Reply, assert_error_envelope, live_request, parse_sse, wait_for
+from tests.helpers import UNKNOWN, Reply, assert_error_envelope, live_request, parse_sse, wait_for
 from tests.live import SCRIPTS, LiveGateway, executions, start_gateway, write_home
 
 pytestmark = pytest.mark.slow  # real gateway processes, leases running out in real time
@@ -40,9 +40,6 @@ LEASE_S = 2
 MARATHON_S = 5 * LEASE_S  # a turn of five lease periods
 CHAT, RESPONSES = "/v1/chat/completions", "/v1/responses"
 PACED = "".join(f"chunk {i:02d}; " for i in range(40))  # 40 deltas 25 ms apart: one second of streaming
-UNKNOWN = {
-    "error": {"message": "unknown_execution", "type": "conflict_error", "param": None, "code": "unknown_execution"}
-}
 
 
 def home(root: Path, store_url: str) -> Path:

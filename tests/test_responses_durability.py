@@ -25,18 +25,26 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.helpers import USAGE_KEYS, Reply, SseRecord, execution_for, live_request, parse_sse, wait_for
+from tests.helpers import (
+    MODEL,
+    RESPONSE_TERMINALS,
+    RESTART_ERROR,
+    TOOL_RESULT,
+    USAGE_KEYS,
+    USE_TOOL_ANSWER,
+    Reply,
+    SseRecord,
+    execution_for,
+    live_request,
+    parse_sse,
+    wait_for,
+)
 from tests.live import SCRIPTS, LiveGateway, start_gateway, write_home
 
 # slow (left out by ./test --fast): real gateway processes restarted and killed with SIGKILL.
 pytestmark = pytest.mark.slow
 
-MODEL = "hermes-agent"
 INSTRUCTIONS = "Answer in one sentence."
-TOOL_RESULT = "README.md\nsrc/"
-USE_TOOL_ANSWER = "Your project has README.md and src/."
-RESTART_ERROR = {"code": "unknown_execution", "message": "The gateway restarted before this turn settled."}
-TERMINALS = {"response.completed", "response.incomplete", "response.failed", "response.cancelled"}
 
 
 # -- HTTP helpers ----------------------------------------------------------------------------------------
@@ -410,7 +418,7 @@ def test_crash_settled_response_stream_ends_with_response_failed(crashed: Crashe
     records = stream_of(crashed.live, crashed.hang_id)
     assert seqs(records) == list(range(len(records)))
     assert [r.event for r in records[:2]] == ["response.created", "response.in_progress"]
-    assert [r.event for r in records if r.event in TERMINALS] == ["response.failed"]
+    assert [r.event for r in records if r.event in RESPONSE_TERMINALS] == ["response.failed"]
     terminal = records[-1].json()
     assert records[-1].event == "response.failed"
     assert terminal["response"]["error"] == RESTART_ERROR

@@ -14,20 +14,20 @@ import pytest
 from hermes_api_plugin.config import load_settings
 from hermes_api_plugin.store.base import StoreError
 from hermes_api_plugin.store.postgres_db import PostgresDatabase
+from tests.helpers import STORE_PASSWORD
 from tests.live import LiveGateway, spawn_gateway, write_home
 
-SECRET = "s3cret-pw"
 # Each refused by the config check (not a postgresql:// URL, or a password libpq would split).
 REFUSED = [
-    f"postgresql:/hermes:{SECRET}@127.0.0.1:1/h",
-    f"hermes:{SECRET}@127.0.0.1:1/h",
-    f"host=127.0.0.1 port=1 password={SECRET}",
-    f"host=127.0.0.1 port=1 sslpassword='{SECRET}'",
-    f"postgresql://hermes:{SECRET}@x@127.0.0.1:1/h",
-    f"postgresql://hermes:{SECRET}/x:y@127.0.0.1:1/h",
+    f"postgresql:/hermes:{STORE_PASSWORD}@127.0.0.1:1/h",
+    f"hermes:{STORE_PASSWORD}@127.0.0.1:1/h",
+    f"host=127.0.0.1 port=1 password={STORE_PASSWORD}",
+    f"host=127.0.0.1 port=1 sslpassword='{STORE_PASSWORD}'",
+    f"postgresql://hermes:{STORE_PASSWORD}@x@127.0.0.1:1/h",
+    f"postgresql://hermes:{STORE_PASSWORD}/x:y@127.0.0.1:1/h",
 ]
 # Accepted by the config check, refused by libpq, whose message quotes the password.
-QUOTED_BY_LIBPQ = f"postgresql://hermes:{SECRET} x@127.0.0.1:1/h"
+QUOTED_BY_LIBPQ = f"postgresql://hermes:{STORE_PASSWORD} x@127.0.0.1:1/h"
 
 
 @pytest.mark.parametrize("url", REFUSED)
@@ -42,7 +42,7 @@ def test_issue_20_defect_8_a_refused_store_url_is_a_problem_without_its_secret(
         settings = load_settings(tmp_path, environ={})
     assert settings.store_url is None and settings.store_url_problem is not None
     assert "store" in settings.store_url_problem.lower() or "STORE_URL" in settings.store_url_problem
-    assert SECRET not in "\n".join(settings.problems), settings.problems
+    assert STORE_PASSWORD not in "\n".join(settings.problems), settings.problems
 
 
 async def test_issue_20_defect_8_a_libpq_error_quoting_the_url_is_masked() -> None:
@@ -51,7 +51,7 @@ async def test_issue_20_defect_8_a_libpq_error_quoting_the_url_is_masked() -> No
     with pytest.raises(StoreError) as caught:
         await db.open()
     assert "spaces" in str(caught.value)  # libpq's own words survive, its quote of the password does not
-    assert SECRET not in str(caught.value) and SECRET not in repr(db), caught.value
+    assert STORE_PASSWORD not in str(caught.value) and STORE_PASSWORD not in repr(db), caught.value
 
 
 def run_to_exit(home: Path) -> LiveGateway:
@@ -73,5 +73,5 @@ def test_issue_20_defect_8_the_real_gateway_never_prints_the_secret_of_a_mistype
         output = live.output()
         assert live.proc.returncode == 1, output
         assert "Refusing to start" in output or "Not starting" in output, output
-        assert SECRET not in output, output
+        assert STORE_PASSWORD not in output, output
         assert "Traceback" not in output, output

@@ -17,11 +17,8 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from tests.helpers import Reply, read_reply, wait_for_async
+from tests.helpers import CHAT, RESPONSES, RUNS, Reply, read_reply, wait_for_async
 
-CHAT = "/v1/chat/completions"
-RESPONSES = "/v1/responses"
-RUNS = "/v1/runs"
 FAIL_MESSAGE = "Provider authentication failed"
 
 

@@ -315,7 +315,8 @@ class TurnRegistry:
         if turn.journal.finished is not None:
             return
         turn.journal.extend(self._closing_events(turn, outcome))
-        finished, turn.finished_at = self._terminal(outcome), time.time()
+        finished = self._terminal(outcome)
+        turn.finished_at = time.time()
         if persist:
             await self._persist(turn, finished)
         turn.journal.extend([finished], at=turn.finished_at)
@@ -352,7 +353,8 @@ class TurnRegistry:
     async def _persist(self, turn: Turn, finished: TurnFinished) -> None:
         """The turn's transcript into its session (a turn cancelled before it ran adds nothing), then the
         surface's own state; each retried while the store is unavailable (the terminal record waits for them)."""
-        what, persist = f"turn {turn.run_id}", turn.persist
+        what = f"turn {turn.run_id}"
+        persist = turn.persist
         try:
             if turn.started:
                 await until_stored(lambda: self.transcripts(turn, finished), what + " (transcript)")

@@ -12,9 +12,9 @@ import json
 import re
 import tomllib
 from dataclasses import dataclass
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT
+
 NODE_DIR = ROOT / "tests" / "clients" / "node"
 PY313_REQUIREMENTS = ROOT / "tests" / "clients" / "requirements-py313.txt"
 README = ROOT / "README.md"

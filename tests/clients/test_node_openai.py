@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import parse_sse
+from tests.helpers import COMMENTARY, USE_TOOL_ANSWER, USE_TOOL_REASONING, USE_TOOL_TYPES, parse_sse
 from tests.live import LiveGateway
 
 from .compat import ROWS
@@ -21,11 +21,7 @@ ROW = ROWS["openai-node"]
 
 # slow (left out by ./test --fast): Node processes per scenario and the shared 25 s keepalive turn.
 pytestmark = pytest.mark.slow
-USE_TOOL_REASONING = "I should look at the files first.\n\nTwo entries."
 SECOND_BURST = "\n\nTwo entries."
-USE_TOOL_ANSWER = "Your project has README.md and src/."
-COMMENTARY = "Listed the files."
-USE_TOOL_TYPES = ["reasoning", "function_call", "function_call_output", "message", "reasoning", "message"]
 
 
 def progress_chunks(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:

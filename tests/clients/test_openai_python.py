@@ -14,13 +14,10 @@ from typing import Any
 import openai
 import pytest
 
+from tests.helpers import EXHAUST_SUMMARY, USE_TOOL_ANSWER, USE_TOOL_REASONING
 from tests.live import LiveGateway
 
 from .compat import ROWS
-
-USE_TOOL_REASONING = "I should look at the files first.\n\nTwo entries."
-USE_TOOL_ANSWER = "Your project has README.md and src/."
-EXHAUST_SUMMARY = "I checked 41 of 60 log files; so far the linker step is the only failure."
 
 
 def user(text: str) -> list[dict[str, Any]]:

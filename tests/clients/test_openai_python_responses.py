@@ -17,20 +17,22 @@ from typing import Any
 import openai
 import pytest
 
-from tests.helpers import execution_for
+from tests.helpers import (
+    COMMENTARY,
+    DEFAULT_ANSWER,
+    ERROR_KEYS,
+    EXHAUST_SUMMARY,
+    MODEL,
+    TOOL_RESULT,
+    USE_TOOL_ANSWER,
+    USE_TOOL_TYPES,
+    execution_for,
+)
 from tests.live import LiveGateway
 
-MODEL = "hermes-agent"
 FIRST_REASONING = "I should look at the files first."
 SECOND_REASONING = "Two entries."
 TOOL_ARGUMENTS = '{"command":"ls -la"}'
-TOOL_RESULT = "README.md\nsrc/"
-COMMENTARY = "Listed the files."
-USE_TOOL_ANSWER = "Your project has README.md and src/."
-DEFAULT_ANSWER = "Hello from the scripted runtime."
-EXHAUST_SUMMARY = "I checked 41 of 60 log files; so far the linker step is the only failure."
-USE_TOOL_TYPES = ["reasoning", "function_call", "function_call_output", "message", "reasoning", "message"]
-ERROR_KEYS = {"message", "type", "param", "code"}
 
 
 def phase_of(item: Any) -> str | None:

@@ -19,8 +19,8 @@ from hermes_api_plugin.events import (
     event_to_json,
     unanswered_approvals,
 )
+from tests.helpers import RUN
 
-RUN = "run_" + "b" * 32
 ASK = ApprovalRequested("rm -rf /tmp/x", "recursive delete", ("once", "session", "always", "deny"))
 ASK2 = ApprovalRequested("chmod 777 /srv", "world-writable", ("once", "session", "deny"))
 TURN: list[TurnEvent] = [

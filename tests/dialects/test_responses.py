@@ -19,10 +19,9 @@ from hermes_api_plugin.events import (
     TurnStatus,
     Usage,
 )
-from tests.helpers import ITEM_ID, RESPONSE_KEYS, USAGE_KEYS
+from tests.helpers import ITEM_ID, RESPONSE_KEYS, RESPONSE_TERMINALS, TOOL_TYPES, USAGE_KEYS
 
 RESPONSE_ID = "resp_" + "0123456789abcdef" * 2
-TERMINALS = {"response.completed", "response.incomplete", "response.failed", "response.cancelled"}
 REASONING_BURST = [
     "response.output_item.added",
     "response.reasoning_summary_part.added",
@@ -78,7 +77,7 @@ def done_items(records: list[tuple[str, dict[str, Any]]]) -> dict[int, dict[str,
 
 def terminal(records: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     name, payload, _ = records[-1]
-    assert name in TERMINALS
+    assert name in RESPONSE_TERMINALS
     return payload["response"]
 
 
@@ -153,16 +152,16 @@ def test_head_fields_are_echoed_in_every_lifecycle_object() -> None:
         )
     )
     records = renderer.created() + renderer.render([RUNNING, TextDelta("hi"), finished()])
-    for name, payload, _ in records:
-        if "response" in payload:
-            response = payload["response"]
-            assert response["background"] is True
-            assert response["instructions"] == "Be terse."
-            assert response["metadata"] == {"k": "v"}
-            assert response["tools"] == tools
-            assert response["tool_choice"] == "required"
-            assert response["parallel_tool_calls"] is False
-            assert response["previous_response_id"] == "resp_" + "1" * 32
+    lifecycle = [(name, payload["response"]) for name, payload, _ in records if "response" in payload]
+    assert [name for name, _ in lifecycle] == ["response.created", "response.in_progress", "response.completed"]
+    for _, response in lifecycle:
+        assert response["background"] is True
+        assert response["instructions"] == "Be terse."
+        assert response["metadata"] == {"k": "v"}
+        assert response["tools"] == tools
+        assert response["tool_choice"] == "required"
+        assert response["parallel_tool_calls"] is False
+        assert response["previous_response_id"] == "resp_" + "1" * 32
 
 
 def test_sequence_numbers_run_from_zero_without_gap_across_batches() -> None:
@@ -491,7 +490,7 @@ def test_commentary_skipped_when_disabled_or_already_streamed(options: dict[str,
 def test_terminal_output_equals_done_items_in_index_order_with_usage() -> None:
     """W-4.8: one terminal event, last; output is exactly the done items by output_index; usage has 5 keys."""
     records = render(TOOL_TURN)
-    assert sum(1 for n in names(records) if n in TERMINALS) == 1
+    assert sum(1 for n in names(records) if n in RESPONSE_TERMINALS) == 1
     assert names(records)[-1] == "response.completed"
     response = terminal(records)
     assert set(response) == RESPONSE_KEYS
@@ -789,8 +788,6 @@ def test_snapshot_while_running_lists_done_items_only() -> None:
 
 
 # -- W-4.21: X-Hermes-Tool-Items: off ------------------------------------------------------------------------------
-
-TOOL_TYPES = ("function_call", "function_call_output")
 
 
 def check_tool_items_off(events: list[TurnEvent]) -> list[tuple[str, dict[str, Any]]]:

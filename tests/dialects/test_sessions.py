@@ -22,8 +22,8 @@ from hermes_api_plugin.events import (
     TurnStatus,
     Usage,
 )
+from tests.helpers import RUN
 
-RUN = "run_" + "b" * 32
 SESSION = "team-build"
 START = ToolStarted("call_7", "terminal", '{"command":"tail build.log"}', "tail build.log", "💻", 0.0)
 DONE = ToolCompleted("call_7", "terminal", "ld: cannot find -lssl", False, 380)

@@ -16,15 +16,9 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from hermes_api_plugin.gateway.runner import ApiRunner, without_profile_prefix
-from tests.helpers import JSON_TYPE, Reply, assert_error_envelope, live_request, raw_exchange
+from tests.helpers import JSON_TYPE, SECURITY_HEADERS, Reply, assert_error_envelope, live_request, raw_exchange
 from tests.live import TEST_KEY, LiveGateway
 
-SECURITY_HEADERS = {
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "X-Frame-Options": "DENY",
-    "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
-}
 HOOK_BROKEN = (
     "aiohttp {version} no longer routes parser rejections through RequestHandler.handle_error as "
     "hermes_api_plugin/gateway/runner.py expects: adapt that module to this aiohttp"

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT
 
 
 def test_side_by_side_benchmark_runs_both_servers_and_reports_each_figure(tmp_path: Path) -> None:

@@ -28,9 +28,9 @@ from hermes_api_plugin.runtimes import (
     select_runtime,
 )
 from hermes_api_plugin.runtimes.hermes_messages import outcome_from_result, reasoning_config_for
+from tests.helpers import ROOT
 from tests.live import TEST_KEY, write_home
 
-ROOT = Path(__file__).resolve().parents[2]
 HANDLER = ROOT / "hooks" / "hermes-api-plugin" / "handler.py"
 
 

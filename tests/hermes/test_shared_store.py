@@ -23,14 +23,13 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.helpers import Reply, assert_error_envelope, live_request
+from tests.helpers import CHAT, Reply, assert_error_envelope, live_request
 from tests.live import LiveGateway, start_gateway
 from tests.pg import PostgresServer
 
 from .conftest import HomeFactory
 from .provider import ScriptedProvider, turn_requests
 
-CHAT = "/v1/chat/completions"
 Hosts = tuple[LiveGateway, LiveGateway]
 
 

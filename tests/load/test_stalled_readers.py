@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from hermes_api_plugin.sse import WRITE_BYTES
-from tests.helpers import live_request, wait_for
+from tests.helpers import CHAT, live_request, wait_for
 from tests.load.support import (
     RssSampler,
     close_abruptly,
@@ -31,7 +31,6 @@ from tests.load.support import (
 
 CLIENTS = 20
 MIB = 4
-CHAT = "/v1/chat/completions"
 
 
 def chat(text: str, stream: bool = False) -> dict[str, Any]:

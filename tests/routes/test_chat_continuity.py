@@ -12,12 +12,9 @@ from typing import Any
 
 from aiohttp.test_utils import TestClient
 
-from tests.helpers import execution_for, history_texts
+from tests.helpers import DEFAULT_ANSWER, USE_TOOL_ANSWER, execution_for, history_texts
 
 from .test_chat_stream import json_chat
-
-TOOL_ANSWER = "Your project has README.md and src/."  # tests/scripts/chat.yaml, "use tool"
-DEFAULT_ANSWER = "Hello from the scripted runtime."
 
 
 def user(text: str) -> dict[str, Any]:
@@ -33,8 +30,8 @@ async def test_a_resent_transcript_continues_the_conversation_with_its_tool_call
 ) -> None:
     headers, first = await json_chat(api, auth, messages=[user("use tool, continuity one")])
     session_id = headers["X-Hermes-Session-Id"]
-    assert first["choices"][0]["message"]["content"] == TOOL_ANSWER
-    sent = [user("use tool, continuity one"), assistant(TOOL_ANSWER), user("and then?")]
+    assert first["choices"][0]["message"]["content"] == USE_TOOL_ANSWER
+    sent = [user("use tool, continuity one"), assistant(USE_TOOL_ANSWER), user("and then?")]
     headers, _ = await json_chat(api, auth, messages=sent)
     assert headers["X-Hermes-Session-Id"] == session_id
     execution = execution_for(api, "and then?")
@@ -42,7 +39,7 @@ async def test_a_resent_transcript_continues_the_conversation_with_its_tool_call
     roles = [m["role"] for m in execution["history"]]
     assert roles == ["user", "assistant", "tool", "assistant"], "the server-side history, tool call and result in it"
     assert execution["history"][1]["tool_calls"][0]["function"]["name"] == "terminal"
-    assert history_texts(execution)[-1] == ("assistant", TOOL_ANSWER)
+    assert history_texts(execution)[-1] == ("assistant", USE_TOOL_ANSWER)
 
     # Whitespace the client trimmed or added does not break it; a third message continues it again.
     sent += [assistant(f"  {DEFAULT_ANSWER}\n"), user("one more")]
@@ -71,7 +68,7 @@ async def test_an_edited_answer_starts_a_branch_that_its_next_message_continues(
 
     # The original conversation is untouched by the branch: its own continuation still matches it.
     headers, _ = await json_chat(
-        api, auth, messages=[user("use tool, continuity two"), assistant(TOOL_ANSWER), user("back on the original")]
+        api, auth, messages=[user("use tool, continuity two"), assistant(USE_TOOL_ANSWER), user("back on the original")]
     )
     assert headers["X-Hermes-Session-Id"] == original
     roles = [m["role"] for m in execution_for(api, "back on the original")["history"]]
@@ -93,7 +90,7 @@ async def test_a_regenerated_answer_runs_beside_the_original(api: TestClient, au
 async def test_with_continuity_off_the_agent_gets_the_clients_history(make_api: Any, auth: dict[str, str]) -> None:
     api = await make_api(config={"api_server": {"chat_continuity": "off"}})
     headers, _ = await json_chat(api, auth, messages=[user("use tool, continuity off")])
-    sent = [user("use tool, continuity off"), assistant(TOOL_ANSWER), user("off then?")]
+    sent = [user("use tool, continuity off"), assistant(USE_TOOL_ANSWER), user("off then?")]
     assert (await json_chat(api, auth, messages=sent))[0]["X-Hermes-Session-Id"] == headers["X-Hermes-Session-Id"]
     assert [m["role"] for m in execution_for(api, "off then?")["history"]] == ["user", "assistant"]
 

@@ -27,6 +27,14 @@ from hermes_api_plugin.gateway.server import (
 from hermes_api_plugin.keys import TURNS
 from hermes_api_plugin.runtimes import select_runtime
 from tests.helpers import (
+    CHAT,
+    COMPLETION_ID,
+    DEFAULT_ANSWER,
+    EXHAUST_SUMMARY,
+    PROGRESS,
+    RUN_ID,
+    USE_TOOL_ANSWER,
+    USE_TOOL_REASONING,
     Reply,
     SseRecord,
     assert_error_envelope,
@@ -38,17 +46,8 @@ from tests.helpers import (
 )
 from tests.live import executions
 
-CHAT = "/v1/chat/completions"
-PROGRESS = "hermes.tool.progress"
-RUN_ID = re.compile(r"^run_[0-9a-f]{32}$")
-COMPLETION_ID = re.compile(r"^chatcmpl-[0-9a-f]{32}$")
 CALL_ID = re.compile(r"^call_[0-9a-f]{24}$")
 DERIVED_SESSION = re.compile(r"^api-[0-9a-f]{16}$")
-
-USE_TOOL_REASONING = "I should look at the files first.\n\nTwo entries."
-USE_TOOL_ANSWER = "Your project has README.md and src/."
-EXHAUST_SUMMARY = "I checked 41 of 60 log files; so far the linker step is the only failure."
-DEFAULT_ANSWER = "Hello from the scripted runtime."
 
 
 # -- helpers ------------------------------------------------------------------------------------------

@@ -19,12 +19,11 @@ from aiohttp.test_utils import TestClient
 
 from hermes_api_plugin.app import shutdown_apps
 from hermes_api_plugin.keys import BACKGROUND, RUNTIME, TURNS
-from tests.helpers import assert_error_envelope, fetch, wait_for_async
+from tests.helpers import JOB_ID, assert_error_envelope, fetch, wait_for_async
 from tests.live import TEST_KEY
 
 FIRE = "/api/cron/fire"
 GOOD = "signed-fire-token-0123456789"
-JOB_ID = "0123456789ab"
 
 
 def bearer(token: str) -> dict[str, str]:

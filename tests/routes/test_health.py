@@ -12,10 +12,9 @@ from aiohttp.test_utils import TestClient
 from hermes_api_plugin import __version__
 from hermes_api_plugin.keys import TURNS
 from tests.conftest import ApiFactory
-from tests.helpers import assert_error_envelope, fetch, read_until, wait_for_async
+from tests.helpers import CHAT, assert_error_envelope, fetch, read_until, wait_for_async
 
 DETAILED = "/health/detailed"
-CHAT = "/v1/chat/completions"
 # The top-level keys of hermes-agent 0.19.0's `_handle_health_detailed` (gateway/platforms/api_server.py).
 UPSTREAM_KEYS = {
     "status",

@@ -16,9 +16,8 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from hermes_api_plugin.keys import RUNTIME
-from tests.helpers import assert_error_envelope, fetch
+from tests.helpers import JOB_ID, assert_error_envelope, fetch
 
-JOB_ID = "0123456789ab"
 JOB_ROUTES = (
     ("GET", "/api/jobs"),
     ("POST", "/api/jobs"),

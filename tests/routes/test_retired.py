@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
+from tests.helpers import AUTH_FAILED, SECURITY_HEADERS
+
 RETIRED_BODY = {
     "error": {
         "message": "Browser extension control was removed. Point browser.cdp_url in config.yaml at your browser's DevTools "
@@ -21,20 +23,6 @@ RETIRED_BODY = {
         "param": None,
         "code": "endpoint_removed",
     }
-}
-AUTH_FAILED = {
-    "error": {
-        "message": "Invalid API key (API_SERVER_KEY)",
-        "type": "gateway_auth_error",
-        "param": None,
-        "code": "gateway_auth_failed",
-    }
-}
-SECURITY_HEADERS = {
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "X-Frame-Options": "DENY",
-    "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
 }
 RETIRED_PATHS = [
     "/v1/browser-control/register",
@@ -296,6 +284,7 @@ async def test_openapi_describes_streams_and_the_error_envelope(api: TestClient,
     error = doc["components"]["schemas"]["Error"]
     assert error["required"] == ["error"]
     assert set(error["properties"]["error"]["required"]) == {"message", "type", "param", "code"}
+    assert {(method, path) for path, item in doc["paths"].items() for method in item} >= SSE_ROUTES
     for path, item in doc["paths"].items():
         for method, op in item.items():
             success = {code: r for code, r in op["responses"].items() if code != "default"}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import signal
 import time
 from collections.abc import Iterator
@@ -21,6 +20,17 @@ from aiohttp.test_utils import TestClient
 from multidict import CIMultiDictProxy
 
 from tests.helpers import (
+    CHAT,
+    CONFLICT,
+    DEFAULT_ANSWER,
+    NEW_SESSION,
+    RESPONSES,
+    RESTART_ERROR,
+    RUN_ID,
+    RUN_TERMINALS,
+    RUNS,
+    USE_TOOL_ANSWER,
+    USE_TOOL_REASONING,
     Reply,
     assert_error_envelope,
     complete_records,
@@ -36,12 +46,6 @@ from tests.helpers import (
 )
 from tests.live import LiveGateway, executions, start_gateway, write_home
 
-RUNS = "/v1/runs"
-CHAT = "/v1/chat/completions"
-RESPONSES = "/v1/responses"
-RUN_ID = re.compile(r"^run_[0-9a-f]{32}$")
-NEW_SESSION = re.compile(r"^api_(\d+)_[0-9a-f]{8}$")
-TERMINALS = ("run.completed", "run.incomplete", "run.failed", "run.cancelled")
 RUN_KEYS = {
     "object",
     "run_id",
@@ -57,19 +61,8 @@ RUN_KEYS = {
     "turn_exit_reason",
 }
 
-USE_TOOL_REASONING = "I should look at the files first.\n\nTwo entries."
-USE_TOOL_ANSWER = "Your project has README.md and src/."
-DEFAULT_ANSWER = "Hello from the scripted runtime."
 RUN_NOT_FOUND = {
     "error": {"message": "No run with that id", "type": "not_found_error", "param": None, "code": "run_not_found"}
-}
-CONFLICT = {
-    "error": {
-        "message": "admission_conflict",
-        "type": "invalid_request_error",
-        "param": None,
-        "code": "admission_conflict",
-    }
 }
 
 
@@ -112,8 +105,8 @@ def check_run_events(stream: RunEvents, run_id: str, *, first_id: int = 1) -> No
         assert payload["run_id"] == run_id
         assert isinstance(payload["event"], str)
         assert isinstance(payload["timestamp"], float)
-    assert sum(1 for name in stream.names if name in TERMINALS) == 1
-    assert stream.names[-1] in TERMINALS
+    assert sum(1 for name in stream.names if name in RUN_TERMINALS) == 1
+    assert stream.names[-1] in RUN_TERMINALS
     assert stream.raw.endswith(b"\n\n")
 
 
@@ -812,7 +805,6 @@ async def test_runs_stream_over_a_25_second_tool_is_kept_alive_and_not_cut(make_
 # -- across processes: restart after kill -9, credential scope (W-5.12, W-6.4) ----------------------------------------
 
 
-RESTART_ERROR = {"code": "unknown_execution", "message": "The gateway restarted before this turn settled."}
 OTHER_KEY = "another-key-0123456789abcdef"
 
 

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 from aiohttp.test_utils import TestClient
 
-from tests.helpers import assert_error_envelope, execution_for, fetch, history_texts
+from tests.helpers import NEW_SESSION, USE_TOOL_ANSWER, assert_error_envelope, execution_for, fetch, history_texts
 
 from .test_sessions import (
-    GENERATED_ID,
     SESSION_KEYS,
     SESSION_NOT_FOUND,
     SESSIONS,
-    USE_TOOL_ANSWER,
     call,
     chat,
     create_session,
@@ -52,7 +50,7 @@ async def test_fork_generates_an_id_takes_a_title_and_accepts_no_body(api: TestC
     await chat(api, auth, "plain", "hello")
     reply = await fetch(api, "POST", f"{SESSIONS}/plain/fork", headers=auth)
     assert reply.status == 201, reply.text
-    assert GENERATED_ID.match(reply.json()["session"]["id"])
+    assert NEW_SESSION.match(reply.json()["session"]["id"])
     status, named = await call(api, auth, "POST", f"{SESSIONS}/plain/fork", {"title": "Try B"})
     assert status == 201 and named["session"]["title"] == "Try B"
 

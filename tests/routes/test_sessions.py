@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import time
 from typing import Any
 
@@ -18,7 +17,15 @@ from aiohttp.test_utils import TestClient
 from multidict import CIMultiDictProxy
 
 from tests.helpers import (
+    DEFAULT_ANSWER,
     JSON_TYPE,
+    NEW_SESSION,
+    PNG,
+    RUN_ID,
+    RUN_TERMINALS,
+    RUNS,
+    USE_TOOL_ANSWER,
+    USE_TOOL_REASONING,
     Reply,
     assert_error_envelope,
     complete_records,
@@ -30,9 +37,6 @@ from tests.helpers import (
 from tests.live import executions
 
 SESSIONS = "/api/sessions"
-RUNS = "/v1/runs"
-RUN_ID = re.compile(r"^run_[0-9a-f]{32}$")
-GENERATED_ID = re.compile(r"^api_(\d+)_[0-9a-f]{8}$")
 SESSION_KEYS = {
     "id",
     "source",
@@ -61,13 +65,8 @@ MESSAGE_KEYS = {
     "timestamp",
     "compacted",
 }
-STREAM_TERMINALS = ("run.completed", "run.incomplete", "run.failed", "run.cancelled")
 
-USE_TOOL_REASONING = "I should look at the files first.\n\nTwo entries."
-USE_TOOL_ANSWER = "Your project has README.md and src/."
 DEFAULT_REASONING = "Thinking it through."
-DEFAULT_ANSWER = "Hello from the scripted runtime."
-PNG = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 SESSION_NOT_FOUND = {
     "error": {
         "message": "No session with that id",
@@ -177,8 +176,8 @@ def check_session_stream(stream: SessionStream, session_id: str, *, first_seq: i
         assert payload["session_id"] == session_id and payload["run_id"] == run_id
         assert isinstance(payload["ts"], float)
     names = stream.names
-    assert sum(1 for n in names if n in STREAM_TERMINALS) == 1
-    assert names[-1] == "done" and names[-2] in STREAM_TERMINALS
+    assert sum(1 for n in names if n in RUN_TERMINALS) == 1
+    assert names[-1] == "done" and names[-2] in RUN_TERMINALS
     assert names.count("done") == 1
 
 
@@ -227,7 +226,7 @@ async def test_create_session_generates_an_api_id(api: TestClient, auth: dict[st
     """§7.1: POST without an id → 201 with a generated `api_<unix>_<8 hex>` id and an empty session object."""
     before = time.time()
     session = await create_session(api, auth)
-    match = GENERATED_ID.match(session["id"])
+    match = NEW_SESSION.match(session["id"])
     assert match and abs(int(match.group(1)) - before) <= 2
     assert session == {
         "id": session["id"],

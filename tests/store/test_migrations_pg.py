@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +20,7 @@ from hermes_api_plugin.store.postgres import PostgresStore
 from hermes_api_plugin.store.postgres_db import ACQUIRE_TIMEOUT_S, RECONNECT_TIMEOUT_S, PostgresDatabase
 from hermes_api_plugin.store.sqlite_migrate import load_migrations
 from tests.helpers import wait_for
-from tests.pg import DatabaseFactory, PostgresServer
-
-PG_MIGRATIONS = resources.files("hermes_api_plugin.store.migrations_pg")
+from tests.pg import PG_MIGRATIONS, DatabaseFactory, PostgresServer
 
 
 def recorded(url: str) -> list[tuple[int, str, float]]:

@@ -4,15 +4,14 @@ literals (store/postgres_text.py). A real server (tests/pg.py)."""
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
 import psycopg
 
 from hermes_api_plugin.store.postgres import PostgresStore
 from hermes_api_plugin.store.postgres_db import PostgresDatabase
+from tests.pg import PG_MIGRATIONS
 
-PG_MIGRATIONS = resources.files("hermes_api_plugin.store.migrations_pg")
 # What a client could have sent before: quotes, a backslash, JSON-looking text, non-ASCII, a line break.
 OLD_TEXT = 'plain "quoted" \\ text {"a": 1} é\n\t'
 
