@@ -24,7 +24,7 @@ from ..protocol.common import HermesHeaders, idempotency_key, new_completion_id,
 from ..sse import SseStream
 from ..submit import Existing, NewTurn, Refusal, TurnPlan, refusal_error
 from ..turns import HeldTurn, HistoryLoader, Journal, Turn
-from ..turns.registry import Persister
+from ..turns.turn import Persister
 from .replies import run_headers
 
 

@@ -1,9 +1,11 @@
 """Turns: one agent execution each — its journal, the callback bridge into it, the registry that runs it."""
 
 from .bridge import COALESCE_S, TurnBridge
+from .held import HeldTurn
 from .journal import Journal, decode_journal, encode_events
-from .registry import HeldTurn, HistoryLoader, Persister, Turn, TurnCounts, TurnRegistry
+from .registry import TurnCounts, TurnRegistry
 from .tool_display import display_tool_name
+from .turn import HistoryLoader, Persister, Turn
 
 __all__ = [
     "COALESCE_S",

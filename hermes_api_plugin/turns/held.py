@@ -4,10 +4,8 @@
 from __future__ import annotations
 
 from types import TracebackType
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .registry import Turn
+from .turn import Turn
 
 
 class HeldTurn:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..events import Compacted, TurnFinished
 from ..history import turn_messages
 from ..store.base import SessionStore
-from .registry import Persister, Turn
+from .turn import Persister, Turn
 
 
 def session_transcripts(sessions: SessionStore) -> Persister:

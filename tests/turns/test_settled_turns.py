@@ -15,8 +15,8 @@ from hermes_api_plugin.runtimes.scripted import ScriptedRuntime, load_script
 from hermes_api_plugin.turns import Turn, TurnRegistry
 from hermes_api_plugin.turns.journal import EVENT_BYTES, journal_bytes
 from hermes_api_plugin.turns.recent import RECENT_S, RecentTurns
-from hermes_api_plugin.turns.registry import SETTLED_TURN_BYTES
 from hermes_api_plugin.turns.transcripts import session_transcripts
+from hermes_api_plugin.turns.turn import SETTLED_TURN_BYTES
 from tests.helpers import wait_for_async
 from tests.turns.support import SCRIPT, gateway_hooks, open_store, request, started
 

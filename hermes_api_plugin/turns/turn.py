@@ -1,0 +1,111 @@
+"""A turn: one admitted agent execution — its run id, its journal, its interrupt switch and the gate that holds its
+agent work until the surface that admitted it has written its response head. The registry (registry.py) admits,
+runs and settles turns; `HeldTurn` (held.py) hands one to its surface."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
+
+from ..content import Message
+from ..events import TurnFinished, TurnStatus, unanswered_approvals
+from ..runtimes.base import AgentTurn, TurnRequest
+from .bridge import TurnBridge
+from .journal import Journal, journal_bytes
+
+SETTLED_TURN_BYTES = 2048  # a settled turn's own objects (ids, request fields, bridge), besides its journal
+_RELEASED_INPUT = Message("user", ())  # a settled turn's input, once released (its journal keeps what it said)
+
+HistoryLoader = Callable[[], Awaitable[Sequence[Message]]]
+Persister = Callable[["Turn", TurnFinished], Awaitable[None]]
+
+
+class Turn:
+    """One admitted agent execution: its run id, journal, and interrupt switch."""
+
+    def __init__(
+        self,
+        agent_turn: AgentTurn,
+        bridge: TurnBridge,
+        journal: Journal,
+        *,
+        queue_key: str | None,
+        queued: bool,
+        inputs: Sequence[Message],
+        history: HistoryLoader | None,
+        persist: Persister | None,
+    ) -> None:
+        self.run_id = agent_turn.request.turn_id
+        self.agent_turn = agent_turn
+        self.bridge = bridge
+        self.journal = journal
+        self.queue_key = queue_key
+        self.queued_at_admission = queued  # an earlier turn on the session was unsettled at admission
+        self.inputs = tuple(inputs)  # what this turn adds to its session before the agent speaks
+        self.history = history
+        self.persist = persist
+        self.detached = False  # its client went away and it keeps running
+        self.stored = False  # its settlement (transcript, surface state) got into the store
+        self.created_at = time.time()
+        self.finished_at: float | None = None  # the terminal record's journal time, fixed before it is persisted
+        self.started = False
+        self.task: asyncio.Task[None] | None = None
+        loop = asyncio.get_running_loop()
+        # A held turn waits for its gate (the response head is out) or an interrupt before any agent work.
+        self.gate: asyncio.Future[None] = loop.create_future()
+        agent_turn.on_interrupt(lambda: self._wake(loop, self._open_gate))
+
+    @staticmethod
+    def _wake(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:
+        """Run `callback` on the loop (interrupts arrive from any thread)."""
+        loop.call_soon_threadsafe(callback)
+
+    def _open_gate(self) -> None:
+        if not self.gate.done():
+            self.gate.set_result(None)
+
+    @property
+    def request(self) -> TurnRequest:
+        return self.agent_turn.request
+
+    @property
+    def status(self) -> TurnStatus:
+        if self.journal.finished is not None:
+            return self.journal.finished.status
+        return TurnStatus.RUNNING if self.started else TurnStatus.QUEUED
+
+    @property
+    def awaiting_approval(self) -> bool:
+        """Unsettled, with an approval request still waiting for its decision (WIRE.md §14.2)."""
+        return self.journal.finished is None and bool(unanswered_approvals(self.journal.events))
+
+    @property
+    def stopping(self) -> bool:
+        """Interrupted and not yet settled."""
+        return self.agent_turn.interrupted and self.journal.finished is None
+
+    def cancel(self) -> None:
+        """Interrupt the turn (thread-safe, idempotent); it settles `cancelled` or as the agent ends."""
+        self.agent_turn.interrupt()
+
+    def release_request(self, *, keep_persist: bool) -> None:
+        """Drop what only running and storing it needed (history, inputs; the persister, whose closure holds the
+        request, once its settlement is stored): runs read ids, session, model and the journal (issue 20, defect 2)."""
+        request = self.agent_turn.request
+        self.agent_turn.request = replace(request, input=_RELEASED_INPUT, history=(), metadata={})
+        self.inputs = ()
+        self.history = None
+        if not keep_persist:
+            self.persist = None
+
+    def weight(self) -> int:
+        """Estimated bytes this settled turn keeps in memory: a fixed part and its journal's events."""
+        return SETTLED_TURN_BYTES + journal_bytes(self.journal.events)
+
+    async def wait(self) -> TurnFinished:
+        async for _ in self.journal.follow(len(self.journal.events)):
+            pass
+        assert self.journal.finished is not None
+        return self.journal.finished
