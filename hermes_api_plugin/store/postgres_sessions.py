@@ -17,7 +17,7 @@ from ..offload import LARGE_MESSAGES, off_loop
 from .base import ForkResult, SessionInfo, SessionMessageRow
 from .postgres_db import PostgresDatabase
 from .postgres_text import text_in, text_out
-from .rows import session_from_row
+from .rows import message_rows, session_from_row
 from .sqlite_db import json_text
 
 _SESSION_COLUMNS = (
@@ -78,24 +78,9 @@ class PostgresSessionStore:
         """Append a turn's messages; a compaction first archives the live transcript behind its summary."""
         now = time.time()
 
-        def encode() -> list[tuple[Any, ...]]:
-            rows = []
-            for m in messages:
-                body = m.to_json()
-                extra = {k: body[k] for k in ("tool_calls", "tool_call_id") if k in body}
-                rows.append(
-                    (
-                        session_id,
-                        m.role,
-                        json_text(body["content"]),
-                        text_out(m.reasoning),
-                        json_text(extra) if extra else None,
-                        now,
-                    )
-                )
-            return rows
-
-        rows = await off_loop(encode, len(messages) > LARGE_MESSAGES)  # a long transcript (issue 20, defect 3)
+        rows = await off_loop(
+            lambda: message_rows(session_id, messages, now, text_out), len(messages) > LARGE_MESSAGES
+        )  # a long transcript (issue 20, defect 3)
         async with self.db.transaction() as conn:
             await conn.execute(
                 "INSERT INTO sessions (id, created_at, updated_at, model, input_tokens, output_tokens) "

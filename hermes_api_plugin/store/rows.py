@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ..content import Message
@@ -156,3 +156,25 @@ def session_from_row(row: Row | None) -> SessionInfo | None:
         "archived": bool(row["archived"]),
         "preview": preview,
     }
+
+
+def message_rows(
+    session_id: str, messages: Sequence[Message], now: float, reasoning: Callable[[str | None], str | None]
+) -> list[tuple[Any, ...]]:
+    """A turn's messages as `messages` rows (session, role, content, reasoning, extra, created_at), both backends;
+    `reasoning` writes the free-text column as the backend stores it."""
+    rows = []
+    for m in messages:
+        body = m.to_json()
+        extra = {k: body[k] for k in ("tool_calls", "tool_call_id") if k in body}
+        rows.append(
+            (
+                session_id,
+                m.role,
+                json_text(body["content"]),
+                reasoning(m.reasoning),
+                json_text(extra) if extra else None,
+                now,
+            )
+        )
+    return rows

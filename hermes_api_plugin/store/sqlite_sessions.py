@@ -15,8 +15,8 @@ from typing import Any
 from ..content import Message
 from ..offload import LARGE_MESSAGES
 from .base import ForkResult, SessionInfo, SessionMessageRow
-from .rows import session_from_row
-from .sqlite_db import SqliteDatabase, transaction
+from .rows import message_rows, session_from_row
+from .sqlite_db import SqliteDatabase, json_text, transaction
 
 _SESSION_COLUMNS = (
     "s.id, s.source, s.title, s.model, s.created_at, s.ended_at, s.updated_at, s.input_tokens, s.output_tokens, "
@@ -28,10 +28,6 @@ _SESSION_COLUMNS = (
     "AND (m.extra IS NULL OR m.extra NOT LIKE '%\"summary\"%') ORDER BY m.id LIMIT 1) AS first_user_content"
 )
 _UPDATABLE = ("title", "pinned", "archived")
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 class SqliteSessionStore:
@@ -74,19 +70,12 @@ class SqliteSessionStore:
         """Append a turn's messages; a compaction first archives the live transcript behind its summary."""
         now = time.time()
 
-        def encode() -> list[tuple[Any, ...]]:
-            rows = []
-            for m in messages:
-                body = m.to_json()
-                extra = {k: body[k] for k in ("tool_calls", "tool_call_id") if k in body}
-                rows.append(
-                    (session_id, m.role, _dumps(body["content"]), m.reasoning, _dumps(extra) if extra else None, now)
-                )
-            return rows
-
         # A long transcript is encoded on the database thread: on the loop it would hold every other request (issue
         # 20, defect 3). A short one stays here: a few long answers encoded on that thread would be allocated in
         # another malloc arena, which keeps the memory after they are freed (the stalled-readers test saw +100 MiB).
+        def encode() -> list[tuple[Any, ...]]:
+            return message_rows(session_id, messages, now, lambda reasoning: reasoning)
+
         encoded = encode() if len(messages) <= LARGE_MESSAGES else None
 
         def append(conn: sqlite3.Connection) -> None:
@@ -107,7 +96,12 @@ class SqliteSessionStore:
                     conn.execute(
                         "INSERT INTO messages (session_id, role, content, reasoning, extra, created_at) "
                         "VALUES (?, 'user', ?, NULL, ?, ?)",
-                        (session_id, _dumps([{"type": "text", "text": compaction}]), _dumps({"summary": True}), now),
+                        (
+                            session_id,
+                            json_text([{"type": "text", "text": compaction}]),
+                            json_text({"summary": True}),
+                            now,
+                        ),
                     )
                 conn.executemany(
                     "INSERT INTO messages (session_id, role, content, reasoning, extra, created_at) "
