@@ -12,8 +12,8 @@ import random
 import time
 from pathlib import Path
 
-from hermes_api_plugin.events import TurnStatus
-from hermes_api_plugin.runtimes.base import AgentTurn, TurnOutcome
+from hermes_api_plugin.core.events import TurnStatus
+from hermes_api_plugin.runtimes.base import AgentTurn, TurnResult
 from hermes_api_plugin.runtimes.scripted import ScriptedRuntime, load_script
 
 SCRIPT = """
@@ -55,7 +55,7 @@ def stamped_offsets(words: list[str]) -> list[float] | None:
 class BenchRuntime(ScriptedRuntime):
     """`ticks` and `paced` turns: timestamped text deltas on a schedule; anything else: the script."""
 
-    async def run(self, turn: AgentTurn) -> TurnOutcome:
+    async def run(self, turn: AgentTurn) -> TurnResult:
         offsets = stamped_offsets(turn.request.input.text.split())
         if offsets is None:
             return await super().run(turn)
@@ -63,12 +63,12 @@ class BenchRuntime(ScriptedRuntime):
         start = loop.time()
         for offset in offsets:
             if turn.interrupted:
-                return TurnOutcome(TurnStatus.CANCELLED)
+                return TurnResult(TurnStatus.CANCELLED)
             delay = start + offset - loop.time()
             if delay > 0:
                 await asyncio.sleep(delay)
             turn.callbacks.text(f"{time.time():.6f};")
-        return TurnOutcome(TurnStatus.COMPLETED)
+        return TurnResult(TurnStatus.COMPLETED)
 
 
 def runtime(script_path: str) -> BenchRuntime:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from hermes_api_plugin.config import load_settings
+from hermes_api_plugin.config.settings import load_settings
 from hermes_api_plugin.gateway.server import ReferenceGateway, build_plugin_manager, runner_kwargs
 
 from .runtime import runtime, write_script

@@ -14,8 +14,8 @@ import pluggy
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from .config import Settings
-    from .runtimes.base import AgentRuntime, AgentTurn, TurnHooks, TurnOutcome
+    from .config.settings import Settings
+    from .runtimes.base import AgentRuntime, AgentTurn, TurnHooks, TurnResult
 
 PROJECT = "hermes_api"
 ENTRY_POINT_GROUP = "hermes_api.plugins"
@@ -76,7 +76,7 @@ class GatewaySpec:
         """
 
     @hookspec
-    def hermes_api_agent_turn_end(self, turn: AgentTurn, outcome: TurnOutcome) -> None:
+    def hermes_api_agent_turn_end(self, turn: AgentTurn, outcome: TurnResult) -> None:
         """An agent turn has returned: for plugins that observe turns.
 
         When: once per turn, on the event loop, after the runtime returned (also after a crash,

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .app import create_app, shutdown_apps
-from .config_migration import migrate_config
+from .config.migration import migrate_config
 from .hookspecs import Gateway, hookimpl
-from .keys import TURNS
+from .http.app import create_app, shutdown_apps
+from .http.app_keys import TURNS
 from .store.factory import build_store
 
 

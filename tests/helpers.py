@@ -26,7 +26,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from multidict import CIMultiDict, CIMultiDictProxy
 
 import hermes_api_plugin
-from hermes_api_plugin.config import load_settings
+from hermes_api_plugin.config.settings import load_settings
 from hermes_api_plugin.gateway.server import ReferenceGateway, build_plugin_manager, runner_kwargs
 from hermes_api_plugin.runtimes import select_runtime
 from tests.live import LiveGateway, executions

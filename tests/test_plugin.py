@@ -14,11 +14,11 @@ import pluggy
 import pytest
 
 from hermes_api_plugin import hookspecs, plugin
-from hermes_api_plugin.config import load_settings
-from hermes_api_plugin.content import Message, TextPart
-from hermes_api_plugin.events import ToolStarted, TurnStatus
+from hermes_api_plugin.config.settings import load_settings
+from hermes_api_plugin.core.content import Message, TextPart
+from hermes_api_plugin.core.events import ToolStarted, TurnStatus
 from hermes_api_plugin.gateway.server import ReferenceGateway, build_plugin_manager
-from hermes_api_plugin.keys import STORE, TURNS
+from hermes_api_plugin.http.app_keys import STORE, TURNS
 from hermes_api_plugin.runtimes import select_runtime
 from hermes_api_plugin.runtimes.base import TurnRequest
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..events import (
+from ..core.events import (
     ApprovalRequested,
     ApprovalResponded,
     ReasoningDelta,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ..events import ApprovalRequested, ApprovalResponded, ToolCompleted, ToolStarted, TurnEvent, TurnTranscript
+from ..core.events import ApprovalRequested, ApprovalResponded, ToolCompleted, ToolStarted, TurnEvent, TurnTranscript
 
 
 class SseRecord(NamedTuple):

@@ -13,7 +13,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..events import (
+from ..core.events import (
     Commentary,
     ReasoningDelta,
     StatusChanged,

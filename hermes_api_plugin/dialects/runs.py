@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..events import (
+from ..core.events import (
     ApprovalRequested,
     ApprovalResponded,
     Commentary,

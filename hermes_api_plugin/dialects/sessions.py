@@ -10,7 +10,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from ..events import (
+from ..core.events import (
     ApprovalRequested,
     ApprovalResponded,
     Commentary,

@@ -13,7 +13,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from ..config import MIN_KEY_LENGTH, default_hermes_home, load_settings, parse_env_file
+from ..config.settings import MIN_KEY_LENGTH, default_hermes_home, load_settings, parse_env_file
 from ..hermes.bridge import ENTRY_POINT_NAME
 from .server import run_gateway
 

@@ -33,9 +33,9 @@ from aiohttp.http_exceptions import HttpProcessingError, InvalidHeader, LineTooL
 from aiohttp.http_parser import RawRequestMessage
 from yarl import URL
 
-from ..errors import ApiError, internal_error, invalid_content_length, malformed_request
-from ..keys import PROFILE_PREFIX
-from ..middleware import SECURITY_HEADERS, render_error
+from ..core.errors import ApiError, internal_error, invalid_content_length, malformed_request
+from ..http.app_keys import PROFILE_PREFIX
+from ..http.middleware import SECURITY_HEADERS, render_error
 
 log = logging.getLogger("hermes_api_plugin")
 

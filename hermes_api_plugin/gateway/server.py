@@ -19,7 +19,7 @@ from typing import Any
 import pluggy
 from aiohttp import web
 
-from ..config import Settings
+from ..config.settings import Settings
 from ..hookspecs import ENTRY_POINT_GROUP, PROJECT, GatewaySpec
 from ..runtimes import RuntimeUnavailable, select_runtime
 from ..runtimes.base import AgentRuntime, TurnHooks

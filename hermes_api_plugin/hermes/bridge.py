@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..config import Settings, load_settings
+from ..config.settings import Settings, load_settings
 from . import compat
 
 log = logging.getLogger("hermes_api_plugin")
@@ -109,7 +109,7 @@ def _build_adapter_class() -> type:
         start_api_server,
         store_refusal,
     )
-    from ..keys import BACKGROUND, TURNS
+    from ..http.app_keys import BACKGROUND, TURNS
     from ..runtimes import RuntimeUnavailable, scripted_runtime
     from ..runtimes.hermes import HermesRuntime
     from ..runtimes.scripted import ScriptError

@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from ..content import Message, TextPart
-from ..errors import ApiError, invalid_request
+from ..core.content import Message, TextPart
+from ..core.errors import ApiError, invalid_request
 from ..store.base import ForkResult, SessionInfo, SessionMessageRow
 
 API_SOURCE = "api_server"  # the source Hermes gives sessions of its api_server platform

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import invalid_request
+from ..core.errors import invalid_request
 from .limits import NAME_MAX
 from .schema import Bool, Obj, Prop, Str
 

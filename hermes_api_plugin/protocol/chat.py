@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..content import Message, TextPart
-from ..errors import invalid_request
+from ..core.content import Message, TextPart
+from ..core.errors import invalid_request
 from .common import CONTENT, EFFORT, MODEL_SELECTION, ModelSelection, identity_hash, parse_model_selection
 from .counts import MAX_MESSAGES
 from .limits import METADATA

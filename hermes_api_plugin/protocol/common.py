@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import parse_bool
-from ..content import Message, canonical_json, parse_content
-from ..digits import ascii_int
-from ..errors import invalid_parameter
+from ..config.settings import parse_bool
+from ..core.content import Message, canonical_json, parse_content
+from ..core.digits import ascii_int
+from ..core.errors import invalid_parameter
 from ..runtimes.base import REASONING_EFFORTS
 from .counts import MAX_MESSAGES
 from .limits import HEADER_MAX, NAME_MAX, short

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import invalid_request, missing_parameter
+from ..core.errors import invalid_request, missing_parameter
 from .limits import ID_MAX, NAME_MAX
 from .params import Param
 from .schema import Arr, Bool, Checked, Defs, Node, Obj, Prop, Str

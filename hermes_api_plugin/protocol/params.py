@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..digits import ascii_int
+from ..core.digits import ascii_int
 from .schema import Defs, Node
 
 

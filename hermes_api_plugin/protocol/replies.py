@@ -7,7 +7,7 @@ loses a key or changes a type fails CI. Objects are open: a reply may carry more
 
 from __future__ import annotations
 
-from ..errors import ERROR_TYPES
+from ..core.errors import ERROR_TYPES
 from .params import IntText
 from .schema import AnyJson, Arr, Bool, Obj, Prop, Str
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
-from ..content import Message, TextPart, ToolCall, parse_content, text_message
-from ..errors import invalid_parameter, invalid_request
-from ..offload import LARGE_MESSAGES, off_loop
+from ..core.content import Message, TextPart, ToolCall, parse_content, text_message
+from ..core.errors import invalid_parameter, invalid_request
+from ..core.offload import LARGE_MESSAGES, off_loop
 from .common import (
     CONTENT,
     CONVERSATION_HISTORY,

@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import parse_bool
-from ..errors import ApiError, invalid_parameter, invalid_request, missing_parameter
+from ..config.settings import parse_bool
+from ..core.errors import ApiError, invalid_parameter, invalid_request, missing_parameter
 
 Defs = dict[str, dict[str, Any]]  # the components/schemas being collected while rendering
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from ..content import Message
-from ..errors import invalid_request
+from ..core.content import Message
+from ..core.errors import invalid_request
 from .common import (
     CONTENT,
     MODEL_SELECTION,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ..errors import ApiError
-from ..middleware import read_json
+from ..core.errors import ApiError
+from ..http.middleware import read_json
 from ..protocol.approvals import parse_run_approval
 from .replies import json_response
 from .runs import found_run, live_turn

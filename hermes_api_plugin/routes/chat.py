@@ -9,20 +9,20 @@ from typing import Any
 
 from aiohttp import web
 
-from ..content import Message
-from ..continuity import resolve, tip
-from ..delivery import deliver, open_stream
+from ..core.content import Message
+from ..core.events import TurnFinished, TurnStatus
+from ..core.offload import LARGE_MESSAGES, off_loop
+from ..core.transcript import turn_messages
 from ..dialects.chat_completions import ChatRenderer
-from ..events import TurnFinished, TurnStatus
-from ..history import turn_messages
-from ..keys import CHAT_TIPS, RUNTIME, SETTINGS
-from ..middleware import large_body, read_parsed
-from ..offload import LARGE_MESSAGES, off_loop
-from ..profiles import profile_of
+from ..http.app_keys import CONVERSATION_INDEX, RUNTIME, SETTINGS
+from ..http.delivery import deliver, open_stream
+from ..http.middleware import large_body, read_parsed
+from ..http.profiles import profile_of
+from ..http.sse import SseStream
 from ..protocol.chat import ChatRequest, parse_chat_request
 from ..protocol.common import HermesHeaders, idempotency_key, new_completion_id, parse_hermes_headers
-from ..sse import SseStream
-from ..submit import Existing, NewTurn, Refusal, TurnPlan, refusal_error
+from ..submission.continuity import index_key, resolve
+from ..submission.submit import Existing, NewTurn, Refusal, TurnPlan, refusal_error
 from ..turns import HeldTurn, HistoryLoader, Journal, Turn
 from ..turns.turn import Persister
 from .replies import run_headers
@@ -35,7 +35,9 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     chat = await read_parsed(request, lambda body: parse_chat_request(body, providers))
     key = idempotency_key(request.headers)
     profile = profile_of(request)
-    session_id = hermes.session_id or profile.chains.derived_chat_session(chat.system_prompt, chat.first_user_content)
+    session_id = hermes.session_id or profile.conversations.derived_chat_session(
+        chat.system_prompt, chat.first_user_content
+    )
     view = _ChatView(request, chat, hermes, session_id, keyed=key is not None)
     submitter = profile.submitter
     identity = partial(chat.identity, hermes.session_id)
@@ -86,8 +88,8 @@ class _ChatView:
         history: HistoryLoader | Sequence[Message] = chat.history
         persist = None
         if explicit:
-            await self.profile.chains.placement.check(self.session_id)  # kept by another host: 409, never empty
-            history = self.profile.chains.session_history(self.session_id)
+            await self.profile.conversations.placement.check(self.session_id)  # kept by another host: 409, never empty
+            history = self.profile.conversations.session_history(self.session_id)
         elif self.settings.chat_continuity == "auto":
             history, persist = await self._continuity()
         renderer = self.renderer
@@ -114,24 +116,32 @@ class _ChatView:
     async def _continuity(self) -> tuple[HistoryLoader | Sequence[Message], Persister]:
         """Issue 14: the conversation this stateless chat continues (its session and server-side history), or the
         branch it starts; once the turn completed, where the conversation ends now."""
-        chat, profile, tips = self.chat, self.profile, self.request.app[CHAT_TIPS]
+        chat, profile, index = self.chat, self.profile, self.request.app[CONVERSATION_INDEX]
         sent = chat.history
         resolution = await resolve(
-            tips, profile.sessions, profile.chains.placement, profile.scope, chat.system_prompt, sent, self.session_id
+            index,
+            profile.sessions,
+            profile.conversations.placement,
+            profile.scope,
+            chat.system_prompt,
+            sent,
+            self.session_id,
         )
         self.session_id = resolution.session_id
         history: HistoryLoader | Sequence[Message] = sent
         if resolution.continued:
             history = resolution.stored  # a derived session's turns are not queued: as read, it is current
         elif resolution.seed and await profile.sessions.seed_session(self.session_id, sent):
-            history = profile.chains.session_history(self.session_id)
+            history = profile.conversations.session_history(self.session_id)
 
         async def record(turn: Turn, finished: TurnFinished) -> None:
             if finished.status is TurnStatus.COMPLETED:
                 said = turn_messages([chat.input], turn.journal.events)
                 whole = [*sent, *said]
-                key = await off_loop(lambda: tip(profile.scope, chat.system_prompt, whole), len(whole) > LARGE_MESSAGES)
-                tips.record(key, turn.request.session_id)
+                key = await off_loop(
+                    lambda: index_key(profile.scope, chat.system_prompt, whole), len(whole) > LARGE_MESSAGES
+                )
+                index.record(key, turn.request.session_id)
 
         return history, record
 

@@ -18,12 +18,12 @@ import logging
 
 from aiohttp import web
 
-from ..errors import ApiError
-from ..host import HostData, HostJobs
-from ..keys import BACKGROUND, TURNS
-from ..middleware import read_json
+from ..core.errors import ApiError
+from ..core.redact import redact
+from ..http.app_keys import BACKGROUND, TURNS
+from ..http.middleware import read_json
 from ..protocol.jobs import parse_fire
-from ..redact import redact
+from ..runtimes.host_data import HostData, HostJobs
 from .host_data import host_of
 from .jobs import cron_unavailable
 from .replies import json_response

@@ -7,11 +7,11 @@ from typing import Any
 
 from aiohttp import web
 
-from ..errors import ApiError
-from ..keys import MODEL_OPTIONS, RUNTIME, SESSIONS, SETTINGS, STARTED_AT, STORE
-from ..openapi import build_openapi
-from ..parity import parity_features
-from ..profiles import profile_of
+from ..core.errors import ApiError
+from ..http.app_keys import MODEL_OPTIONS, RUNTIME, SESSIONS, SETTINGS, STARTED_AT, STORE
+from ..http.capabilities import parity_features
+from ..http.openapi import build_openapi
+from ..http.profiles import profile_of
 from ..protocol.operations import MODEL_OPTIONS_QUERY, OPERATIONS
 from ..protocol.params import parse_params
 from ..store.factory import own_sessions

@@ -21,9 +21,9 @@ from typing import Any
 from aiohttp import web
 
 from .. import __version__
-from ..host import HostData
-from ..keys import RUNTIME, STORE, STREAMS, TURNS
-from ..readiness import StoreProbe
+from ..http.app_keys import RUNTIME, STORE, STREAM_GAUGE, TURNS
+from ..runtimes.host_data import HostData
+from ..store.readiness import StoreProbe
 from .replies import json_response
 
 STORE_PROBE = web.AppKey("store_probe", StoreProbe)
@@ -83,7 +83,7 @@ async def health_detailed(request: web.Request) -> web.Response:
         "version": __version__,
         "turns": {"running": counts.running, "queued": counts.queued},
         "slots": {"admitted": counts.admitted, "max_concurrent_runs": turns.max_concurrent},
-        "streams": {"open": app[STREAMS].open, "buffered_bytes": app[STREAMS].buffered_bytes()},
+        "streams": {"open": app[STREAM_GAUGE].open, "buffered_bytes": app[STREAM_GAUGE].buffered_bytes()},
         "store": {"kind": store.kind, "durable": store.durable, "reachable": reach.reachable},
         "agents": app[RUNTIME].warm_agents(),
     }

@@ -11,9 +11,9 @@ import logging
 
 from aiohttp import web
 
-from ..errors import ApiError, not_supported_by_host
-from ..host import HostData
-from ..keys import RUNTIME
+from ..core.errors import ApiError, not_supported_by_host
+from ..http.app_keys import RUNTIME
+from ..runtimes.host_data import HostData
 from .replies import json_response
 
 log = logging.getLogger("hermes_api_plugin")

@@ -15,13 +15,13 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from ..errors import ApiError, internal_error, invalid_parameter, not_found
-from ..host import HostJobs
-from ..keys import SETTINGS, TURNS
-from ..middleware import read_json
+from ..core.errors import ApiError, internal_error, invalid_parameter, not_found
+from ..core.redact import redact
+from ..http.app_keys import SETTINGS, TURNS
+from ..http.middleware import read_json
 from ..protocol.jobs import JOB_PATH, LIST_QUERY, parse_create, parse_update
 from ..protocol.params import parse_params
-from ..redact import redact
+from ..runtimes.host_data import HostJobs
 from .host_data import host_of
 from .replies import json_response
 

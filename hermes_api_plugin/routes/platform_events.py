@@ -19,8 +19,8 @@ from typing import Any
 
 from aiohttp import web
 
-from ..errors import ApiError, invalid_request
-from ..middleware import read_json
+from ..core.errors import ApiError, invalid_request
+from ..http.middleware import read_json
 from .host_data import host_of
 from .replies import json_response
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ..sse import dumps
+from ..http.sse import dumps
 
 
 def json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:

@@ -1,7 +1,7 @@
 """The Responses API: POST /v1/responses and the /v1/responses/{id} read-back, cancel, delete and input items.
 
 POST reads as parse → submit → deliver; what a new Response is made of (chain, head, stored record) lives
-in `stored_responses.py`, chain resolution in `chains.py`, the rendering in `dialects/responses.py`. On a shared
+in `stored_responses.py`, chain resolution in `conversations.py`, the rendering in `dialects/responses.py`. On a shared
 store a Response another gateway runs is read, resumed (`?stream=true&starting_after=`) and cancelled here too:
 its journal is followed through the store (replicas.py), the cancel reaches its owner through the store's feed.
 """
@@ -13,15 +13,13 @@ from typing import Any
 
 from aiohttp import web
 
-from ..admissions import error_for, store_failure
-from ..chains import response_not_found
-from ..delivery import deliver, open_stream, pump, start_detached
+from ..core.errors import ApiError, invalid_parameter, invalid_request
 from ..dialects.record import SseRecord
 from ..dialects.responses import ResponseHead, ResponsesRenderer, without_tool_items
-from ..errors import ApiError, invalid_parameter, invalid_request
-from ..keys import JOURNALS, LEASES, REPLICAS, RUNTIME, SETTINGS, STORE, TURNS
-from ..middleware import large_body, read_parsed
-from ..profiles import profile_of
+from ..http.app_keys import JOURNALS, LEASES, REMOTE_TURNS, RUNTIME, SETTINGS, STORE, TURNS
+from ..http.delivery import deliver, open_stream, pump, start_detached
+from ..http.middleware import large_body, read_parsed
+from ..http.profiles import profile_of
 from ..protocol.common import idempotency_key, parse_hermes_headers, tool_items_shown
 from ..protocol.params import parse_params
 from ..protocol.responses import (
@@ -32,8 +30,10 @@ from ..protocol.responses import (
     parse_responses_request,
 )
 from ..store.base import StoredResponse, StoreError
-from ..stored_responses import ResponseCreation, head_from_snapshot, live_snapshot, renderer
-from ..submit import Existing, NewTurn, Outcome, refusal_error
+from ..submission.conversations import response_not_found
+from ..submission.idempotency import error_for, store_failure
+from ..submission.submit import Existing, NewTurn, Submission, refusal_error
+from ..surfaces.responses import ResponseCreation, head_from_snapshot, live_snapshot, renderer
 from ..turns import HeldTurn, Journal
 from ..turns.durable import stored_journal
 from .replies import json_response, run_headers
@@ -49,11 +49,18 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     profile = profile_of(request)
     submitter = profile.submitter
     creation = ResponseCreation(
-        app[SETTINGS], app[STORE], profile.chains, app[JOURNALS], body, hermes, profile.model_name, app[LEASES].owner
+        app[SETTINGS],
+        app[STORE],
+        profile.conversations,
+        app[JOURNALS],
+        body,
+        hermes,
+        profile.model_name,
+        app[LEASES].owner,
     )
     key = idempotency_key(request.headers)
     slot = await submitter.slot("responses", key, body.identity, [hermes.session_key], await large_body(request))
-    outcome: Outcome[None] = await submitter.submit(slot, creation.plan)
+    outcome: Submission[None] = await submitter.submit(slot, creation.plan)
     if isinstance(outcome, NewTurn):
         async with outcome.held as turn:  # a failure before the head is out cancels the turn: no slot stays held
             held, r = outcome.held, creation.renderer()
@@ -119,11 +126,11 @@ def _unsettled(record: StoredResponse) -> bool:
 async def _remote_journal(request: web.Request, record: StoredResponse, *, follow: bool) -> Journal | None:
     """The journal of an unsettled response another gateway runs (shared stores): followed live, or as stored."""
     app = request.app
-    if not (_unsettled(record) and app[REPLICAS].shared and record.owner and record.owner != app[LEASES].owner):
+    if not (_unsettled(record) and app[REMOTE_TURNS].shared and record.owner and record.owner != app[LEASES].owner):
         return None
     try:
         if follow:
-            return await app[REPLICAS].journal(record.turn_id, record.owner)
+            return await app[REMOTE_TURNS].journal(record.turn_id, record.owner)
         return await stored_journal(app[STORE], record.turn_id)
     except StoreError as exc:
         raise error_for(store_failure(exc)) from None
@@ -217,7 +224,7 @@ async def _cancel_remote(request: web.Request, record: StoredResponse, owner: st
     waits (up to CANCEL_WAIT_S) for the turn to settle, as a local cancel does."""
     app = request.app
     try:
-        await app[REPLICAS].request_stop(owner, record.turn_id)
+        await app[REMOTE_TURNS].request_stop(owner, record.turn_id)
     except StoreError as exc:
         raise error_for(store_failure(exc)) from None
 

@@ -15,22 +15,22 @@ from typing import Any
 
 from aiohttp import web
 
-from ..admissions import error_for, store_failure
-from ..chains import Chains, extended
-from ..content import Message
-from ..delivery import open_stream, pump, start_detached
+from ..core.content import Message
+from ..core.errors import ApiError, not_found
+from ..core.events import StatusChanged, unanswered_approvals
 from ..dialects.record import SseRecord, after_id
 from ..dialects.runs import RunEventsRenderer, run_object
-from ..errors import ApiError, not_found
-from ..events import StatusChanged, unanswered_approvals
-from ..keys import LEASES, REPLICAS, RUNTIME, SETTINGS, STORE, TURNS
-from ..middleware import large_body, read_parsed
-from ..profiles import profile_of
+from ..http.app_keys import LEASES, REMOTE_TURNS, RUNTIME, SETTINGS, STORE, TURNS
+from ..http.delivery import open_stream, pump, start_detached
+from ..http.middleware import large_body, read_parsed
+from ..http.profiles import profile_of
 from ..protocol.common import idempotency_key, last_event_id, new_session_id, parse_hermes_headers
 from ..protocol.params import parse_params
 from ..protocol.runs import RUN_PATH, RunRequest, parse_run_request
 from ..store.base import RunRecord, StoreError
-from ..submit import Existing, NewTurn, Outcome, TurnPlan, refusal_error
+from ..submission.conversations import Conversations, extended
+from ..submission.idempotency import error_for, store_failure
+from ..submission.submit import Existing, NewTurn, Submission, TurnPlan, refusal_error
 from ..turns import HistoryLoader, Journal, Turn
 from ..turns.durable import stored_journal
 from .replies import json_response
@@ -59,8 +59,8 @@ async def create_run(request: web.Request) -> web.Response:
     key, target = idempotency_key(request.headers), [run.session_id, hermes.session_key]
     slot = await submitter.slot("runs", key, run.identity, target, await large_body(request))
     model = run.selection.model or profile.model_name
-    planner = _RunPlanner(profile.chains, run, hermes.session_key, model)
-    outcome: Outcome[None] = await submitter.submit(slot, planner.plan)
+    planner = _RunPlanner(profile.conversations, run, hermes.session_key, model)
+    outcome: Submission[None] = await submitter.submit(slot, planner.plan)
     headers = {"X-Hermes-Session-Key": hermes.session_key} if hermes.session_key is not None else {}
     if isinstance(outcome, NewTurn):
         async with outcome.held:  # started at once; were anything to fail first, the turn is cancelled, not kept
@@ -81,16 +81,16 @@ async def create_run(request: web.Request) -> web.Response:
 class _RunPlanner:
     """Resolves a run's session and history (WIRE.md §6.1)."""
 
-    def __init__(self, chains: Chains, run: RunRequest, session_key: str | None, model: str) -> None:
-        self.chains = chains
+    def __init__(self, conversations: Conversations, run: RunRequest, session_key: str | None, model: str) -> None:
+        self.conversations = conversations
         self.run = run
         self.session_key = session_key
         self.model = model
 
     async def plan(self) -> TurnPlan:
-        run, chains = self.run, self.chains
-        previous = await chains.previous(run.previous_response_id)
-        chain = await chains.resolve(
+        run, conversations = self.run, self.conversations
+        previous = await conversations.previous(run.previous_response_id)
+        chain = await conversations.resolve(
             explicit_session=run.session_id, previous=previous, session_key=self.session_key, new_session=new_session_id
         )
         earlier = run.messages[:-1]
@@ -98,11 +98,11 @@ class _RunPlanner:
         if run.conversation_history is not None:
             history = run.conversation_history
         elif previous is not None:
-            history = extended(chains.chain_history(previous), earlier)
+            history = extended(conversations.chain_history(previous), earlier)
         elif earlier:
             history = earlier
         else:
-            history = chains.session_history(chain.session_id)
+            history = conversations.session_history(chain.session_id)
         reply = {"session_id": chain.session_id, "model": self.model}
         return TurnPlan(
             session_id=chain.session_id,
@@ -142,7 +142,7 @@ async def _shared(request: web.Request, run: RunRecord, follow: bool) -> RunView
     app = request.app
     owner = run.owner if run.status == "running" and run.owner != app[LEASES].owner else None
     if owner is not None and follow:
-        journal = await app[REPLICAS].journal(run.turn_id, owner)  # followed as the owner writes it
+        journal = await app[REMOTE_TURNS].journal(run.turn_id, owner)  # followed as the owner writes it
     else:
         journal = await stored_journal(app[STORE], run.turn_id)
     finished = journal.finished
@@ -168,7 +168,7 @@ async def _find(request: web.Request, run_id: str, *, follow: bool = False) -> R
         )
     store = app[STORE]
     try:
-        run = await store.get_run(profile.scope, run_id) if app[REPLICAS].shared else None
+        run = await store.get_run(profile.scope, run_id) if app[REMOTE_TURNS].shared else None
         if run is not None:
             return await _shared(request, run, follow)
         record = await store.admission_for_turn(profile.scope, run_id)
@@ -245,7 +245,7 @@ async def stop_run(request: web.Request) -> web.Response:
     _, view = await found_run(request)
     if view.owner is not None:  # another gateway runs it: the stop reaches it through the store's feed
         try:
-            await request.app[REPLICAS].request_stop(view.owner, run_id)
+            await request.app[REMOTE_TURNS].request_stop(view.owner, run_id)
         except StoreError as exc:
             raise error_for(store_failure(exc)) from None
         return json_response({"run_id": run_id, "status": "stopping"})

@@ -7,13 +7,13 @@ from typing import Any
 
 from aiohttp import web
 
-from ..delivery import deliver
+from ..core.errors import ApiError, invalid_request, not_found
 from ..dialects.record import SseRecord, after_id
 from ..dialects.sessions import SessionStreamRenderer
-from ..errors import ApiError, invalid_request, not_found
-from ..keys import RUNTIME, STORE, TURNS
-from ..middleware import large_body, percent_decodes_to_utf8, read_json, read_parsed
-from ..profiles import profile_of
+from ..http.app_keys import RUNTIME, STORE, TURNS
+from ..http.delivery import deliver
+from ..http.middleware import large_body, percent_decodes_to_utf8, read_json, read_parsed
+from ..http.profiles import profile_of
 from ..protocol.common import (
     check_session_id,
     idempotency_key,
@@ -31,7 +31,7 @@ from ..protocol.sessions import (
     parse_session_update,
 )
 from ..store.base import SessionMessageRow
-from ..submit import Existing, NewTurn, Outcome, TurnPlan, refusal_error
+from ..submission.submit import Existing, NewTurn, Submission, TurnPlan, refusal_error
 from ..turns import HeldTurn, Journal
 from .replies import json_response, run_headers
 
@@ -43,7 +43,7 @@ def session_not_found() -> ApiError:
 async def missing(request: web.Request, session_id: str) -> ApiError:
     """A session this host's store lacks: 404 session_not_found, or 409 session_on_other_host when another gateway
     host keeps it (sessions per host on a shared store, placement.py)."""
-    await profile_of(request).chains.placement.check(session_id)
+    await profile_of(request).conversations.placement.check(session_id)
     return session_not_found()
 
 
@@ -77,10 +77,10 @@ async def create_session(request: web.Request) -> web.Response:
     session_id = create.id or new_session_id()
     profile = profile_of(request)
     store = profile.sessions
-    await profile.chains.placement.check(session_id)  # kept by another host: never a second one of that id here
+    await profile.conversations.placement.check(session_id)  # kept by another host: never a second one of that id here
     if not await store.create_session(session_id, create.title):
         raise session_exists()
-    await profile.chains.placement.record(session_id)
+    await profile.conversations.placement.record(session_id)
     return json_response({"object": "hermes.session", "session": await store.get_session(session_id)}, status=201)
 
 
@@ -100,7 +100,7 @@ async def fork_session(request: web.Request) -> web.Response:
         raise await missing(request, session_id)
     if result == "exists":
         raise session_exists()
-    await profile.chains.placement.record(fork_id)
+    await profile.conversations.placement.record(fork_id)
     return json_response({"object": "hermes.session", "session": await store.get_session(fork_id)}, status=201)
 
 
@@ -199,11 +199,11 @@ async def _session_chat(request: web.Request, *, stream: bool) -> web.StreamResp
     )
     # A compacted Hermes session goes on under its live tip: the turn runs there, the reply names it (as upstream)
     session_id = await profile.sessions.live_session_id(requested)
-    history = profile.chains.session_history(session_id)
+    history = profile.conversations.session_history(session_id)
     model = chat.selection.model or profile.model_name
 
     async def plan() -> TurnPlan:
-        await profile.chains.placement.check(requested)  # kept by another host: 409, never an empty conversation
+        await profile.conversations.placement.check(requested)  # kept by another host: 409, never an empty conversation
         return TurnPlan(
             session_id=session_id,
             input=chat.message,
@@ -216,7 +216,7 @@ async def _session_chat(request: web.Request, *, stream: bool) -> web.StreamResp
         )
 
     headers = run_headers(session_id, None, hermes.session_key)
-    outcome: Outcome[None] = await submitter.submit(slot, plan)
+    outcome: Submission[None] = await submitter.submit(slot, plan)
     if isinstance(outcome, NewTurn):
         async with outcome.held as turn:  # a failure before the head is out cancels the turn: no slot stays held
             return await _deliver(

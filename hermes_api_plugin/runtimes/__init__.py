@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from ..config import Settings
+from ..config.settings import Settings
 from ..hermes import compat
 from .base import AgentRuntime
 from .hermes import HermesRuntime

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..content import Message
-from ..events import TurnStatus, Usage
-from ..host import HostData
+from ..core.content import Message
+from ..core.events import TurnStatus, Usage
+from .host_data import HostData
 
 if TYPE_CHECKING:
     from ..store.base import SessionStore
@@ -61,7 +61,7 @@ class TurnRequest:
 
 
 @dataclass(frozen=True)
-class TurnOutcome:
+class TurnResult:
     """How a runtime says a turn ended."""
 
     status: TurnStatus
@@ -72,7 +72,7 @@ class TurnOutcome:
 
 
 class TurnSink(Protocol):
-    """The receiving end of a turn's callbacks (turns/bridge.py's `TurnBridge`; the registry closes it at the end)."""
+    """The receiving end of a turn's callbacks (turns/bridge.py's `CallbackSink`; the registry closes it at the end)."""
 
     def on_reasoning(self, text: str) -> None: ...
     def on_text(self, text: str | None) -> None: ...
@@ -185,7 +185,7 @@ class AgentRuntime(Protocol):
         """Provider names a request may select with `provider`."""
         ...
 
-    async def run(self, turn: AgentTurn) -> TurnOutcome:
+    async def run(self, turn: AgentTurn) -> TurnResult:
         """Execute the turn, reporting through `turn.callbacks`; return promptly after `interrupt()`."""
         ...
 
@@ -216,10 +216,10 @@ class TurnHooks(Protocol):
     """The pluggy hook relay subset a host calls around a turn."""
 
     def hermes_api_agent_turn_start(self, *, turn: AgentTurn) -> Any: ...
-    def hermes_api_agent_turn_end(self, *, turn: AgentTurn, outcome: TurnOutcome) -> Any: ...
+    def hermes_api_agent_turn_end(self, *, turn: AgentTurn, outcome: TurnResult) -> Any: ...
 
 
-async def drive_turn(runtime: AgentRuntime, turn: AgentTurn, hooks: TurnHooks) -> TurnOutcome:
+async def drive_turn(runtime: AgentRuntime, turn: AgentTurn, hooks: TurnHooks) -> TurnResult:
     """Run one turn with the observation hooks around it; runtime crashes become a failed outcome."""
     try:
         hooks.hermes_api_agent_turn_start(turn=turn)
@@ -228,9 +228,9 @@ async def drive_turn(runtime: AgentRuntime, turn: AgentTurn, hooks: TurnHooks) -
     try:
         outcome = await runtime.run(turn)
     except Exception as exc:
-        outcome = TurnOutcome(TurnStatus.FAILED, error_code="agent_error", error_message=f"Agent runtime error: {exc}")
+        outcome = TurnResult(TurnStatus.FAILED, error_code="agent_error", error_message=f"Agent runtime error: {exc}")
     if not outcome.status.terminal:
-        outcome = TurnOutcome(
+        outcome = TurnResult(
             TurnStatus.FAILED, error_code="agent_error", error_message=f"Agent runtime ended in {outcome.status.value}"
         )
     try:

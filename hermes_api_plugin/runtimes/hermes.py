@@ -22,15 +22,15 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ..config import Settings
-from ..events import TurnStatus
+from ..config.settings import Settings
+from ..core.events import TurnStatus
 from ..hermes import compat
 from ..hermes.approvals import TurnApprovals, claim_key, release_key
 from ..hermes.host import HermesHost
 from ..hermes.sessions import HermesSessionStore
-from ..host import HostData
-from .base import AgentTurn, TurnOutcome, TurnRequest
+from .base import AgentTurn, TurnRequest, TurnResult
 from .hermes_messages import message_to_openai, outcome_from_result, reasoning_config_for, user_content
+from .host_data import HostData
 from .resolved_settings import ResolvedSettings
 from .warm_agents import WarmAgents
 
@@ -133,13 +133,13 @@ class HermesRuntime:
 
         threading.Thread(target=warm, name="hermes-agent warm-up", daemon=True).start()
 
-    async def run(self, turn: AgentTurn) -> TurnOutcome:
+    async def run(self, turn: AgentTurn) -> TurnResult:
         loop = asyncio.get_running_loop()
         handle = _AgentHandle()
-        done: asyncio.Future[TurnOutcome] = loop.create_future()
+        done: asyncio.Future[TurnResult] = loop.create_future()
         stopped: asyncio.Future[None] = loop.create_future()
 
-        def settle(result: TurnOutcome | BaseException) -> None:
+        def settle(result: TurnResult | BaseException) -> None:
             if done.done():
                 return
             if isinstance(result, BaseException):
@@ -152,7 +152,7 @@ class HermesRuntime:
                 # The turn's profile (WIRE §14.3) holds for all of it — config, credentials, memory, state.db —
                 # entered in this thread: the scope is context variables, which threads do not inherit.
                 with compat.profiles.profile_scope(turn.request.profile_home):
-                    outcome: TurnOutcome | BaseException = self._run_blocking(turn, handle)
+                    outcome: TurnResult | BaseException = self._run_blocking(turn, handle)
             except BaseException as exc:
                 outcome = exc
             try:
@@ -186,7 +186,7 @@ class HermesRuntime:
                         turn.request.turn_id,
                         self.interrupt_grace_s,
                     )
-                    return TurnOutcome(TurnStatus.CANCELLED, error_code="cancelled")
+                    return TurnResult(TurnStatus.CANCELLED, error_code="cancelled")
             return done.result()
         except asyncio.CancelledError:
             turn.interrupt()
@@ -200,11 +200,11 @@ class HermesRuntime:
             compat.tls.share_tls_contexts()
         return agent_class
 
-    def _run_blocking(self, turn: AgentTurn, handle: _AgentHandle) -> TurnOutcome:
+    def _run_blocking(self, turn: AgentTurn, handle: _AgentHandle) -> TurnResult:
         request = turn.request
         agent_class = self._hermes_agent_class()
         if turn.interrupted:
-            return TurnOutcome(TurnStatus.CANCELLED, error_code="cancelled")
+            return TurnResult(TurnStatus.CANCELLED, error_code="cancelled")
         approvals = _approvals_for(turn)
         kwargs = self._agent_kwargs(request)
         kwargs.update(self._callbacks(turn, approvals))
@@ -212,7 +212,7 @@ class HermesRuntime:
         tokens = compat.sessions.bind_session_vars(request.session_id, request.session_key)
         approval_token = None
         lease = None
-        outcome: TurnOutcome | None = None
+        outcome: TurnResult | None = None
         try:
             # Bound in this thread (Hermes' guard reads the key from the context) before the agent exists
             approval_token = compat.approvals.bind_approvals(approvals.key, approvals.notify)

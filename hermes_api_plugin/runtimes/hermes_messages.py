@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..content import Message
-from ..events import TurnStatus, Usage
-from .base import TurnOutcome
+from ..core.content import Message
+from ..core.events import TurnStatus, Usage
+from .base import TurnResult
 
 _BUDGET_EXITS = ("max_iterations_reached", "budget_exhausted")
 
@@ -50,7 +50,7 @@ def reasoning_config_for(effort: str | None) -> dict[str, Any] | None:
     return {"enabled": True, "effort": effort}
 
 
-def outcome_from_result(result: Mapping[str, Any], interrupted: bool) -> TurnOutcome:
+def outcome_from_result(result: Mapping[str, Any], interrupted: bool) -> TurnResult:
     """Map `AIAgent.run_conversation()`'s result dict onto the turn's terminal status (WIRE.md §3.6)."""
     usage = Usage(
         int(result.get("prompt_tokens") or result.get("input_tokens") or 0),
@@ -60,15 +60,15 @@ def outcome_from_result(result: Mapping[str, Any], interrupted: bool) -> TurnOut
     final_text = final if isinstance(final, str) else None
     reason = str(result.get("turn_exit_reason") or "")
     if result.get("interrupted") or (interrupted and not result.get("completed")):
-        return TurnOutcome(TurnStatus.CANCELLED, final_text, usage, "cancelled")
+        return TurnResult(TurnStatus.CANCELLED, final_text, usage, "cancelled")
     if result.get("failed"):
         message = result.get("error") or final_text or f"The agent failed ({reason or 'no reason given'})"
-        return TurnOutcome(TurnStatus.FAILED, final_text, usage, "agent_error", str(message))
+        return TurnResult(TurnStatus.FAILED, final_text, usage, "agent_error", str(message))
     if reason.startswith(_BUDGET_EXITS):
-        return TurnOutcome(TurnStatus.INCOMPLETE, final_text or "", usage, "iteration_budget_exhausted")
+        return TurnResult(TurnStatus.INCOMPLETE, final_text or "", usage, "iteration_budget_exhausted")
     if "finish_reason=length" in reason:
-        return TurnOutcome(TurnStatus.INCOMPLETE, final_text or "", usage, "output_truncated")
+        return TurnResult(TurnStatus.INCOMPLETE, final_text or "", usage, "output_truncated")
     if final_text is None and not result.get("completed"):
         message = result.get("error") or f"The agent ended without an answer ({reason or 'no reason given'})"
-        return TurnOutcome(TurnStatus.FAILED, None, usage, "agent_error", str(message))
-    return TurnOutcome(TurnStatus.COMPLETED, final_text or "", usage)
+        return TurnResult(TurnStatus.FAILED, None, usage, "agent_error", str(message))
+    return TurnResult(TurnStatus.COMPLETED, final_text or "", usage)

@@ -19,9 +19,9 @@ from typing import Any
 
 import yaml
 
-from ..events import TurnStatus, Usage
-from ..host import HostData
-from .base import AgentTurn, TurnOutcome
+from ..core.events import TurnStatus, Usage
+from .base import AgentTurn, TurnResult
+from .host_data import HostData
 
 STEP_KINDS = ("reasoning", "text", "commentary", "tool", "sleep", "fail", "exhaust_budget", "usage", "final", "compact")
 
@@ -126,7 +126,7 @@ def load_script(path: Path) -> Script:
 class _Budget(Exception):
     """Internal: the script ended the turn early (fail / exhaust_budget)."""
 
-    def __init__(self, outcome: TurnOutcome) -> None:
+    def __init__(self, outcome: TurnResult) -> None:
         self.outcome = outcome
 
 
@@ -157,7 +157,7 @@ class ScriptedRuntime:
     async def model_inventory(self, refresh: bool) -> list[dict[str, Any]] | None:
         return None  # no host inventory: api_server.model_options from config.yaml is the list
 
-    async def run(self, turn: AgentTurn) -> TurnOutcome:
+    async def run(self, turn: AgentTurn) -> TurnResult:
         loop = asyncio.get_running_loop()
         playback = asyncio.ensure_future(self._play(turn))
 
@@ -169,16 +169,16 @@ class ScriptedRuntime:
             return await playback
         except asyncio.CancelledError:
             if playback.cancelled() and turn.interrupted:
-                return TurnOutcome(TurnStatus.CANCELLED, error_code="cancelled")
+                return TurnResult(TurnStatus.CANCELLED, error_code="cancelled")
             raise
 
-    async def _play(self, turn: AgentTurn) -> TurnOutcome:
+    async def _play(self, turn: AgentTurn) -> TurnResult:
         request = turn.request
         script_turn = self.script.pick(request.input.text)
         if self.script.execution_log is not None:
             await asyncio.to_thread(self._log_execution, turn, script_turn)
         if script_turn is None:
-            return TurnOutcome(
+            return TurnResult(
                 TurnStatus.FAILED, error_code="agent_error", error_message="The script has no turn for this input"
             )
         usage = Usage()
@@ -206,16 +206,16 @@ class ScriptedRuntime:
                 elif kind == "sleep":
                     await asyncio.sleep(float(value))
                 elif kind == "fail":
-                    raise _Budget(TurnOutcome(TurnStatus.FAILED, "".join(answer) or None, usage, "agent_error", value))
+                    raise _Budget(TurnResult(TurnStatus.FAILED, "".join(answer) or None, usage, "agent_error", value))
                 elif kind == "exhaust_budget":
                     await self._stream(value, turn.callbacks.text)
                     answer.append(value)
                     raise _Budget(
-                        TurnOutcome(TurnStatus.INCOMPLETE, "".join(answer), usage, "iteration_budget_exhausted")
+                        TurnResult(TurnStatus.INCOMPLETE, "".join(answer), usage, "iteration_budget_exhausted")
                     )
         except _Budget as stop:
             return stop.outcome
-        return TurnOutcome(TurnStatus.COMPLETED, "".join(answer), usage)
+        return TurnResult(TurnStatus.COMPLETED, "".join(answer), usage)
 
     async def _stream(self, text: str, callback: Any) -> None:
         size = self.script.chunk_chars

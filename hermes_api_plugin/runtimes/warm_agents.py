@@ -1,7 +1,7 @@
 """WarmAgents: which `AIAgent` a Hermes turn runs on — its conversation's warm one, or a fresh one (issue 14).
 
 The conversation is the turn's session in its profile (`(profile_home, session_id)`): every surface that runs turns
-in a session — session chat, `X-Hermes-Session-Id`, `conversation`, `previous_response_id` chains,
+in a session — session chat, `X-Hermes-Session-Id`, `conversation`, `previous_response_id` conversations,
 `X-Hermes-Session-Key`, a stateless chat continued — reaches the same agent. The signature is everything the agent
 was built with except what changes per turn (callbacks, reasoning config, service tier, iteration budget, which
 the gateway's cache also sets on each reuse): another model, provider, key, toolsets, system prompt, session key or

@@ -3,8 +3,8 @@ can be used). The PostgreSQL backend (`store/postgres.py`) is not imported here:
 `store/factory.py` imports it only when `api_server.store.url` is set."""
 
 from .base import (
-    AdmissionRecord,
     Eviction,
+    IdempotencyRecord,
     SessionStore,
     Store,
     StoredResponse,
@@ -16,8 +16,8 @@ from .sqlite import MemoryStore, SqliteStore
 from .sqlite_sessions import SqliteSessionStore
 
 __all__ = [
-    "AdmissionRecord",
     "Eviction",
+    "IdempotencyRecord",
     "MemoryStore",
     "SessionStore",
     "SqliteSessionStore",

@@ -17,7 +17,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypedDict
 
-from ..content import Message
+from ..core.content import Message
 
 
 class StoreError(RuntimeError):
@@ -66,7 +66,7 @@ class Eviction:
 
 
 @dataclass(frozen=True)
-class AdmissionRecord:
+class IdempotencyRecord:
     """The durable record of a keyed request (WIRE.md §5)."""
 
     scope: str
@@ -314,13 +314,13 @@ class Store(Protocol):
         ...
 
     # -- admissions ----------------------------------------------------------------------------------
-    async def get_admission(self, scope: str, surface: str, key: str) -> AdmissionRecord | None: ...
+    async def get_admission(self, scope: str, surface: str, key: str) -> IdempotencyRecord | None: ...
 
-    async def reserve_admission(self, record: AdmissionRecord) -> AdmissionRecord | None:
+    async def reserve_admission(self, record: IdempotencyRecord) -> IdempotencyRecord | None:
         """Insert `record` atomically; None when reserved, else the record that already holds the key."""
         ...
 
-    async def replace_admission(self, record: AdmissionRecord) -> None:
+    async def replace_admission(self, record: IdempotencyRecord) -> None:
         """Overwrite the record of an expired key with a new reservation."""
         ...
 
@@ -329,12 +329,12 @@ class Store(Protocol):
         ...
 
     async def mark_unknown_admissions(self, now: float, dead: Collection[str] = ()) -> list[str]:
-        """Admissions left running by a gateway process that is gone — whose owner holds no lease valid at `now`
+        """Idempotency left running by a gateway process that is gone — whose owner holds no lease valid at `now`
         (none, or expired) or is one of `dead` — become `unknown`; returns their turn ids. Safe at any time, from
         any gateway: of two gateways marking at once, each record goes to one of them."""
         ...
 
-    async def admission_for_turn(self, scope: str, turn_id: str) -> AdmissionRecord | None: ...
+    async def admission_for_turn(self, scope: str, turn_id: str) -> IdempotencyRecord | None: ...
 
     # -- journals ------------------------------------------------------------------------------------
     async def append_journals(self, batches: Sequence[tuple[str, int, Sequence[str]]]) -> None:

@@ -6,7 +6,7 @@ the driver.
 
 from __future__ import annotations
 
-from ..config import Settings
+from ..config.settings import Settings
 from .base import SessionStore, Store
 from .sqlite import SqliteStore
 

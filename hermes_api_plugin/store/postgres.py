@@ -16,8 +16,8 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..content import Message
-from ..offload import LARGE_MESSAGES, off_loop
+from ..core.content import Message
+from ..core.offload import LARGE_MESSAGES, off_loop
 from .base import Eviction, StoredResponse
 from .postgres_admissions import PostgresAdmissions
 from .postgres_db import Connection, PostgresDatabase

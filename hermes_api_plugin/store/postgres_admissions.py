@@ -1,4 +1,4 @@
-"""Admissions and turn journals of the PostgreSQL store: the durable half of idempotency (WIRE.md §5.4).
+"""Idempotency and turn journals of the PostgreSQL store: the durable half of idempotency (WIRE.md §5.4).
 
 A reservation is one `INSERT … ON CONFLICT DO NOTHING`: of any number of gateways reserving one key at once,
 exactly one inserts; the others read the record that holds it. Journal rows are written together with a NOTIFY
@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Sequence
 
-from .base import AdmissionRecord, StoreError
+from .base import IdempotencyRecord, StoreError
 from .postgres_db import PostgresDatabase
 from .postgres_feed import JOURNAL_CHANNEL
 from .postgres_leases import settle_gone
@@ -29,14 +29,14 @@ class PostgresAdmissions:
 
     db: PostgresDatabase
 
-    async def get_admission(self, scope: str, surface: str, key: str) -> AdmissionRecord | None:
+    async def get_admission(self, scope: str, surface: str, key: str) -> IdempotencyRecord | None:
         async with self.db.connection() as conn:
             cursor = await conn.execute(
                 "SELECT * FROM admissions WHERE scope = %s AND surface = %s AND key = %s", (scope, surface, key)
             )
             return admission_from_row(await cursor.fetchone())
 
-    async def reserve_admission(self, record: AdmissionRecord) -> AdmissionRecord | None:
+    async def reserve_admission(self, record: IdempotencyRecord) -> IdempotencyRecord | None:
         row = admission_row(record)
         async with self.db.connection() as conn:
             for _ in range(_RESERVE_ATTEMPTS):
@@ -53,7 +53,7 @@ class PostgresAdmissions:
                 # The holder went between the two statements (a purge): try to take the key again.
         raise StoreError(f"admission key {record.key!r} neither free nor held after {_RESERVE_ATTEMPTS} attempts")
 
-    async def replace_admission(self, record: AdmissionRecord) -> None:
+    async def replace_admission(self, record: IdempotencyRecord) -> None:
         row = admission_row(record)
         updates = ", ".join(
             f"{c} = EXCLUDED.{c}" for c in (*_COLUMNS, "settled_at") if c not in ("scope", "surface", "key")
@@ -71,7 +71,7 @@ class PostgresAdmissions:
     async def mark_unknown_admissions(self, now: float, dead: Collection[str] = ()) -> list[str]:
         return await settle_gone(self.db, "admissions", "state = 'unknown'", "state = 'running'", now, dead)
 
-    async def admission_for_turn(self, scope: str, turn_id: str) -> AdmissionRecord | None:
+    async def admission_for_turn(self, scope: str, turn_id: str) -> IdempotencyRecord | None:
         async with self.db.connection() as conn:
             cursor = await conn.execute("SELECT * FROM admissions WHERE turn_id = %s AND scope = %s", (turn_id, scope))
             return admission_from_row(await cursor.fetchone())

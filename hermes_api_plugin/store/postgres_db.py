@@ -29,7 +29,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from ..redact import mask_store_text
+from ..core.redact import mask_store_text
 from .base import StoreError, StoreRefused, StoreUnavailable
 from .postgres_migrate import migrate
 from .sqlite_migrate import load_migrations

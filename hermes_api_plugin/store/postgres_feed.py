@@ -21,7 +21,7 @@ import logging
 
 import psycopg
 
-from ..digits import ascii_int
+from ..core.digits import ascii_int
 from .base import FeedSink, StoreError
 from .postgres_db import Connection, PostgresDatabase
 

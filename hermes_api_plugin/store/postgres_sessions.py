@@ -12,8 +12,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..content import Message
-from ..offload import LARGE_MESSAGES, off_loop
+from ..core.content import Message
+from ..core.offload import LARGE_MESSAGES, off_loop
 from .base import ForkResult, SessionInfo, SessionMessageRow
 from .postgres_db import PostgresDatabase
 from .postgres_text import text_in, text_out

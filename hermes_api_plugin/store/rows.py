@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from ..content import Message
-from .base import AdmissionRecord, SessionInfo, StoredResponse
+from ..core.content import Message
+from .base import IdempotencyRecord, SessionInfo, StoredResponse
 from .sqlite_db import json_text
 
 
@@ -94,10 +94,10 @@ def response_rows(
 # -- admissions ---------------------------------------------------------------------------------------------
 
 
-def admission_from_row(row: Row | None) -> AdmissionRecord | None:
+def admission_from_row(row: Row | None) -> IdempotencyRecord | None:
     if row is None:
         return None
-    return AdmissionRecord(
+    return IdempotencyRecord(
         scope=row["scope"],
         surface=row["surface"],
         key=row["key"],
@@ -112,7 +112,7 @@ def admission_from_row(row: Row | None) -> AdmissionRecord | None:
     )
 
 
-def admission_row(r: AdmissionRecord) -> dict[str, Any]:
+def admission_row(r: IdempotencyRecord) -> dict[str, Any]:
     return {
         "scope": r.scope,
         "surface": r.surface,

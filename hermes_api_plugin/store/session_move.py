@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
-from ..errors import ApiError
+from ..core.errors import ApiError
 from .base import SessionStore
 
 log = logging.getLogger("hermes_api_plugin")

@@ -15,7 +15,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..content import Message
+from ..core.content import Message
 from .base import Eviction, StoredResponse
 from .rows import messages_from_json, response_from_row, response_rows
 from .sqlite_admissions import SqliteAdmissions

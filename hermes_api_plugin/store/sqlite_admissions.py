@@ -1,4 +1,4 @@
-"""Admissions and turn journals of the SQLite store: the durable half of idempotency (WIRE.md §5.4)."""
+"""Idempotency and turn journals of the SQLite store: the durable half of idempotency (WIRE.md §5.4)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sqlite3
 import time
 from collections.abc import Collection, Sequence
 
-from .base import AdmissionRecord
+from .base import IdempotencyRecord
 from .rows import admission_from_row, admission_row
 from .sqlite_db import SqliteDatabase, insert_sql, transaction
 from .sqlite_leases import settle_gone
@@ -31,7 +31,7 @@ class SqliteAdmissions:
 
     db: SqliteDatabase
 
-    async def get_admission(self, scope: str, surface: str, key: str) -> AdmissionRecord | None:
+    async def get_admission(self, scope: str, surface: str, key: str) -> IdempotencyRecord | None:
         return await self.db.call(
             lambda c: admission_from_row(
                 c.execute(
@@ -40,10 +40,10 @@ class SqliteAdmissions:
             )
         )
 
-    async def reserve_admission(self, record: AdmissionRecord) -> AdmissionRecord | None:
+    async def reserve_admission(self, record: IdempotencyRecord) -> IdempotencyRecord | None:
         row = admission_row(record)
 
-        def reserve(conn: sqlite3.Connection) -> AdmissionRecord | None:
+        def reserve(conn: sqlite3.Connection) -> IdempotencyRecord | None:
             with transaction(conn):  # read and insert under one write lock: one reservation wins
                 existing = conn.execute(
                     "SELECT * FROM admissions WHERE scope = :scope AND surface = :surface AND key = :key", row
@@ -55,7 +55,7 @@ class SqliteAdmissions:
 
         return await self.db.call(reserve)
 
-    async def replace_admission(self, record: AdmissionRecord) -> None:
+    async def replace_admission(self, record: IdempotencyRecord) -> None:
         row = admission_row(record)
         await self.db.call(lambda c: c.execute(insert_sql("admissions", _ADMISSION_COLUMNS, "INSERT OR REPLACE"), row))
 
@@ -70,7 +70,7 @@ class SqliteAdmissions:
     async def mark_unknown_admissions(self, now: float, dead: Collection[str] = ()) -> list[str]:
         return await settle_gone(self.db, "admissions", "state = 'unknown'", "state = 'running'", now, dead)
 
-    async def admission_for_turn(self, scope: str, turn_id: str) -> AdmissionRecord | None:
+    async def admission_for_turn(self, scope: str, turn_id: str) -> IdempotencyRecord | None:
         return await self.db.call(
             lambda c: admission_from_row(
                 c.execute("SELECT * FROM admissions WHERE turn_id = ? AND scope = ?", (turn_id, scope)).fetchone()

@@ -12,8 +12,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..content import Message
-from ..offload import LARGE_MESSAGES
+from ..core.content import Message
+from ..core.offload import LARGE_MESSAGES
 from .base import ForkResult, SessionInfo, SessionMessageRow
 from .rows import message_rows, session_from_row
 from .sqlite_db import SqliteDatabase, json_text, transaction

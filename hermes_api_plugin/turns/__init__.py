@@ -1,6 +1,6 @@
 """Turns: one agent execution each — its journal, the callback bridge into it, the registry that runs it."""
 
-from .bridge import COALESCE_S, TurnBridge
+from .callback_sink import COALESCE_S, CallbackSink
 from .held import HeldTurn
 from .journal import Journal, decode_journal, encode_events
 from .registry import TurnCounts, TurnRegistry
@@ -9,12 +9,12 @@ from .turn import HistoryLoader, Persister, Turn
 
 __all__ = [
     "COALESCE_S",
+    "CallbackSink",
     "HeldTurn",
     "HistoryLoader",
     "Journal",
     "Persister",
     "Turn",
-    "TurnBridge",
     "TurnCounts",
     "TurnRegistry",
     "decode_journal",

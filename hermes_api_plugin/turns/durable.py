@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Sequence
 
-from ..events import ToolCompleted, ToolStarted, TurnEvent, TurnFinished, TurnStatus
+from ..core.events import ToolCompleted, ToolStarted, TurnEvent, TurnFinished, TurnStatus
 from ..store.base import Store, StoreError
 from .journal import Journal, decode_journal, encode_events
 

@@ -11,7 +11,7 @@ import json
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 
-from ..events import TurnEvent, TurnFinished, event_from_json, event_to_json
+from ..core.events import TurnEvent, TurnFinished, event_from_json, event_to_json
 
 
 class Journal:

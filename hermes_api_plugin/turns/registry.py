@@ -17,9 +17,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ..content import Message
-from ..errors import draining, rate_limited
-from ..events import (
+from ..core.content import Message
+from ..core.errors import draining, rate_limited
+from ..core.events import (
     ApprovalResponded,
     StatusChanged,
     TextDelta,
@@ -29,10 +29,10 @@ from ..events import (
     TurnTranscript,
     unanswered_approvals,
 )
-from ..redact import redact
-from ..runtimes.base import AgentRuntime, AgentTurn, TurnHooks, TurnOutcome, TurnRequest, drive_turn
+from ..core.redact import redact
+from ..runtimes.base import AgentRuntime, AgentTurn, TurnHooks, TurnRequest, TurnResult, drive_turn
 from ..store.retry import until_stored
-from .bridge import TurnBridge
+from .callback_sink import CallbackSink
 from .held import HeldTurn
 from .journal import Journal
 from .locks import KeyedLocks
@@ -42,7 +42,7 @@ from .turn import HistoryLoader, Persister, Turn
 log = logging.getLogger("hermes_api_plugin")
 
 DRAIN_GRACE_S = 10.0
-_CANCELLED = TurnOutcome(TurnStatus.CANCELLED, error_code="cancelled")
+_CANCELLED = TurnResult(TurnStatus.CANCELLED, error_code="cancelled")
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ class TurnRegistry:
             raise rate_limited(self.max_concurrent)
         loop = asyncio.get_running_loop()
         journal = Journal()
-        bridge = TurnBridge(loop, journal, self._secrets)
+        bridge = CallbackSink(loop, journal, self._secrets)
         queued = False
         if queue_key is not None:
             queued = self._queues.users(queue_key) > 0
@@ -212,10 +212,10 @@ class TurnRegistry:
             raise
         except Exception as exc:
             log.exception("[API Server] turn %s failed outside the agent", turn.run_id)
-            outcome = TurnOutcome(TurnStatus.FAILED, error_code="agent_error", error_message=f"Gateway error: {exc}")
+            outcome = TurnResult(TurnStatus.FAILED, error_code="agent_error", error_message=f"Gateway error: {exc}")
         await self._settle(turn, outcome)
 
-    async def _settle(self, turn: Turn, outcome: TurnOutcome, *, persist: bool = True) -> None:
+    async def _settle(self, turn: Turn, outcome: TurnResult, *, persist: bool = True) -> None:
         """The one settle path: closing events, persistence, then the terminal record (exactly once).
 
         `persist=False` only for a driver task that is itself being cancelled (it must not await)."""
@@ -228,7 +228,7 @@ class TurnRegistry:
             await self._persist(turn, finished)
         turn.journal.extend([finished], at=turn.finished_at)
 
-    def _closing_events(self, turn: Turn, outcome: TurnOutcome) -> list[TurnEvent]:
+    def _closing_events(self, turn: Turn, outcome: TurnResult) -> list[TurnEvent]:
         turn.bridge.close()
         # A request the turn ended without a decision was denied: its command never ran (WIRE.md §14.2).
         events: list[TurnEvent] = [ApprovalResponded("deny") for _ in unanswered_approvals(turn.journal.events)]
@@ -246,7 +246,7 @@ class TurnRegistry:
                 events.append(TextDelta(missing))
         return events
 
-    def _terminal(self, outcome: TurnOutcome) -> TurnFinished:
+    def _terminal(self, outcome: TurnResult) -> TurnFinished:
         code = outcome.error_code
         if code is None and outcome.status is TurnStatus.CANCELLED:
             code = "cancelled"

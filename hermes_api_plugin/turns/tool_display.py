@@ -7,7 +7,7 @@ import re
 import secrets
 from typing import Any
 
-from ..redact import redact
+from ..core.redact import redact
 
 LABEL_MAX = 500
 NAME_MAX = 256

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..events import Compacted, TurnFinished
-from ..history import turn_messages
+from ..core.events import Compacted, TurnFinished
+from ..core.transcript import turn_messages
 from ..store.base import SessionStore
 from .turn import Persister, Turn
 

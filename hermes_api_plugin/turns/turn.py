@@ -9,10 +9,10 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
-from ..content import Message
-from ..events import TurnFinished, TurnStatus, unanswered_approvals
+from ..core.content import Message
+from ..core.events import TurnFinished, TurnStatus, unanswered_approvals
 from ..runtimes.base import AgentTurn, TurnRequest
-from .bridge import TurnBridge
+from .callback_sink import CallbackSink
 from .journal import Journal, journal_bytes
 
 SETTLED_TURN_BYTES = 2048  # a settled turn's own objects (ids, request fields, bridge), besides its journal
@@ -28,7 +28,7 @@ class Turn:
     def __init__(
         self,
         agent_turn: AgentTurn,
-        bridge: TurnBridge,
+        bridge: CallbackSink,
         journal: Journal,
         *,
         queue_key: str | None,

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from hermes_api_plugin.dialects.chat_completions import ChatRenderer
-from hermes_api_plugin.dialects.runs import RunEventsRenderer
-from hermes_api_plugin.dialects.sessions import SessionStreamRenderer
-from hermes_api_plugin.events import (
+from hermes_api_plugin.core.events import (
     ApprovalRequested,
     ApprovalResponded,
     StatusChanged,
@@ -19,6 +16,9 @@ from hermes_api_plugin.events import (
     event_to_json,
     unanswered_approvals,
 )
+from hermes_api_plugin.dialects.chat_completions import ChatRenderer
+from hermes_api_plugin.dialects.runs import RunEventsRenderer
+from hermes_api_plugin.dialects.sessions import SessionStreamRenderer
 from tests.helpers import RUN
 
 ASK = ApprovalRequested("rm -rf /tmp/x", "recursive delete", ("once", "session", "always", "deny"))

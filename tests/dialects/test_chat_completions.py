@@ -6,12 +6,7 @@ import json
 
 import pytest
 
-from hermes_api_plugin.dialects.chat_completions import (
-    MAX_DELTA_CHARS,
-    ChatRenderer,
-    finish_fields,
-)
-from hermes_api_plugin.events import (
+from hermes_api_plugin.core.events import (
     Commentary,
     ReasoningDelta,
     TextDelta,
@@ -21,7 +16,12 @@ from hermes_api_plugin.events import (
     TurnStatus,
     Usage,
 )
-from hermes_api_plugin.sse import dumps
+from hermes_api_plugin.dialects.chat_completions import (
+    MAX_DELTA_CHARS,
+    ChatRenderer,
+    finish_fields,
+)
+from hermes_api_plugin.http.sse import dumps
 
 START = ToolStarted("call_1", "terminal", '{"command":"ls"}', "ls", "💻", 0.0)
 

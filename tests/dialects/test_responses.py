@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from hermes_api_plugin.dialects.responses import ResponseHead, ResponsesRenderer, without_tool_items
-from hermes_api_plugin.events import (
+from hermes_api_plugin.core.events import (
     Commentary,
     ReasoningDelta,
     StatusChanged,
@@ -19,6 +18,7 @@ from hermes_api_plugin.events import (
     TurnStatus,
     Usage,
 )
+from hermes_api_plugin.dialects.responses import ResponseHead, ResponsesRenderer, without_tool_items
 from tests.helpers import ITEM_ID, RESPONSE_KEYS, RESPONSE_TERMINALS, TOOL_TYPES, USAGE_KEYS
 
 RESPONSE_ID = "resp_" + "0123456789abcdef" * 2

@@ -7,13 +7,7 @@ from typing import Any
 
 import pytest
 
-from hermes_api_plugin.dialects.runs import (
-    RunEventsRenderer,
-    run_object,
-    run_usage,
-    terminal_fields,
-)
-from hermes_api_plugin.events import (
+from hermes_api_plugin.core.events import (
     Commentary,
     Compacted,
     ReasoningDelta,
@@ -25,6 +19,12 @@ from hermes_api_plugin.events import (
     TurnFinished,
     TurnStatus,
     Usage,
+)
+from hermes_api_plugin.dialects.runs import (
+    RunEventsRenderer,
+    run_object,
+    run_usage,
+    terminal_fields,
 )
 
 RUN = "run_" + "a" * 32

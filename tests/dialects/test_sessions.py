@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from hermes_api_plugin.dialects.sessions import SessionStreamRenderer
-from hermes_api_plugin.events import (
+from hermes_api_plugin.core.events import (
     Commentary,
     ReasoningDelta,
     StatusChanged,
@@ -22,6 +21,7 @@ from hermes_api_plugin.events import (
     TurnStatus,
     Usage,
 )
+from hermes_api_plugin.dialects.sessions import SessionStreamRenderer
 from tests.helpers import RUN
 
 SESSION = "team-build"

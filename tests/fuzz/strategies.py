@@ -14,7 +14,7 @@ from urllib.parse import quote_from_bytes
 
 from hypothesis import strategies as st
 
-from hermes_api_plugin.json_body import MAX_DEPTH
+from hermes_api_plugin.http.json_body import MAX_DEPTH
 from tests.helpers import HOSTILE_NUMBERS
 
 from .surfaces import SURFACES, Surface, set_path

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_api_plugin.hookspecs import Gateway, hookimpl
-from hermes_api_plugin.runtimes.base import AgentTurn, TurnOutcome
+from hermes_api_plugin.runtimes.base import AgentTurn, TurnResult
 
 LOG_ENV = "HERMES_API_OBSERVER_LOG"
 FAIL_ENV = "HERMES_API_OBSERVER_FAIL"
@@ -73,7 +73,7 @@ class Observer:
         self._maybe_fail("hermes_api_agent_turn_start")
 
     @hookimpl
-    def hermes_api_agent_turn_end(self, turn: AgentTurn, outcome: TurnOutcome) -> None:
+    def hermes_api_agent_turn_end(self, turn: AgentTurn, outcome: TurnResult) -> None:
         self._record("hermes_api_agent_turn_end", turn_id=turn.request.turn_id, status=outcome.status.value)
         self._maybe_fail("hermes_api_agent_turn_end")
 

@@ -143,7 +143,7 @@ def test_issue_20_defect_4_replies_longer_than_every_time_out_are_not_affected(g
 
 
 def test_issue_20_defect_4_the_time_outs_are_settings(tmp_path: Path) -> None:
-    from hermes_api_plugin.config import load_settings
+    from hermes_api_plugin.config.settings import load_settings
 
     settings = load_settings(write_home(tmp_path, config={"api_server": {"limits": LIMITS}}, script=None), environ={})
     assert (settings.header_timeout_seconds, settings.keepalive_timeout_seconds, settings.body_timeout_seconds) == (

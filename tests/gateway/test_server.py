@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_api_plugin.config import load_settings, parse_env_file
+from hermes_api_plugin.config.settings import load_settings, parse_env_file
 from hermes_api_plugin.gateway.cli import init_env
 from hermes_api_plugin.gateway.server import check_startable, display_host, is_loopback
 

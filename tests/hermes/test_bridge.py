@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 import yaml
 
-from hermes_api_plugin.config import load_settings
-from hermes_api_plugin.events import TurnStatus
+from hermes_api_plugin.config.settings import load_settings
+from hermes_api_plugin.core.events import TurnStatus
 from hermes_api_plugin.hermes import bridge, compat
-from hermes_api_plugin.keys import BACKGROUND
+from hermes_api_plugin.http.app_keys import BACKGROUND
 from hermes_api_plugin.runtimes import (
     HermesRuntime,
     RuntimeUnavailable,

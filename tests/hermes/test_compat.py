@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from hermes_api_plugin.config import load_settings
-from hermes_api_plugin.content import text_message
+from hermes_api_plugin.config.settings import load_settings
+from hermes_api_plugin.core.content import text_message
 from hermes_api_plugin.hermes import compat
 from hermes_api_plugin.hermes.compat import HERMES_NAMES, HermesName, _core
 from hermes_api_plugin.runtimes.base import TurnRequest

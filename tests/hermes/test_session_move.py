@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_api_plugin.content import text_message
+from hermes_api_plugin.core.content import text_message
 from hermes_api_plugin.hermes.sessions import HermesSessionStore
 from hermes_api_plugin.store import SqliteStore
 from hermes_api_plugin.store.session_move import move_sessions

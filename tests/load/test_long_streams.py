@@ -14,7 +14,7 @@ from tests.helpers import Reply, read_reply
 from tests.live import LiveGateway
 from tests.load.support import RssSampler, rss_mib, wait_until_idle
 
-STREAMS = 150
+STREAM_GAUGE = 150
 PACED = "twenty seconds"  # tests/scripts/load.yaml: a sentence a second for about 20 s
 ANSWER = "".join(f"Second {n} of the paced answer. " for n in range(1, 20)) + "Done."
 
@@ -53,7 +53,7 @@ def test_150_concurrent_20_second_streams_all_complete(gateway_factory: Any) -> 
     async def crowd() -> list[tuple[str, Reply]]:
         timeout = aiohttp.ClientTimeout(total=120)
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=timeout) as session:
-            return await asyncio.gather(*(one_stream(session, live, n) for n in range(STREAMS)))
+            return await asyncio.gather(*(one_stream(session, live, n) for n in range(STREAM_GAUGE)))
 
     with RssSampler(live.proc.pid, interval=0.5) as sampler:
         started = time.monotonic()
@@ -61,7 +61,9 @@ def test_150_concurrent_20_second_streams_all_complete(gateway_factory: Any) -> 
         wall = time.monotonic() - started
     for surface, reply in replies:
         check(surface, reply)
-    assert sorted(surface for surface, _ in replies).count("chat") == STREAMS // 2
-    print(f"\n{STREAMS} concurrent 20 s streams: {wall:.1f} s wall, RSS {baseline:.0f} -> peak {sampler.peak:.0f} MiB")
+    assert sorted(surface for surface, _ in replies).count("chat") == STREAM_GAUGE // 2
+    print(
+        f"\n{STREAM_GAUGE} concurrent 20 s streams: {wall:.1f} s wall, RSS {baseline:.0f} -> peak {sampler.peak:.0f} MiB"
+    )
     assert wall < 40, wall
     wait_until_idle(live, timeout=10)

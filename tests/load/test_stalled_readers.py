@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from hermes_api_plugin.sse import WRITE_BYTES
+from hermes_api_plugin.http.sse import WRITE_BYTES
 from tests.helpers import CHAT, live_request, wait_for
 from tests.load.support import (
     RssSampler,

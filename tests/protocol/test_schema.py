@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from hermes_api_plugin.content import parse_content
-from hermes_api_plugin.errors import ApiError
+from hermes_api_plugin.core.content import parse_content
+from hermes_api_plugin.core.errors import ApiError
 from hermes_api_plugin.protocol.common import NOT_ONLY_SPACE, SESSION_ID, check_session_id
 from hermes_api_plugin.protocol.params import IntText, Param, parse_params
 from hermes_api_plugin.protocol.schema import AnyJson, Arr, Bool, Either, Obj, Prop, Str, Tagged

@@ -18,13 +18,13 @@ import pytest
 from aiohttp.test_utils import TestClient
 from multidict import CIMultiDictProxy
 
-from hermes_api_plugin.config import load_settings
+from hermes_api_plugin.config.settings import load_settings
 from hermes_api_plugin.gateway.server import (
     ReferenceGateway,
     build_plugin_manager,
     runner_kwargs,
 )
-from hermes_api_plugin.keys import TURNS
+from hermes_api_plugin.http.app_keys import TURNS
 from hermes_api_plugin.runtimes import select_runtime
 from tests.helpers import (
     CHAT,

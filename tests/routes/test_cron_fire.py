@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from hermes_api_plugin.app import shutdown_apps
-from hermes_api_plugin.keys import BACKGROUND, RUNTIME, TURNS
+from hermes_api_plugin.http.app import shutdown_apps
+from hermes_api_plugin.http.app_keys import BACKGROUND, RUNTIME, TURNS
 from tests.helpers import JOB_ID, assert_error_envelope, fetch, wait_for_async
 from tests.live import TEST_KEY
 

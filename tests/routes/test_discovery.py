@@ -126,7 +126,7 @@ async def test_capabilities_endpoints_equal_the_served_routes(api: Any, auth: di
     features = body["features"]
     assert features["responses_api"] is True and features["responses_durable"] is True
     assert features["runs"] is True
-    assert features["store"] == {"kind": "sqlite", "durable": True}  # postgres: tests/test_postgres_gateway.py
+    assert features["store"] == {"kind": "sqlite", "durable": True}  # postgres: tests/cluster/test_postgres_gateway.py
 
 
 async def test_capability_flags_follow_configuration(make_api: Any, auth: dict[str, str]) -> None:

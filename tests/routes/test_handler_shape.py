@@ -17,7 +17,7 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-import hermes_api_plugin.delivery as delivery
+import hermes_api_plugin.http.delivery as delivery
 import hermes_api_plugin.routes as routes
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef

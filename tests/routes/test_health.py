@@ -10,7 +10,7 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 
 from hermes_api_plugin import __version__
-from hermes_api_plugin.keys import TURNS
+from hermes_api_plugin.http.app_keys import TURNS
 from tests.conftest import ApiFactory
 from tests.helpers import CHAT, assert_error_envelope, fetch, read_until, wait_for_async
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from hermes_api_plugin.keys import RUNTIME
-from hermes_api_plugin.parity import HOST_FEATURES, ROUTE_FEATURES, UNSERVED_FEATURES
+from hermes_api_plugin.http.app_keys import RUNTIME
+from hermes_api_plugin.http.capabilities import HOST_FEATURES, ROUTE_FEATURES, UNSERVED_FEATURES
 from tests.helpers import assert_error_envelope, fetch
 
 HOST_DATA = ("/v1/skills", "/v1/toolsets")

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from hermes_api_plugin.keys import RUNTIME
+from hermes_api_plugin.http.app_keys import RUNTIME
 from tests.helpers import JOB_ID, assert_error_envelope, fetch
 
 JOB_ROUTES = (

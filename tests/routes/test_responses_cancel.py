@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp.test_utils import TestClient
 
-from hermes_api_plugin.keys import TURNS
+from hermes_api_plugin.http.app_keys import TURNS
 from tests.helpers import (
     RESPONSE_KEYS,
     RESPONSES,

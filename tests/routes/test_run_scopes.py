@@ -15,10 +15,10 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from hermes_api_plugin.config import load_settings
+from hermes_api_plugin.config.settings import load_settings
 from hermes_api_plugin.gateway.runner import ApiRunner
 from hermes_api_plugin.gateway.server import ReferenceGateway, build_plugin_manager, runner_kwargs
-from hermes_api_plugin.keys import RUNTIME
+from hermes_api_plugin.http.app_keys import RUNTIME
 from hermes_api_plugin.runtimes import select_runtime
 from tests.helpers import Reply, assert_error_envelope, read_reply
 from tests.live import write_home

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from hermes_api_plugin.content import Message, TextPart
-from hermes_api_plugin.events import TurnStatus
+from hermes_api_plugin.core.content import Message, TextPart
+from hermes_api_plugin.core.events import TurnStatus
 from hermes_api_plugin.runtimes.base import AgentTurn, TurnRequest
 from hermes_api_plugin.runtimes.scripted import (
     ScriptedRuntime,

@@ -12,10 +12,10 @@ import json
 import psycopg
 import pytest
 
-from hermes_api_plugin.admissions import error_for, store_failure
-from hermes_api_plugin.content import Message, TextPart, ToolCall
+from hermes_api_plugin.core.content import Message, TextPart, ToolCall
 from hermes_api_plugin.store import StoredResponse, StoreError, StoreRefused, StoreUnavailable
 from hermes_api_plugin.store.postgres_db import PostgresDatabase
+from hermes_api_plugin.submission.idempotency import error_for, store_failure
 
 from .conftest import Backend
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-from hermes_api_plugin.content import ImagePart, Message, TextPart, ToolCall
+from hermes_api_plugin.core.content import ImagePart, Message, TextPart, ToolCall
 from hermes_api_plugin.store import SessionStore
 
 from .conftest import Backend

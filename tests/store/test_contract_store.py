@@ -10,8 +10,8 @@ import asyncio
 from dataclasses import replace
 from typing import Any
 
-from hermes_api_plugin.content import Message, TextPart
-from hermes_api_plugin.store import AdmissionRecord, Eviction, Store, StoredResponse
+from hermes_api_plugin.core.content import Message, TextPart
+from hermes_api_plugin.store import Eviction, IdempotencyRecord, Store, StoredResponse
 from hermes_api_plugin.store.base import Lease
 
 from .conftest import Backend, BackendFactory
@@ -56,8 +56,8 @@ def admission(
     state: str = "running",
     owner: str | None = "boot-a",
     identity: str = "id-1",
-) -> AdmissionRecord:
-    return AdmissionRecord(
+) -> IdempotencyRecord:
+    return IdempotencyRecord(
         scope=scope,
         surface=surface,
         key=key,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_api_plugin.content import Message, TextPart
+from hermes_api_plugin.core.content import Message, TextPart
 from hermes_api_plugin.store import SqliteStore, StoreError
 from hermes_api_plugin.store.sqlite_db import SqliteDatabase
 from hermes_api_plugin.store.sqlite_migrate import load_migrations, split_statements

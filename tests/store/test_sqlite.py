@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_api_plugin.content import ImagePart, Message, TextPart
+from hermes_api_plugin.core.content import ImagePart, Message, TextPart
 from hermes_api_plugin.store import SqliteStore, StoreError
 from hermes_api_plugin.store.sqlite_migrate import load_migrations
 

@@ -8,8 +8,8 @@ from typing import Any
 import pluggy
 
 from hermes_api_plugin import hookspecs
-from hermes_api_plugin.content import Message, TextPart
-from hermes_api_plugin.events import (
+from hermes_api_plugin.core.content import Message, TextPart
+from hermes_api_plugin.core.events import (
     ToolStarted,
 )
 from hermes_api_plugin.runtimes.base import TurnHooks, TurnRequest

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from hermes_api_plugin.events import (
+from hermes_api_plugin.core.events import (
     TextDelta,
     TurnFinished,
     TurnStatus,

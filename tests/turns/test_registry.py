@@ -11,9 +11,9 @@ import pluggy
 import pytest
 
 from hermes_api_plugin import hookspecs
-from hermes_api_plugin.content import Message
-from hermes_api_plugin.errors import ApiError
-from hermes_api_plugin.events import (
+from hermes_api_plugin.core.content import Message
+from hermes_api_plugin.core.errors import ApiError
+from hermes_api_plugin.core.events import (
     Commentary,
     ReasoningDelta,
     StatusChanged,
@@ -24,7 +24,7 @@ from hermes_api_plugin.events import (
     TurnFinished,
     TurnStatus,
 )
-from hermes_api_plugin.runtimes.base import AgentTurn, TurnHooks, TurnOutcome
+from hermes_api_plugin.runtimes.base import AgentTurn, TurnHooks, TurnResult
 from hermes_api_plugin.runtimes.scripted import ScriptedRuntime, load_script
 from hermes_api_plugin.turns import TurnRegistry
 from hermes_api_plugin.turns.transcripts import session_transcripts
@@ -140,7 +140,7 @@ async def test_unstreamed_final_answer_is_appended_as_text() -> None:
 
 async def test_runtime_crash_settles_failed() -> None:
     class Broken(ScriptedRuntime):
-        async def run(self, turn: AgentTurn) -> TurnOutcome:
+        async def run(self, turn: AgentTurn) -> TurnResult:
             raise RuntimeError("kaput")
 
     reg = TurnRegistry(
@@ -190,12 +190,12 @@ async def test_a_settled_turn_lets_go_of_the_runtime_so_a_late_interrupt_reaches
     interrupt listener closed over its playback (the 4 MB final answer of a big turn: the load test
     tests/load/test_stalled_readers.py measured 170 MB kept by 20 settled turns), and the Hermes runtime's over the
     agent handle, which a client leaving after the end would interrupt while the agent runs the next turn."""
-    interrupts: list[TurnOutcome] = []
-    answers: list[weakref.ref[TurnOutcome]] = []
+    interrupts: list[TurnResult] = []
+    answers: list[weakref.ref[TurnResult]] = []
 
     class Listening(ScriptedRuntime):
-        async def run(self, turn: AgentTurn) -> TurnOutcome:
-            outcome = TurnOutcome(TurnStatus.COMPLETED, "the answer")
+        async def run(self, turn: AgentTurn) -> TurnResult:
+            outcome = TurnResult(TurnStatus.COMPLETED, "the answer")
             answers.append(weakref.ref(outcome))
             turn.on_interrupt(lambda: interrupts.append(outcome))
             return outcome

@@ -8,9 +8,9 @@ import gc
 import weakref
 from dataclasses import replace
 
-from hermes_api_plugin.content import Message, TextPart
-from hermes_api_plugin.events import ReasoningDelta, StatusChanged, TextDelta, TurnFinished, TurnStatus
-from hermes_api_plugin.runtimes.base import AgentTurn, TurnOutcome
+from hermes_api_plugin.core.content import Message, TextPart
+from hermes_api_plugin.core.events import ReasoningDelta, StatusChanged, TextDelta, TurnFinished, TurnStatus
+from hermes_api_plugin.runtimes.base import AgentTurn, TurnResult
 from hermes_api_plugin.runtimes.scripted import ScriptedRuntime, load_script
 from hermes_api_plugin.turns import Turn, TurnRegistry
 from hermes_api_plugin.turns.journal import EVENT_BYTES, journal_bytes
@@ -38,9 +38,9 @@ class Answering(ScriptedRuntime):
         super().__init__(load_script(SCRIPT))
         self.answer = answer
 
-    async def run(self, turn: AgentTurn) -> TurnOutcome:
+    async def run(self, turn: AgentTurn) -> TurnResult:
         turn.callbacks.text(self.answer)
-        return TurnOutcome(TurnStatus.COMPLETED, self.answer)
+        return TurnResult(TurnStatus.COMPLETED, self.answer)
 
 
 async def _registry(runtime: ScriptedRuntime, clock: Clock, **bounds: int) -> TurnRegistry:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from hermes_api_plugin.events import TextDelta, TurnFinished, TurnStatus
+from hermes_api_plugin.core.events import TextDelta, TurnFinished, TurnStatus
 from hermes_api_plugin.store import MemoryStore, StoreError, StoreUnavailable, retry
 from hermes_api_plugin.turns import Journal
 from hermes_api_plugin.turns import durable as durable_module

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...config import default_hermes_home
+from ...config.settings import default_hermes_home
 from ._core import MISSING, HermesName, call
 
 HERMES_HOME = HermesName(

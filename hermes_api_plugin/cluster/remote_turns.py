@@ -1,0 +1,219 @@
+"""Following turns that other gateways run, and stopping them (issue 15, part 3).
+
+On a shared store (PostgreSQL) every turn's journal is durable: its owner group-commits the rows
+(`turns/durable.py`) and each commit sends a NOTIFY with the turn id. A gateway that must show a turn it does not
+run — a keyed retry that attaches, `GET /v1/runs/{id}/events`, `GET /v1/responses/{id}?stream=true` — gets a
+`RemoteJournal`: a `Journal` like any other (the dialect renderers and `delivery.py` cannot tell), extended here
+from the stored rows, so every view renders byte for byte what the owner's own clients get: the same ids, the same
+sequence numbers, the same journal times.
+
+One follower task per followed turn (however many clients watch it):
+
+    read the rows from seq len(journal) on  →  extend the journal  →  settled? done
+    wait for: a notification for the turn | the feed reconnected (re-read: notifications may be lost) |
+              the owner's lease running out (then: still alive? wait on; gone? recovery.py settles the turn
+              `unknown_execution`, whose terminal record this follower then reads)
+
+No timer polls the journal: the follower reads only when woken. A follower nobody follows for IDLE_S ends (its
+journal stays as it was for whoever still holds it). Stop requests for turns this gateway owns arrive through
+the same feed (`stop_requested`) and stop the turn locally, as `POST /v1/runs/{id}/stop` on the owner would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+from ..core.events import TurnEvent
+from ..store.base import Feed, Store, StoreError
+from ..turns import Journal, TurnRegistry
+from ..turns.durable import close_journal
+from ..turns.journal import decode_events
+from .leases import LeaseKeeper
+
+log = logging.getLogger("hermes_api_plugin")
+
+IDLE_S = 10.0  # a follower nobody follows ends after this long
+RETRY_S = 1.0  # a read that failed (the store is down) is tried again this soon, or when the feed reconnects
+GRACE_S = 0.5  # past the owner's lease expiry before its lease is read again
+
+
+class RemoteJournal(Journal):
+    """A journal another gateway writes; counts the streams following it, so its follower ends when none does."""
+
+    __slots__ = ("follows",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.follows = 0
+
+    async def follow(self, start: int = 0, idle_timeout: float | None = None) -> AsyncIterator[list[TurnEvent] | None]:
+        self.follows += 1
+        try:
+            async for batch in super().follow(start, idle_timeout):
+                yield batch
+        finally:
+            self.follows -= 1
+
+
+class _Follower:
+    """Keeps one RemoteJournal up to date with the stored rows of its turn."""
+
+    def __init__(self, remote_turns: RemoteTurns, turn_id: str, owner: str) -> None:
+        self.remote_turns = remote_turns
+        self.turn_id = turn_id
+        self.owner = owner
+        self.journal = RemoteJournal()
+        self.wake = asyncio.Event()
+        self.first_read: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.idle_since: float | None = None
+
+    async def run(self) -> None:
+        remote_turns, journal = self.remote_turns, self.journal
+        deadline = 0.0  # when to look at the owner's lease again
+        read = True
+        while True:
+            if read:
+                self.wake.clear()
+                try:
+                    rows = await remote_turns.store.load_journal(self.turn_id, len(journal.events))
+                    if not self.first_read.done():
+                        deadline = await self._owner_deadline()
+                except StoreError as exc:
+                    if not self.first_read.done():
+                        self.first_read.set_exception(exc)
+                        return
+                    await self._wait(RETRY_S)
+                    continue
+                if rows:
+                    journal.extend_recorded(*decode_events(rows))
+                if not self.first_read.done():
+                    self.first_read.set_result(None)
+                if journal.finished is not None:
+                    return
+            if self._idle():
+                return
+            remaining = deadline - remote_turns.leases.clock()
+            if remaining > 0:
+                read = await self._wait(min(remaining, IDLE_S))
+            else:
+                deadline, read = await self._owner_gone_or_renewed()
+
+    async def _wait(self, timeout: float) -> bool:
+        """Wait for a wake-up (True) or `timeout` seconds (False)."""
+        try:
+            await asyncio.wait_for(self.wake.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    def _idle(self) -> bool:
+        """Nobody has followed the journal for IDLE_S."""
+        loop = asyncio.get_running_loop()
+        if self.journal.follows > 0:
+            self.idle_since = None
+            return False
+        if self.idle_since is None:
+            self.idle_since = loop.time()
+        return loop.time() - self.idle_since >= IDLE_S
+
+    async def _owner_deadline(self) -> float:
+        """When to look at the owner's lease again: its expiry (+ a grace), or now when it is already gone."""
+        leases = self.remote_turns.leases
+        lease = await leases.store.get_lease(self.owner)
+        if not leases.alive(lease):
+            return leases.clock()
+        assert lease is not None
+        return lease.expires_at + GRACE_S
+
+    async def _owner_gone_or_renewed(self) -> tuple[float, bool]:
+        """The owner's lease ran out as last read: read it again. If the owner is gone, settle its leftovers — this
+        turn's journal gets its unknown_execution terminal record — and read (the second value: read now)."""
+        leases = self.remote_turns.leases
+        try:
+            deadline = await self._owner_deadline()
+            if deadline > leases.clock():
+                return deadline, False
+            closed = await self.remote_turns.sweep()
+            if self.turn_id not in closed:
+                await close_journal(self.remote_turns.store, self.turn_id)  # a turn no record describes as running
+        except StoreError:
+            return leases.clock() + RETRY_S, False
+        return leases.clock() + RETRY_S, True
+
+
+class RemoteTurns:
+    """The feed's sink for this gateway: followers of remote turns, and stop requests for its own."""
+
+    def __init__(
+        self, store: Store, leases: LeaseKeeper, sweep: Callable[[], Awaitable[list[str]]], registry: TurnRegistry
+    ) -> None:
+        self.store = store
+        self.leases = leases
+        self.sweep = sweep  # recovery.py: settles what gone owners left; returns the turn ids whose journals it closed
+        self.registry = registry
+        self.feed: Feed | None = store.feed()
+        self._followers: dict[str, _Follower] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def shared(self) -> bool:
+        """Other gateways share the store at once: every turn is durable and can be followed from any of them."""
+        return self.feed is not None
+
+    async def start(self) -> None:
+        if self.feed is not None:
+            await self.feed.start(self)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.feed is not None:
+            await self.feed.close()
+
+    async def journal(self, turn_id: str, owner: str) -> Journal:
+        """The journal of a turn `owner` runs, as stored now and then extended as it is written (StoreError when
+        the store fails on the first read)."""
+        follower = self._followers.get(turn_id)
+        if follower is None:
+            follower = _Follower(self, turn_id, owner)
+            self._followers[turn_id] = follower
+            task = asyncio.get_running_loop().create_task(self._run(follower), name=f"follow {turn_id}")
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        follower.idle_since = None  # the caller is about to follow it: IDLE_S to start before it may end
+        await asyncio.shield(follower.first_read)
+        return follower.journal
+
+    async def _run(self, follower: _Follower) -> None:
+        try:
+            await follower.run()
+        except Exception:
+            log.exception("[API Server] following turn %s of another gateway failed", follower.turn_id)
+        finally:
+            if self._followers.get(follower.turn_id) is follower:
+                del self._followers[follower.turn_id]
+            if not follower.first_read.done():
+                follower.first_read.set_exception(StoreError("the follower ended before its first read"))
+
+    async def request_stop(self, owner: str, turn_id: str) -> None:
+        """Ask the gateway that runs `turn_id` to stop it (StoreError when the store fails)."""
+        if self.feed is None:
+            raise StoreError("this store has no feed to reach other gateways")
+        await self.feed.request_stop(owner, turn_id)
+
+    # -- FeedSink ---------------------------------------------------------------------------------------------
+    def journal_written(self, turn_id: str, end: int) -> None:
+        follower = self._followers.get(turn_id)
+        if follower is not None and end > len(follower.journal.events):
+            follower.wake.set()
+
+    def stop_requested(self, owner: str, turn_id: str) -> None:
+        if owner == self.leases.owner and self.registry.stop(turn_id) is not None:
+            log.info("[API Server] run %s stopped at the request of another gateway", turn_id)
+
+    def reconnected(self) -> None:
+        for follower in self._followers.values():
+            follower.wake.set()

@@ -1,0 +1,372 @@
+"""Settings: one frozen value built from the process env, `$HERMES_HOME/.env` and `config.yaml`.
+
+Sources, highest first: process environment, `.env`, `config.yaml` (WIRE.md §12). Invalid values are
+collected by key path in `Settings.problems` and fall back to their default. `yaml.safe_load` only here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..core.redact import mask_url, userinfo_password
+
+MIN_KEY_LENGTH = 16
+DEFAULT_PORT = 8642
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_MODEL_NAME = "hermes-agent"
+_TRUE = frozenset({"true", "1", "yes", "on"})
+_FALSE = frozenset({"false", "0", "no", "off"})
+_ENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """The `model:` section, read as Hermes reads it (provider, base_url, default model, key)."""
+
+    provider: str | None = None
+    base_url: str | None = None
+    default: str | None = None
+    api_key: str | None = None
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.provider or self.base_url)
+
+
+@dataclass(frozen=True)
+class Settings:
+    hermes_home: Path
+    enabled: bool = False
+    key: str | None = None  # trimmed; None when missing or too short
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    cors_origins: tuple[str, ...] = ()
+    model_name: str = DEFAULT_MODEL_NAME
+    profile: str = "default"
+    max_concurrent_runs: int = 10
+    sse_keepalive_seconds: float = 10.0
+    tool_progress_events: bool = True
+    on_disconnect: str = "auto"
+    idempotency_retention_seconds: int = 86400
+    idempotency_tombstone_seconds: int = 2592000
+    responses_max_stored: int = 10000
+    tool_output_max_chars: int = 16000
+    direct_model_requests: bool = False
+    model_options: tuple[Mapping[str, Any], ...] = ()
+    interim_assistant_messages: bool = True
+    max_turns: int = 90
+    # warm agents (issue 14): at most this many idle or running agents kept, one per conversation (0: none kept)
+    agents_max_cached: int = 64
+    agents_idle_seconds: float = 3600.0  # an agent unused this long is released (Hermes' own gateway: 1 h)
+    # one SSL context per CA bundle for every provider client (hermes/compat/tls.py) instead of one per provider call
+    agents_share_tls_contexts: bool = True
+    chat_continuity: str = "auto"  # auto | off: a stateless chat continues the conversation its history matches
+    runtime: str = "auto"  # auto | hermes | scripted
+    script_path: Path | None = None
+    # api_server.store.url: the PostgreSQL store shared by several gateways (None: SQLite in hermes_home). Left out
+    # of repr: the URL may carry the database password.
+    store_url: str | None = field(default=None, repr=False)
+    store_url_problem: str | None = None  # set when a store URL was given but is not a PostgreSQL one
+    store_lease_seconds: float = 15.0  # a gateway that stops renewing its lease this long is gone (leases.py)
+    # settled turns kept readable in memory (runs, issue 20 defect 2): at most this many, and this many estimated bytes
+    turns_max_recent: int = 10_000
+    turns_max_recent_bytes: int = 64 * 1024 * 1024
+    # connection time-outs (issue 20, defect 4; gateway/runner.py): a request head, a request body, an idle keep-alive
+    header_timeout_seconds: float = 30.0
+    body_timeout_seconds: float = 300.0
+    keepalive_timeout_seconds: float = 75.0
+    model: ModelSettings = field(default_factory=ModelSettings)
+    problems: tuple[str, ...] = ()
+
+    @property
+    def env_file(self) -> Path:
+        return self.hermes_home / ".env"
+
+    @property
+    def config_file(self) -> Path:
+        return self.hermes_home / "config.yaml"
+
+    @property
+    def store_path(self) -> Path:
+        return self.hermes_home / "hermes_api.sqlite3"
+
+    @property
+    def cors_wildcard(self) -> bool:
+        return "*" in self.cors_origins
+
+
+def default_hermes_home(environ: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    raw = env.get("HERMES_HOME", "").strip()
+    return Path(raw).expanduser() if raw else Path.home() / ".hermes"
+
+
+def parse_env_file(text: str) -> dict[str, str]:
+    """Parse a dotenv file: `KEY=VALUE`, optional `export`, quotes, `#` comments."""
+    values: dict[str, str] = {}
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        match = _ENV_LINE.match(line)
+        if not match:
+            continue
+        key, value = match.group(1), match.group(2)
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        else:
+            value = re.sub(r"\s+#.*$", "", value)
+        values[key] = value
+    return values
+
+
+def parse_bool(value: Any) -> bool | None:
+    """JSON booleans and the strings true/false/1/0/yes/no/on/off; None when neither."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
+    return None
+
+
+class _Reader:
+    """Looks values up by source precedence and records problems by key path."""
+
+    def __init__(self, env: Mapping[str, str], yaml_doc: Mapping[str, Any]) -> None:
+        self.env = env
+        self.doc = yaml_doc
+        self.problems: list[str] = []
+
+    def yaml(self, path: str) -> Any:
+        node: Any = self.doc
+        for part in path.split("."):
+            if not isinstance(node, Mapping) or part not in node:
+                return None
+            node = node[part]
+        return node
+
+    def raw(self, env_name: str | None, path: str | None) -> tuple[Any, str | None]:
+        if env_name and env_name in self.env:
+            return self.env[env_name], env_name
+        if path is not None:
+            value = self.yaml(path)
+            if value is not None:
+                return value, path
+        return None, None
+
+    def boolean(self, env_name: str | None, path: str | None, default: bool) -> bool:
+        value, where = self.raw(env_name, path)
+        if value is None:
+            return default
+        parsed = parse_bool(value)
+        if parsed is None:
+            self.problems.append(f"{where}: expected a boolean, got {value!r}; using {default}")
+            return default
+        return parsed
+
+    def integer(
+        self, env_name: str | None, path: str, default: int, lo: int | None = None, hi: int | None = None
+    ) -> int:
+        value, where = self.raw(env_name, path)
+        if value is None:
+            return default
+        try:
+            if isinstance(value, bool):
+                raise ValueError
+            number = int(str(value).strip())
+        except ValueError:
+            self.problems.append(f"{where}: expected an integer, got {value!r}; using {default}")
+            return default
+        if (lo is not None and number < lo) or (hi is not None and number > hi):
+            self.problems.append(f"{where}: {number} is outside {lo}..{hi}; using {default}")
+            return default
+        return number
+
+    def number(self, path: str, default: float, lo: float, hi: float) -> float:
+        value = self.yaml(path)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.problems.append(f"{path}: expected a number, got {value!r}; using {default}")
+            return default
+        if not lo <= value <= hi:
+            self.problems.append(f"{path}: {value} is outside {lo}..{hi}; using {default}")
+            return default
+        return float(value)
+
+    def string(self, env_name: str | None, path: str | None) -> str | None:
+        value, where = self.raw(env_name, path)
+        if value is None:
+            return None
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            self.problems.append(f"{where}: expected a string, got {value!r}")
+            return None
+        text = str(value).strip()
+        return text or None
+
+    def choice(self, path: str, default: str, allowed: frozenset[str]) -> str:
+        value = self.yaml(path)
+        if value is None:
+            return default
+        if not isinstance(value, str) or value.strip().lower() not in allowed:
+            self.problems.append(f"{path}: expected one of {sorted(allowed)}, got {value!r}; using {default}")
+            return default
+        return value.strip().lower()
+
+
+STORE_URL_SCHEMES = ("postgresql", "postgres")
+
+
+def _store_url(r: _Reader) -> tuple[str | None, str | None]:
+    """`API_SERVER_STORE_URL` / `api_server.store.url`: (the URL, None), (None, None) when unset, or (None, the
+    problem) when it is not a postgresql:// URL. The problem shows the value with its password masked."""
+    value, where = r.raw("API_SERVER_STORE_URL", "api_server.store.url")
+    if value is None:
+        return None, None
+    if not isinstance(value, str):
+        problem = f"{where}: expected a postgresql:// URL, got {type(value).__name__}"
+    else:
+        url = value.strip()
+        if not url:
+            return None, None  # set but empty: the embedded SQLite store, as when unset
+        scheme, sep, rest = url.partition("://")
+        if not (sep and scheme.lower() in STORE_URL_SCHEMES and rest):
+            problem = f"{where}: expected a postgresql:// or postgres:// URL, got {mask_url(url)!r}"
+        elif any(c in (userinfo_password(url) or "") for c in "@/?#"):
+            # libpq would split such a password into host, port or database and quote the pieces in its errors
+            problem = (
+                f"{where}: the password in {mask_url(url)!r} holds an unencoded '@', '/', '?' or '#'; percent-encode it"
+            )
+        else:
+            return url, None
+    r.problems.append(problem)
+    return None, problem
+
+
+def load_settings(hermes_home: Path | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+    """Build Settings from `$HERMES_HOME/.env`, `config.yaml` and the process environment."""
+    process_env = dict(os.environ if environ is None else environ)
+    home = hermes_home or default_hermes_home(process_env)
+    problems: list[str] = []
+
+    file_env: dict[str, str] = {}
+    env_path = home / ".env"
+    if env_path.is_file():
+        try:
+            file_env = parse_env_file(env_path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(f"{env_path}: unreadable ({exc})")
+    env = {**file_env, **process_env}  # the process environment wins over .env
+
+    doc: Mapping[str, Any] = {}
+    config_path = home / "config.yaml"
+    if config_path.is_file():
+        try:
+            loaded = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            problems.append(f"{config_path}: unreadable ({exc}); using defaults")
+            loaded = None
+        if isinstance(loaded, Mapping):
+            doc = loaded
+        elif loaded is not None:
+            problems.append(f"{config_path}: top level must be a mapping; using defaults")
+
+    r = _Reader(env, doc)
+    key_raw = r.string("API_SERVER_KEY", "api_server.key")
+    key = key_raw if key_raw and len(key_raw) >= MIN_KEY_LENGTH else None
+
+    cors_raw, cors_where = r.raw("API_SERVER_CORS_ORIGINS", "api_server.cors_origins")
+    cors: tuple[str, ...] = ()
+    if isinstance(cors_raw, str):
+        cors = tuple(o.strip() for o in cors_raw.split(",") if o.strip())
+    elif isinstance(cors_raw, list) and all(isinstance(o, str) for o in cors_raw):
+        cors = tuple(o.strip() for o in cors_raw if o.strip())
+    elif cors_raw is not None:
+        r.problems.append(f"{cors_where}: expected a comma list or a list of origins")
+
+    profile = (env.get("HERMES_PROFILE") or "").strip() or "default"
+    model_name = r.string("API_SERVER_MODEL_NAME", "api_server.model_name") or (
+        profile if profile != "default" else DEFAULT_MODEL_NAME
+    )
+
+    max_runs = r.integer(None, "api_server.max_concurrent_runs", 10)
+    if max_runs < 0:
+        r.problems.append(f"api_server.max_concurrent_runs: {max_runs} is negative; using 10")
+        max_runs = 10
+
+    interim_specific = r.yaml("display.platforms.api_server.interim_assistant_messages")
+    interim = r.boolean(None, "display.interim_assistant_messages", True)
+    if interim_specific is not None:
+        interim = r.boolean(None, "display.platforms.api_server.interim_assistant_messages", interim)
+
+    options_raw = r.yaml("api_server.model_options")
+    model_options: tuple[Mapping[str, Any], ...] = ()
+    if isinstance(options_raw, list) and all(isinstance(o, Mapping) for o in options_raw):
+        model_options = tuple(options_raw)
+    elif options_raw is not None:
+        r.problems.append("api_server.model_options: expected a list of mappings")
+
+    script = r.string("HERMES_API_SCRIPT", "agent.script")
+    script_path = Path(script).expanduser() if script else None
+    if script_path is not None and not script_path.is_absolute():
+        script_path = (home / script_path) if not script_path.exists() else script_path.resolve()
+
+    store_url, store_url_problem = _store_url(r)
+
+    model = ModelSettings(
+        provider=r.string(None, "model.provider"),
+        base_url=r.string(None, "model.base_url"),
+        default=r.string(None, "model.default"),
+        api_key=r.string(None, "model.api_key"),
+    )
+
+    return Settings(
+        hermes_home=home,
+        enabled=r.boolean("API_SERVER_ENABLED", "api_server.enabled", False),
+        key=key,
+        host=r.string("API_SERVER_HOST", "api_server.host") or DEFAULT_HOST,
+        port=r.integer("API_SERVER_PORT", "api_server.port", DEFAULT_PORT, 0, 65535),
+        cors_origins=cors,
+        model_name=model_name,
+        profile=profile,
+        max_concurrent_runs=max_runs,
+        sse_keepalive_seconds=r.number("api_server.sse_keepalive_seconds", 10.0, 1.0, 30.0),
+        tool_progress_events=r.boolean(None, "api_server.tool_progress_events", True),
+        on_disconnect=r.choice("api_server.on_disconnect", "auto", frozenset({"auto", "cancel", "continue"})),
+        idempotency_retention_seconds=r.integer(None, "api_server.idempotency.retention_seconds", 86400, 0),
+        idempotency_tombstone_seconds=r.integer(None, "api_server.idempotency.tombstone_seconds", 2592000, 0),
+        responses_max_stored=r.integer(None, "api_server.responses.max_stored", 10000, 1),
+        tool_output_max_chars=r.integer(None, "api_server.responses.tool_output_max_chars", 16000, 1),
+        direct_model_requests=r.boolean(None, "api_server.direct_model_requests", False),
+        model_options=model_options,
+        interim_assistant_messages=interim,
+        max_turns=r.integer(None, "agent.max_turns", 90, 1),
+        agents_max_cached=r.integer(None, "api_server.agents.max_cached", 64, 0, 4096),
+        agents_idle_seconds=r.number("api_server.agents.idle_seconds", 3600.0, 1.0, 7 * 86400.0),
+        agents_share_tls_contexts=r.boolean(None, "api_server.agents.share_tls_contexts", True),
+        chat_continuity=r.choice("api_server.chat_continuity", "auto", frozenset({"auto", "off"})),
+        runtime=r.choice("agent.runtime", "auto", frozenset({"auto", "hermes", "scripted"})),
+        script_path=script_path,
+        store_url=store_url,
+        store_url_problem=store_url_problem,
+        store_lease_seconds=r.number("api_server.store.lease_seconds", 15.0, 1.0, 3600.0),
+        turns_max_recent=r.integer(None, "api_server.turns.max_recent", 10_000, 0, 1_000_000),
+        turns_max_recent_bytes=r.integer(None, "api_server.turns.max_recent_bytes", 64 * 1024 * 1024, 0, 2**40),
+        # connection time-outs (issue 20, defect 4)
+        header_timeout_seconds=r.number("api_server.limits.header_timeout_seconds", 30.0, 0.1, 3600.0),
+        body_timeout_seconds=r.number("api_server.limits.body_timeout_seconds", 300.0, 0.1, 86400.0),
+        keepalive_timeout_seconds=r.number("api_server.limits.keepalive_timeout_seconds", 75.0, 0.1, 86400.0),
+        model=model,
+        problems=tuple(problems + r.problems),
+    )

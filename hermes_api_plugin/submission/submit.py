@@ -1,0 +1,312 @@
+"""The one submission path of every work-creating POST (chat, Responses, runs, session chat; JSON and stream).
+
+    parse (protocol/) → submit (here) → deliver (delivery.py)
+
+`Submitter.submit` takes the request's idempotency slot (or none) and a *plan* — the surface's coroutine
+that resolves everything a new turn needs — and returns a typed outcome:
+
+    NewTurn    admitted, reserved, stored; its agent work is held until the delivery writes the head
+    Existing   the key's turn: `attach` to the live one — here, or on another gateway (its journal followed
+               through the shared store, replicas.py) — or `replay` of the recorded journal
+    Refusal    nothing executes: admission_conflict | unknown_execution | admission_expired | storage_unavailable |
+               running_elsewhere (another live process runs it and the store cannot follow it: SQLite)
+
+Order (WIRE.md §5.3): drain check → key lookup → (new only) plan → cap → admission → optional early head
+(keyed chat streams) → reservation → session-key binding → the surface's `admitted` step. A failure after
+admission cancels the held turn, so it settles and frees its slot. The key's lock covers lookup to
+reservation only, never delivery: a retry arriving while the turn runs attaches at once.
+
+On a shared store (PostgreSQL) every turn is durable whether keyed or not: its journal is group-committed and a run
+record (`RunRecord`) names its owner, so any gateway can read, follow and stop it (routes/runs.py). A keyed retry
+whose turn's owner is gone settles that owner's leftovers (recovery.py) before it answers unknown_execution.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, Literal, TypeVar
+
+from ..cluster.placement import Placement
+from ..cluster.remote_turns import RemoteTurns
+from ..config.settings import Settings
+from ..core.content import Message, canonical_json
+from ..core.errors import ApiError
+from ..core.events import TurnFinished
+from ..core.offload import off_loop
+from ..protocol.common import ModelSelection, new_run_id
+from ..runtimes.base import TurnRequest
+from ..store.base import IdempotencyRecord, RunRecord, Store, StoreError
+from ..turns import HeldTurn, HistoryLoader, Journal, Persister, Turn, TurnRegistry
+from ..turns.durable import JournalSaver, stored_journal
+from .idempotency import Decision, Idempotency, Slot, error_for, store_failure
+
+H = TypeVar("H")
+
+
+@dataclass(frozen=True)
+class TurnPlan:
+    """Everything surface-specific about a new turn, resolved before it is admitted."""
+
+    session_id: str
+    input: Message
+    selection: ModelSelection
+    system_prompt: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    # The agent's history: messages known now, or a loader called once the turn may run (a queued turn then
+    # sees what the turn before it added).
+    history: HistoryLoader | Sequence[Message] = ()
+    inputs: Sequence[Message] | None = None  # what the turn adds to its session (default: the input)
+    queued: bool = True  # turns of the session run one at a time (chat on a derived session: False)
+    persist: Persister | None = None  # the surface's own state, stored before the terminal record
+    durable: bool = False  # journal kept in the store even without a key (stored Responses)
+    surface: str = ""  # chat | responses | runs | session_chat: the run record's (shared stores)
+    bind_key: str | None = None  # X-Hermes-Session-Key to bind to `session_id` once admitted
+    session_key: str | None = None  # X-Hermes-Session-Key: the agent's session key and memory/approval scope
+    turn_id: str = field(default_factory=new_run_id)
+    reply: Callable[[Turn], Mapping[str, Any]] = lambda turn: {}  # what a keyed retry needs to re-render
+    admitted: Callable[[Turn], Awaitable[None]] | None = None  # e.g. store the in-progress Response
+
+
+@dataclass(frozen=True)
+class NewTurn(Generic[H]):
+    held: HeldTurn
+    head: H | None = None  # the early head, when the surface asked for one
+
+
+@dataclass(frozen=True)
+class Existing:
+    kind: Literal["attach", "replay"]
+    record: IdempotencyRecord
+    journal: Journal  # the live turn's, one another gateway writes (followed), or the recorded one
+    turn: Turn | None  # the live turn of an attach in this process
+
+    @property
+    def run_id(self) -> str:
+        return self.record.turn_id
+
+
+@dataclass(frozen=True)
+class Refusal(Generic[H]):
+    code: str
+    head: H | None = None  # the early head already written, where the refusal must be reported
+
+
+Submission = NewTurn[H] | Existing | Refusal[H]
+
+
+class Submitter:
+    """Runs the submission path for one gateway process."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        scope: str,
+        registry: TurnRegistry,
+        admissions: Idempotency,
+        store: Store,
+        journals: JournalSaver,
+        remote_turns: RemoteTurns,
+        placement: Placement,
+        profile_home: Path | None = None,
+    ) -> None:
+        self.settings = settings
+        self.scope = scope  # the credential scope (WIRE.md §1.3) of every request this submitter admits
+        self.registry = registry
+        self.admissions = admissions
+        self.store = store
+        self.journals = journals
+        self.remote_turns = remote_turns
+        self.placement = placement  # records which host keeps the sessions its turns run on (per-host sessions)
+        self.profile_home = profile_home  # the host profile its turns run in (WIRE §14.3); None: the gateway's
+
+    def for_profile(self, scope: str, profile_home: Path, placement: Placement) -> Submitter:
+        """The same submission path for a multiplexed host profile: its credential scope, its home, its sessions'
+        placement."""
+        return Submitter(
+            self.settings,
+            scope,
+            self.registry,
+            self.admissions,
+            self.store,
+            self.journals,
+            self.remote_turns,
+            placement,
+            profile_home,
+        )
+
+    async def slot(
+        self, surface: str, key: str | None, identity: Callable[[], str], target: Any, large: bool = False
+    ) -> Slot | None:
+        """The idempotency slot of a request (None without `Idempotency-Key`); the identity hash is computed
+        only for keyed requests, off the loop for a `large` one (offload.py)."""
+        if key is None:
+            return None
+        return Slot(self.scope, surface, key, await off_loop(identity, large), canonical_json(target))
+
+    async def submit(
+        self,
+        slot: Slot | None,
+        plan: Callable[[], Awaitable[TurnPlan]],
+        early_head: Callable[[Turn], Awaitable[H]] | None = None,
+    ) -> Submission[H]:
+        """The outcome of one work-creating request. ApiErrors of validation, resolution (404), the
+        cap (429) and draining (503) propagate; admission refusals come back as `Refusal`."""
+        self.registry.check_draining()
+        if slot is None:
+            new: NewTurn[H] | Refusal[H] | Decision = await self._new(None, False, plan, None)
+            assert not isinstance(new, Decision)  # only a reservation can lose a race
+            return new
+        async with self.admissions.serialised(slot):
+            try:
+                decision = await self.admissions.decide(slot, self._live)
+            except StoreError as exc:
+                return Refusal(store_failure(exc))
+            if decision.verdict == "new":
+                outcome = await self._new(slot, decision.free_expired, plan, early_head)
+                if not isinstance(outcome, Decision):
+                    return outcome
+                decision = outcome  # another gateway reserved the key first: its record decides
+        return await self._existing(decision)
+
+    def _live(self, run_id: str) -> bool:
+        return self.registry.get(run_id) is not None
+
+    async def _existing(self, decision: Decision) -> Existing | Refusal[H]:
+        """A key some admission holds: attach, replay, or the refusal."""
+        record = decision.record
+        assert record is not None
+        if decision.gone:
+            await self._settle_gone()
+        if decision.code is not None:
+            return Refusal(decision.code)
+        live = self.registry.get(record.turn_id)
+        if decision.verdict == "attach" and live is not None:
+            return Existing("attach", record, live.journal, live)
+        try:
+            if decision.remote:
+                if not self.remote_turns.shared:
+                    return Refusal("running_elsewhere")
+                assert record.owner is not None
+                return Existing("attach", record, await self.remote_turns.journal(record.turn_id, record.owner), None)
+            journal = await stored_journal(self.store, record.turn_id)
+        except StoreError as exc:
+            return Refusal(store_failure(exc))
+        return Existing("replay", record, journal, None)
+
+    async def _settle_gone(self) -> None:
+        """A keyed retry found its turn's owner gone: settle what that owner left (WIRE.md §5.4) before answering."""
+        try:
+            await self.remote_turns.sweep()
+        except StoreError:
+            pass  # the answer is unknown_execution all the same; the next sweep settles it
+
+    async def _new(
+        self,
+        slot: Slot | None,
+        replace_expired: bool,
+        plan: Callable[[], Awaitable[TurnPlan]],
+        early_head: Callable[[Turn], Awaitable[H]] | None,
+    ) -> NewTurn[H] | Refusal[H] | Decision:
+        """A new admission; a `Decision` when another gateway reserved the key between lookup and reservation (its
+        record decides: attach or conflict). On a shared store the reservation comes before a keyed chat stream's
+        early head, so that a lost race still attaches with the winner's ids; on one gateway's store no other
+        process can win a race (running_elsewhere) and the head goes out first (WIRE.md §5.3)."""
+        p = await plan()
+        settings = self.settings
+        request = TurnRequest(
+            turn_id=p.turn_id,
+            session_id=p.session_id,
+            input=p.input,
+            system_prompt=p.system_prompt,
+            model=p.selection.model,
+            provider=p.selection.provider,
+            model_options=p.selection.model_options,
+            reasoning_enabled=p.selection.reasoning_enabled,
+            reasoning_effort=p.selection.reasoning_effort,
+            commentary_enabled=settings.interim_assistant_messages,
+            max_iterations=settings.max_turns,
+            metadata=p.metadata,
+            session_key=p.session_key,
+            history=() if callable(p.history) else tuple(p.history),
+            profile_home=self.profile_home,
+            scope=self.scope,
+        )
+        held = self.registry.admit(
+            request,
+            queue_key=p.session_id if p.queued else None,
+            history=p.history if callable(p.history) else None,
+            inputs=p.inputs,
+            persist=self._persister(p, slot is not None),
+        )
+        turn = held.turn
+        head: H | None = None
+        head_first = not self.remote_turns.shared
+        try:
+            if early_head is not None and head_first:
+                head = await early_head(turn)
+            if slot is not None:
+                holder = await self.admissions.reserve(slot, turn.run_id, p.reply(turn), replace_expired)
+                if holder is not None:  # another process reserved the key between lookup and now
+                    held.cancel()
+                    decision = None if head is not None else await self.admissions.judge(slot, holder, self._live)
+                    if decision is None or decision.verdict == "new":
+                        return Refusal("admission_conflict", head)
+                    return decision
+            if early_head is not None and not head_first:
+                head = await early_head(turn)
+            if p.bind_key is not None:
+                await self.store.bind_session_key(self.scope, p.bind_key, p.session_id)
+            if p.admitted is not None:
+                await p.admitted(turn)
+            if self.remote_turns.shared:
+                await self.store.put_run(self._run_record(p, turn))
+                await self.placement.record(p.session_id)
+        except StoreError as exc:
+            held.cancel()
+            return Refusal(store_failure(exc), head)
+        except BaseException:
+            held.cancel()
+            raise
+        if slot is not None or p.durable or self.remote_turns.shared:
+            self.journals.watch(turn.run_id, turn.journal)
+        return NewTurn(held, head)
+
+    def _run_record(self, plan: TurnPlan, turn: Turn) -> RunRecord:
+        return RunRecord(
+            turn.run_id,
+            self.scope,
+            self.admissions.boot_id,
+            plan.surface,
+            plan.session_id,
+            plan.selection.model,
+            "running",
+            turn.created_at,
+        )
+
+    def _persister(self, plan: TurnPlan, keyed: bool) -> Persister | None:
+        """The surface's persistence, then (keyed, or on a shared store) the settle step: the whole journal,
+        terminal record included, is durable before the admission and the run record are marked settled, so a
+        replay — or another gateway — finds the complete turn."""
+        surface, journals, admissions, store = plan.persist, self.journals, self.admissions, self.store
+        shared = self.remote_turns.shared
+        if not keyed and not shared:
+            return surface
+
+        async def persist(turn: Turn, finished: TurnFinished) -> None:
+            if surface is not None:
+                await surface(turn, finished)
+            await journals.write_now(turn.run_id, turn.journal, [finished], at=turn.finished_at)
+            if keyed:
+                await admissions.settle(turn.run_id)
+            if shared:
+                await store.settle_run(turn.run_id, finished.status.value, turn.finished_at or time.time())
+
+        return persist
+
+
+def refusal_error(refusal: Refusal[Any]) -> ApiError:
+    """The HTTP error of a refusal (WIRE.md §5.3)."""
+    return error_for(refusal.code)

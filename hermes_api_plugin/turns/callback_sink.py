@@ -1,0 +1,273 @@
+"""The callback bridge of one turn: agent callbacks (any thread) in, journal events (loop thread) out.
+
+Callbacks only append a typed record under a lock and schedule one loop wake-up per burst; the loop
+converts the records into events — normalising tool ids and names, pairing completions with their
+starts — coalesces adjacent deltas and appends them to the journal in one batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import deque
+from typing import Any, NamedTuple
+
+from ..core.events import (
+    ApprovalRequested,
+    ApprovalResponded,
+    Commentary,
+    Compacted,
+    ReasoningDelta,
+    TextDelta,
+    ToolCompleted,
+    ToolStarted,
+    TurnEvent,
+)
+from .journal import Journal
+from .tool_display import (
+    VISIBLE_ASCII,
+    as_json_string,
+    display_tool_name,
+    new_call_id,
+    tool_emoji,
+    tool_label,
+)
+
+COALESCE_S = 0.002  # burst window of the callback bridge (WIRE.md §2.2 allows up to 50 ms)
+
+
+class ToolStart(NamedTuple):
+    """A tool-start callback as the agent made it (ids and names not yet normalised)."""
+
+    raw_id: Any
+    raw_name: Any
+    arguments: Any
+    at: float  # time.monotonic() of the callback
+
+
+class ToolEnd(NamedTuple):
+    """A tool-complete callback as the agent made it."""
+
+    raw_id: Any
+    raw_name: Any
+    result: Any
+    is_error: bool
+    at: float
+
+
+class DeltaRun:
+    """Consecutive reasoning or answer deltas not yet journaled: one object per run, not per token.
+
+    Deltas are the hot path (one callback per token); appending to the trailing run under the lock costs
+    less than building a record per delta, and the journal gets one coalesced event per run anyway.
+    """
+
+    __slots__ = ("kind", "parts")
+
+    def __init__(self, kind: type[ReasoningDelta] | type[TextDelta], text: str) -> None:
+        self.kind = kind
+        self.parts = [text]
+
+    def event(self) -> ReasoningDelta | TextDelta:
+        return self.kind("".join(self.parts))
+
+
+# What a callback enqueues: delta runs, finished events for commentary and compaction, raw records for
+# tools (their ids are normalised on the loop, where the set of running tools lives).
+Pending = DeltaRun | Commentary | Compacted | ApprovalRequested | ApprovalResponded | ToolStart | ToolEnd
+
+
+class CallbackSink:
+    """The TurnSink of one turn: thread-safe enqueue, loop-side normalisation into journal events."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, journal: Journal, secret_values: tuple[str, ...] = ()) -> None:
+        self._loop = loop
+        self._loop_thread = threading.get_ident()  # bridges are built on the loop thread
+        self._journal = journal
+        self._secrets = secret_values
+        self._lock = threading.Lock()
+        self._pending: list[Pending] = []
+        self._scheduled = False
+        self._closed = False
+        self._last_flush = float("-inf")
+        # Loop-side state: normalised tool ids and the tools still running.
+        self._used_ids: set[str] = set()
+        self._open: dict[str, ToolStarted] = {}
+        self._open_by_raw: dict[Any, deque[str]] = {}
+        self._open_by_name: dict[str, deque[str]] = {}
+
+    # -- agent side (any thread) ------------------------------------------------------------------
+    def on_reasoning(self, text: str) -> None:
+        if text:
+            self._enqueue_delta(ReasoningDelta, text)
+
+    def on_text(self, text: str | None) -> None:
+        if text:
+            self._enqueue_delta(TextDelta, text)
+
+    def on_tool_start(self, call_id: str | None, name: str, arguments: Any) -> None:
+        self._enqueue(ToolStart(call_id, name, arguments, time.monotonic()))
+
+    def on_tool_complete(self, call_id: str | None, name: str, result: Any, is_error: bool) -> None:
+        self._enqueue(ToolEnd(call_id, name, result, bool(is_error), time.monotonic()))
+
+    def on_commentary(self, text: str, already_streamed: bool) -> None:
+        if text:
+            self._enqueue(Commentary(text, bool(already_streamed)))
+
+    def on_compaction(self, summary: str) -> None:
+        self._enqueue(Compacted(summary or ""))
+
+    def on_approval_request(self, command: str, description: str, choices: tuple[str, ...]) -> None:
+        self._enqueue(ApprovalRequested(command, description, tuple(choices)))
+
+    def on_approval_response(self, choice: str) -> None:
+        # Through the same queue as the request, so the decision is journaled after it whichever thread decides.
+        self._enqueue(ApprovalResponded(choice))
+
+    def close(self) -> None:
+        """Stop accepting callbacks and convert what is pending (called on the loop thread)."""
+        with self._lock:
+            self._closed = True
+        self.flush()
+
+    def _enqueue_delta(self, kind: type[ReasoningDelta] | type[TextDelta], text: str) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            pending = self._pending
+            if pending:
+                last = pending[-1]
+                if type(last) is DeltaRun and last.kind is kind:
+                    last.parts.append(text)  # a flush is already scheduled for the run
+                    return
+            pending.append(DeltaRun(kind, text))
+            if self._scheduled:
+                return
+            self._scheduled = True
+        self._wake()
+
+    def _enqueue(self, item: Pending) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._pending.append(item)
+            if self._scheduled:
+                return
+            self._scheduled = True
+        self._wake()
+
+    def _wake(self) -> None:
+        if threading.get_ident() == self._loop_thread:
+            self._loop.call_soon(self._schedule_flush)  # same thread: no self-pipe wake-up syscall
+            return
+        try:
+            self._loop.call_soon_threadsafe(self._schedule_flush)
+        except RuntimeError:  # loop closed during shutdown: nothing left to deliver to
+            pass
+
+    # -- loop side --------------------------------------------------------------------------------
+    def _schedule_flush(self) -> None:
+        # Deltas that arrive in a burst (less than COALESCE_S after the last flush) are gathered for the
+        # rest of that window and journaled as one event: fewer records, wake-ups and socket writes
+        # under load; a delta after a quiet spell is journaled at once.
+        wait = self._last_flush + COALESCE_S - self._loop.time()
+        if wait > 0:
+            self._loop.call_later(wait, self.flush)
+        else:
+            self.flush()
+
+    def flush(self) -> None:
+        with self._lock:
+            items, self._pending = self._pending, []
+            self._scheduled = False
+        if not items:
+            return
+        self._last_flush = self._loop.time()
+        events: list[TurnEvent] = []
+        for item in items:
+            event = self._convert(item)
+            if event is None:
+                continue
+            # Coalesce adjacent deltas of one kind: fewer records, same text.
+            last = events[-1] if events else None
+            if isinstance(event, ReasoningDelta) and isinstance(last, ReasoningDelta):
+                events[-1] = ReasoningDelta(last.text + event.text)
+            elif isinstance(event, TextDelta) and isinstance(last, TextDelta):
+                events[-1] = TextDelta(last.text + event.text)
+            else:
+                events.append(event)
+        self._journal.extend(events)
+
+    def _convert(self, item: Pending) -> TurnEvent | None:
+        if isinstance(item, DeltaRun):
+            return item.event()
+        if isinstance(item, ToolStart):
+            return self._tool_started(item)
+        if isinstance(item, ToolEnd):
+            return self._tool_completed(item)
+        return item
+
+    def _tool_started(self, item: ToolStart) -> ToolStarted | None:
+        if isinstance(item.raw_name, str) and item.raw_name.startswith("_"):
+            return None  # the agent's internal tools are not shown
+        name = display_tool_name(item.raw_name)
+        raw_id = item.raw_id
+        call_id = raw_id if isinstance(raw_id, str) and VISIBLE_ASCII.match(raw_id) else None
+        if call_id is None or call_id in self._used_ids:
+            call_id = new_call_id()
+        self._used_ids.add(call_id)
+        event = ToolStarted(
+            call_id=call_id,
+            name=name,
+            arguments=as_json_string(item.arguments if item.arguments is not None else {}),
+            label=tool_label(name, item.arguments, self._secrets),
+            emoji=tool_emoji(name),
+            started_at=item.at,
+        )
+        self._open[call_id] = event
+        self._open_by_raw.setdefault(raw_id, deque()).append(call_id)
+        self._open_by_name.setdefault(name, deque()).append(call_id)
+        return event
+
+    def _tool_completed(self, item: ToolEnd) -> ToolCompleted | None:
+        if isinstance(item.raw_name, str) and item.raw_name.startswith("_"):
+            return None
+        queue = self._open_by_raw.get(item.raw_id) if item.raw_id is not None else None
+        if not queue:  # no usable id: the oldest running tool of that name
+            queue = self._open_by_name.get(display_tool_name(item.raw_name))
+        if not queue:
+            return None  # orphan completion: never reported
+        call_id = queue.popleft()
+        started = self._open.pop(call_id)
+        self._forget(started)
+        return ToolCompleted(
+            call_id=call_id,
+            name=started.name,
+            result=as_json_string(item.result if item.result is not None else ""),
+            is_error=item.is_error,
+            duration_ms=max(0, int((item.at - started.started_at) * 1000)),
+        )
+
+    def _forget(self, started: ToolStarted) -> None:
+        for index in (self._open_by_raw, self._open_by_name):
+            for key, queue in list(index.items()):
+                if started.call_id in queue:
+                    queue.remove(started.call_id)
+                if not queue:
+                    del index[key]
+
+    def stop_open_tools(self) -> list[TurnEvent]:
+        """`completed` records for tools the end of the turn stopped, in start order."""
+        now = time.monotonic()
+        stopped: list[TurnEvent] = [
+            ToolCompleted(
+                s.call_id, s.name, "[interrupted]", True, max(0, int((now - s.started_at) * 1000)), stopped=True
+            )
+            for s in self._open.values()
+        ]
+        self._open.clear()
+        self._open_by_raw.clear()
+        self._open_by_name.clear()
+        return stopped

@@ -1,0 +1,80 @@
+"""TurnTranscript: the fold every surface shares (bursts, final answer, partial)."""
+
+from __future__ import annotations
+
+from hermes_api_plugin.core.events import (
+    Commentary,
+    ReasoningDelta,
+    StatusChanged,
+    TextDelta,
+    ToolCompleted,
+    ToolStarted,
+    TurnFinished,
+    TurnStatus,
+    TurnTranscript,
+    Usage,
+)
+
+START = ToolStarted("call_1", "terminal", "{}", "ls", "💻", 0.0)
+END = ToolCompleted("call_1", "terminal", "ok", False, 5)
+
+
+def test_reasoning_bursts_after_the_first_start_with_blank_line() -> None:
+    """W-3.14: a burst ends at text, a tool or commentary; later bursts are prefixed with \\n\\n."""
+    t = TurnTranscript()
+    emitted = [
+        t.feed(e)
+        for e in [
+            ReasoningDelta("a"),
+            ReasoningDelta("b"),
+            Commentary("c"),
+            ReasoningDelta("d"),
+            START,
+            ReasoningDelta("e"),
+            TextDelta("x"),
+            ReasoningDelta("f"),
+        ]
+    ]
+    assert [e for e in emitted if e is not None] == ["a", "b", "\n\nd", "\n\ne", "\n\nf"]
+    assert t.reasoning == "ab\n\nd\n\ne\n\nf"
+
+
+def test_status_changes_do_not_split_a_burst() -> None:
+    t = TurnTranscript().feed_all([ReasoningDelta("a"), StatusChanged(TurnStatus.RUNNING), ReasoningDelta("b")])
+    assert t.reasoning == "ab"
+
+
+def test_answer_is_text_after_the_last_tool_event() -> None:
+    t = TurnTranscript().feed_all(
+        [TextDelta("before "), START, TextDelta("during"), END, TextDelta("after"), TextDelta(" more")]
+    )
+    assert t.answer == "after more"
+    assert t.any_text
+
+
+def test_no_reasoning_is_none_and_no_text_is_not_partial() -> None:
+    t = TurnTranscript().feed_all([START, END, TurnFinished(TurnStatus.CANCELLED)])
+    assert t.reasoning is None
+    assert t.answer == ""
+    assert not t.any_text
+    assert t.finished == TurnFinished(TurnStatus.CANCELLED)
+
+
+def test_usage_total_is_the_sum() -> None:
+    assert Usage(3, 4).total_tokens == 7
+
+
+def test_terminal_statuses() -> None:
+    assert {s for s in TurnStatus if s.terminal} == {
+        TurnStatus.COMPLETED,
+        TurnStatus.INCOMPLETE,
+        TurnStatus.FAILED,
+        TurnStatus.CANCELLED,
+    }
+
+
+def test_tools_stopped_by_the_end_of_the_turn_do_not_reset_the_answer() -> None:
+    t = TurnTranscript().feed_all(
+        [START, TextDelta("summary"), ToolCompleted("call_1", "terminal", "[interrupted]", True, 3, stopped=True)]
+    )
+    assert t.answer == "summary"

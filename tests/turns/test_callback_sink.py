@@ -1,0 +1,121 @@
+"""The callback bridge: thread-safe enqueue, tool id normalisation, coalescing, stopped tools."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+import time
+
+from hermes_api_plugin.core.events import (
+    TextDelta,
+    ToolCompleted,
+    ToolStarted,
+)
+from hermes_api_plugin.turns import CallbackSink, Journal, display_tool_name
+from tests.helpers import wait_for_async
+
+
+async def test_bridge_callbacks_from_many_threads_all_arrive_in_per_thread_order() -> None:
+    loop = asyncio.get_running_loop()
+    journal = Journal()
+    bridge = CallbackSink(loop, journal)
+
+    def produce(tag: str) -> None:
+        for i in range(500):
+            bridge.on_text(f"{tag}{i};")
+
+    threads = [threading.Thread(target=produce, args=(t,)) for t in "abcd"]
+    for thread in threads:
+        thread.start()
+    # The loop keeps flushing while the threads produce; close() converts whatever is still pending.
+    await wait_for_async(
+        lambda: not any(t.is_alive() for t in threads), interval=0.001, what="the producer threads' end"
+    )
+    bridge.close()
+    text = "".join(e.text for e in journal.events if isinstance(e, TextDelta))
+    for tag in "abcd":
+        assert re.findall(rf"{tag}(\d+);", text) == [str(i) for i in range(500)]
+    assert len(journal.events) < 2000  # adjacent deltas were coalesced
+
+
+async def test_bridge_drops_empty_deltas_and_late_callbacks() -> None:
+    journal = Journal()
+    bridge = CallbackSink(asyncio.get_running_loop(), journal)
+    bridge.on_reasoning("")
+    bridge.on_text(None)
+    bridge.on_text("x")
+    bridge.close()
+    bridge.on_text("after close")
+    await asyncio.sleep(0.01)
+    assert journal.events == [TextDelta("x")]
+
+
+async def test_bridge_normalises_tool_ids_and_hides_underscore_tools() -> None:
+    """W-3.16 / W-3.6"""
+    journal = Journal()
+    bridge = CallbackSink(asyncio.get_running_loop(), journal)
+    bridge.on_tool_start("call_ok", "terminal", {"command": "ls"})
+    bridge.on_tool_start("call_ok", "terminal", {"command": "pwd"})  # repeated id → substituted
+    bridge.on_tool_start(None, "web_search", {"query": "x"})  # missing id → substituted
+    bridge.on_tool_start("_h", "_hidden", {})
+    bridge.on_tool_complete("_h", "_hidden", "x", False)
+    bridge.on_tool_complete("nope", "unknown_tool", "x", False)  # orphan → dropped
+    bridge.on_tool_complete(None, "web_search", "found", False)  # matched by name
+    bridge.on_tool_complete("call_ok", "terminal", "a", False)
+    bridge.on_tool_complete("call_ok", "terminal", "b", True)
+    bridge.close()
+    started = [e for e in journal.events if isinstance(e, ToolStarted)]
+    completed = [e for e in journal.events if isinstance(e, ToolCompleted)]
+    assert [s.name for s in started] == ["terminal", "terminal", "web_search"]
+    assert started[0].call_id == "call_ok"
+    assert all(re.fullmatch(r"call_[0-9a-f]{24}", s.call_id) for s in started[1:])
+    assert len({s.call_id for s in started}) == 3
+    assert [c.call_id for c in completed] == [started[2].call_id, started[0].call_id, started[1].call_id]
+    assert [c.result for c in completed] == ["found", "a", "b"]
+    assert started[0].label == "ls" and started[2].label == "x"
+
+
+def test_display_tool_name_escapes_and_cuts() -> None:
+    """W-3.16"""
+    assert display_tool_name("terminal") == "terminal"
+    assert display_tool_name("wérk tool") == "w\\u00e9rk\\u0020tool"
+    assert display_tool_name("😀") == "\\ud83d\\ude00"
+    assert len(display_tool_name("é" * 300)) == 256
+
+
+async def test_bridge_stop_open_tools_reports_running_tools_as_stopped() -> None:
+    journal = Journal()
+    bridge = CallbackSink(asyncio.get_running_loop(), journal)
+    bridge.on_tool_start("c1", "terminal", {"command": "sleep 9"})
+    bridge.flush()
+    time.sleep(0.02)
+    (stopped,) = bridge.stop_open_tools()
+    assert isinstance(stopped, ToolCompleted)
+    assert stopped.call_id == "c1" and stopped.stopped and stopped.is_error and stopped.duration_ms >= 20
+
+
+# -- registry ----------------------------------------------------------------------------------------
+
+
+async def test_deltas_of_one_kind_join_one_event_and_kinds_keep_their_order() -> None:
+    """A burst of same-kind deltas becomes one event (one DeltaRun under the lock); a change of kind or a tool
+    between them starts a new one, so the journal keeps the agent's order."""
+    journal = Journal()
+    bridge = CallbackSink(asyncio.get_running_loop(), journal)
+    for text in ("I ", "think"):
+        bridge.on_reasoning(text)
+    bridge.on_text("Hel")
+    bridge.on_text("lo")
+    bridge.on_reasoning("more")
+    bridge.on_tool_start("call_1", "terminal", {"command": "ls"})
+    bridge.on_text(" world")
+    bridge.close()
+    kinds = [(type(e).__name__, getattr(e, "text", None)) for e in journal.events]
+    assert kinds == [
+        ("ReasoningDelta", "I think"),
+        ("TextDelta", "Hello"),
+        ("ReasoningDelta", "more"),
+        ("ToolStarted", None),
+        ("TextDelta", " world"),
+    ]
