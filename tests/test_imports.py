@@ -213,3 +213,66 @@ def test_the_graph_sees_every_way_to_import(tmp_path: Path) -> None:
         ["pkg.a:2 -> pkg.sub.b", "pkg.sub.b:2 -> pkg.d", "pkg.d:2 -> pkg.a"]
     ]
     assert cycles(graph, frozenset({("pkg.d", "pkg.a")})) == []
+
+
+# The layers of DESIGN.md §3, lowest first: a module imports only from its own layer or a lower one. The longest
+# matching prefix decides; `hermes` is split because its compat boundary and session store serve the runtimes while
+# its adapter boots the whole app inside `hermes gateway`; `http` because the SSE writer, delivery and the JSON body
+# serve the routes while the application object mounts them.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("core",),
+    ("config",),
+    ("protocol", "dialects", "store", "hermes.compat"),
+    ("hermes.sessions", "hermes.approvals", "hermes.jobs", "hermes.host"),
+    ("runtimes",),
+    ("turns",),
+    ("cluster",),
+    ("submission",),
+    ("surfaces",),
+    ("http",),
+    ("routes",),
+    ("http.app",),
+    ("hookspecs",),
+    ("gateway", "hermes", "plugin", "__main__", ""),
+)
+
+
+def layer_of(module: str) -> int:
+    """The index in LAYERS of a module's layer (its dotted name below the package root)."""
+    inner = module.removeprefix(ROOT).removeprefix(".")
+    best, rank = -1, len(LAYERS) - 1
+    for index, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (inner == prefix or inner.startswith(prefix + ".") or not prefix) and len(prefix) > best:
+                best, rank = len(prefix), index
+    return rank
+
+
+def upward_imports(graph: Mapping[str, list[Edge]]) -> list[Edge]:
+    """Every import of a module in a higher layer than the importer's (the package root's `__init__` aside: importing
+    `hermes_api_plugin` for `__version__` is an import of the package's face, not of a layer)."""
+    return [
+        e
+        for edges in graph.values()
+        for e in edges
+        if e.imported != ROOT and layer_of(e.imported) > layer_of(e.importer)
+    ]
+
+
+def test_imports_point_down_the_layers() -> None:
+    graph = import_graph(module_names())
+    assert [str(e) for e in upward_imports(graph)] == []
+
+
+def test_the_layer_table_places_every_module_and_sees_an_upward_import() -> None:
+    modules = module_names()
+    assert layer_of(f"{ROOT}.core.events") == 0
+    assert (
+        layer_of(f"{ROOT}.hermes.compat.agent")
+        < layer_of(f"{ROOT}.runtimes.hermes")
+        < layer_of(f"{ROOT}.hermes.bridge")
+    )
+    assert layer_of(f"{ROOT}.http.sse") < layer_of(f"{ROOT}.routes.chat") < layer_of(f"{ROOT}.http.app")
+    assert {layer_of(m) for m in modules} - set(range(len(LAYERS))) == set()
+    core_imports_routes = {f"{ROOT}.core.events": [Edge(f"{ROOT}.core.events", f"{ROOT}.routes.chat", 1)]}
+    assert upward_imports(core_imports_routes) == core_imports_routes[f"{ROOT}.core.events"]

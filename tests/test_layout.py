@@ -16,7 +16,8 @@ from tests.helpers import PACKAGE
 LONG_MODULE = 500  # lines; a module over this says why in its docstring
 LONG_REASON = "Long because"
 # Layers that are tested from values alone and that the OpenAPI document and other hosts build on.
-PURE = ("dialects", "protocol", "events.py", "turns/journal.py", "turns/tool_display.py")
+PURE = ("core", "dialects", "protocol", "turns/journal.py", "turns/tool_display.py")
+FACE = {"__init__.py", "__main__.py", "plugin.py", "hookspecs.py"}  # all the package root holds (DESIGN.md §3)
 
 
 def _modules() -> list[Path]:
@@ -75,3 +76,11 @@ def test_every_module_says_what_it_owns() -> None:
         if p.stat().st_size and ast.get_docstring(ast.parse(p.read_text(encoding="utf-8"))) is None
     ]
     assert missing == []
+
+
+def test_the_package_root_holds_only_the_plugins_face() -> None:
+    assert {p.name for p in PACKAGE.glob("*.py")} == FACE
+
+
+def test_every_pure_layer_exists() -> None:
+    assert [p for p in PURE if not (PACKAGE / p).exists()] == []

@@ -24,8 +24,8 @@ import asyncio
 import logging
 
 from ..config.settings import Settings
+from ..dialects.response_objects import head_from_snapshot, settled
 from ..store.base import Store
-from ..surfaces.responses import head_from_snapshot, settled
 from ..turns.durable import close_journal
 from ..turns.recent import RECENT_S
 from ..turns.registry import TurnRegistry

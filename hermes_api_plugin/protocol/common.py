@@ -18,7 +18,6 @@ from ..config.settings import parse_bool
 from ..core.content import Message, canonical_json, parse_content
 from ..core.digits import ascii_int
 from ..core.errors import invalid_parameter
-from ..runtimes.base import REASONING_EFFORTS
 from .counts import MAX_MESSAGES
 from .limits import HEADER_MAX, NAME_MAX, short
 from .params import Param
@@ -70,6 +69,7 @@ CONTENT = Checked(
 )
 """Message content: checked by `content.parse_content` (its own §9 codes), normalised to a tuple of parts."""
 
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra")
 EFFORT = Str(enum=REASONING_EFFORTS)
 MODEL_OPTIONS = Obj(
     name="ModelOptions",

@@ -15,6 +15,7 @@ from aiohttp import web
 
 from ..core.errors import ApiError, invalid_parameter, invalid_request
 from ..dialects.record import SseRecord
+from ..dialects.response_objects import head_from_snapshot, live_snapshot, renderer
 from ..dialects.responses import ResponseHead, ResponsesRenderer, without_tool_items
 from ..http.app_keys import JOURNALS, LEASES, REMOTE_TURNS, RUNTIME, SETTINGS, STORE, TURNS
 from ..http.delivery import deliver, open_stream, pump, start_detached
@@ -33,7 +34,7 @@ from ..store.base import StoredResponse, StoreError
 from ..submission.conversations import response_not_found
 from ..submission.idempotency import error_for, store_failure
 from ..submission.submit import Existing, NewTurn, Submission, refusal_error
-from ..surfaces.responses import ResponseCreation, head_from_snapshot, live_snapshot, renderer
+from ..surfaces.responses import ResponseCreation
 from ..turns import HeldTurn, Journal
 from ..turns.durable import stored_journal
 from .replies import json_response, run_headers
@@ -147,7 +148,7 @@ async def get_response(request: web.Request) -> web.StreamResponse:
     live = turn.journal if turn is not None else await _remote_journal(request, record, follow=query["stream"])
     if not query["stream"]:
         if live is not None:
-            return json_response(live_snapshot(app[SETTINGS], record, live, tool_items))
+            return json_response(live_snapshot(app[SETTINGS], record, live.events, tool_items))
         return json_response(record.snapshot if tool_items else without_tool_items(record.snapshot))
     after = query["starting_after"]
     r = renderer(app[SETTINGS], head_from_snapshot(record.snapshot), record.commentary, tool_items)
@@ -209,10 +210,10 @@ async def cancel_response(request: web.Request) -> web.Response:
     try:
         await asyncio.wait_for(asyncio.shield(turn.wait()), CANCEL_WAIT_S)
     except TimeoutError:
-        return json_response(live_snapshot(app[SETTINGS], record, turn.journal))
+        return json_response(live_snapshot(app[SETTINGS], record, turn.journal.events))
     settled = await app[STORE].get_response(profile_of(request).scope, record.id)
     return json_response(
-        settled.snapshot if settled is not None else live_snapshot(app[SETTINGS], record, turn.journal)
+        settled.snapshot if settled is not None else live_snapshot(app[SETTINGS], record, turn.journal.events)
     )
 
 
@@ -235,13 +236,13 @@ async def _cancel_remote(request: web.Request, record: StoredResponse, owner: st
     try:
         await asyncio.wait_for(settled(), CANCEL_WAIT_S)
     except TimeoutError:
-        return json_response(live_snapshot(app[SETTINGS], record, journal))
+        return json_response(live_snapshot(app[SETTINGS], record, journal.events))
     again = await app[STORE].get_response(profile_of(request).scope, record.id)
     if again is not None and again.status not in _UNSETTLED:
         return json_response(again.snapshot)
     # The journal's terminal record can reach this gateway before the owner's update of the stored object: the
     # journal is the truth either way, and it has settled.
-    return json_response(live_snapshot(app[SETTINGS], record, journal))
+    return json_response(live_snapshot(app[SETTINGS], record, journal.events))
 
 
 async def list_input_items(request: web.Request) -> web.Response:

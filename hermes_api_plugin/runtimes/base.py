@@ -32,8 +32,6 @@ ApprovalCallback = Callable[[str, str, "tuple[str, ...]"], None]  # redacted com
 
 log = logging.getLogger("hermes_api_plugin")
 
-REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra")
-
 
 @dataclass(frozen=True)
 class TurnRequest:

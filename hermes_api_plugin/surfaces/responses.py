@@ -10,68 +10,20 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from ..config.settings import Settings
-from ..core.events import TurnEvent, TurnFinished
-from ..core.transcript import turn_messages
+from ..core.events import TurnFinished
+from ..dialects.response_objects import renderer, settled
 from ..dialects.responses import ResponseHead, ResponsesRenderer
 from ..protocol.common import HermesHeaders, new_chain_session_id, new_response_id, new_run_id
 from ..protocol.responses import ResponsesRequest, resolve_input
 from ..store.base import Eviction, Store, StoredResponse
 from ..submission.conversations import Conversations, extended, fixed_history
 from ..submission.submit import TurnPlan
-from ..turns import HistoryLoader, Journal, Persister, Turn
+from ..turns import HistoryLoader, Persister, Turn
 from ..turns.durable import JournalSaver
 
 log = logging.getLogger("hermes_api_plugin")
 
 TRUNCATION_KEEP = 100
-
-
-def renderer(settings: Settings, head: ResponseHead, commentary: bool, tool_items: bool = True) -> ResponsesRenderer:
-    """A renderer for one delivery; per-request options (`X-Hermes-Tool-Items`) apply to it, never to what
-    is stored."""
-    return ResponsesRenderer(
-        head, commentary=commentary, tool_output_max_chars=settings.tool_output_max_chars, tool_items=tool_items
-    )
-
-
-def head_from_snapshot(snapshot: dict[str, Any]) -> ResponseHead:
-    return ResponseHead(
-        id=snapshot["id"],
-        created_at=snapshot["created_at"],
-        model=snapshot["model"],
-        background=snapshot["background"],
-        store=snapshot["store"],
-        instructions=snapshot["instructions"],
-        metadata=snapshot["metadata"],
-        tools=snapshot["tools"],
-        tool_choice=snapshot["tool_choice"],
-        parallel_tool_calls=snapshot["parallel_tool_calls"],
-        previous_response_id=snapshot["previous_response_id"],
-    )
-
-
-def live_snapshot(
-    settings: Settings, record: StoredResponse, journal: Journal, tool_items: bool = True
-) -> dict[str, Any]:
-    """The Response object of a stored response whose turn is still running (here, or on another gateway)."""
-    r = renderer(settings, head_from_snapshot(record.snapshot), record.commentary, tool_items)
-    r.created(record.queued)
-    r.render(list(journal.events))
-    return r.snapshot()
-
-
-def settled(
-    settings: Settings, record: StoredResponse, head: ResponseHead, queued: bool, events: list[TurnEvent]
-) -> tuple[StoredResponse, list[dict[str, Any]]]:
-    """A stored response as its turn's journal (terminal record included) leaves it: status, object and
-    transcript, and every item (input and output) to store with it."""
-    r = renderer(settings, head, record.commentary)
-    r.created(queued)
-    r.render(events)
-    final = replace(
-        record, status=r.status, snapshot=r.snapshot(), queued=queued, messages=turn_messages(record.messages, events)
-    )
-    return final, [*record.input_items, *r.output]
 
 
 def log_evictions(evictions: Sequence[Eviction]) -> None:

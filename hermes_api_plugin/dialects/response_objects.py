@@ -1,0 +1,64 @@
+"""The Response object of a stored response (WIRE.md §4.5–§4.7): rendered from the head its snapshot keeps and
+its turn's events — live for read-back, or settled as its journal leaves it. Pure: no aiohttp, no I/O.
+
+Shared by the Responses surface, its routes and recovery (which settles what a gone gateway left running)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from ..config.settings import Settings
+from ..core.events import TurnEvent
+from ..core.transcript import turn_messages
+from ..store.base import StoredResponse
+from .responses import ResponseHead, ResponsesRenderer
+
+
+def renderer(settings: Settings, head: ResponseHead, commentary: bool, tool_items: bool = True) -> ResponsesRenderer:
+    """A renderer for one delivery; per-request options (`X-Hermes-Tool-Items`) apply to it, never to what
+    is stored."""
+    return ResponsesRenderer(
+        head, commentary=commentary, tool_output_max_chars=settings.tool_output_max_chars, tool_items=tool_items
+    )
+
+
+def head_from_snapshot(snapshot: dict[str, Any]) -> ResponseHead:
+    return ResponseHead(
+        id=snapshot["id"],
+        created_at=snapshot["created_at"],
+        model=snapshot["model"],
+        background=snapshot["background"],
+        store=snapshot["store"],
+        instructions=snapshot["instructions"],
+        metadata=snapshot["metadata"],
+        tools=snapshot["tools"],
+        tool_choice=snapshot["tool_choice"],
+        parallel_tool_calls=snapshot["parallel_tool_calls"],
+        previous_response_id=snapshot["previous_response_id"],
+    )
+
+
+def live_snapshot(
+    settings: Settings, record: StoredResponse, events: Sequence[TurnEvent], tool_items: bool = True
+) -> dict[str, Any]:
+    """The Response object of a stored response whose turn is still running (here, or on another gateway)."""
+    r = renderer(settings, head_from_snapshot(record.snapshot), record.commentary, tool_items)
+    r.created(record.queued)
+    r.render(list(events))
+    return r.snapshot()
+
+
+def settled(
+    settings: Settings, record: StoredResponse, head: ResponseHead, queued: bool, events: list[TurnEvent]
+) -> tuple[StoredResponse, list[dict[str, Any]]]:
+    """A stored response as its turn's journal (terminal record included) leaves it: status, object and
+    transcript, and every item (input and output) to store with it."""
+    r = renderer(settings, head, record.commentary)
+    r.created(queued)
+    r.render(events)
+    final = replace(
+        record, status=r.status, snapshot=r.snapshot(), queued=queued, messages=turn_messages(record.messages, events)
+    )
+    return final, [*record.input_items, *r.output]
