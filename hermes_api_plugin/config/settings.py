@@ -19,7 +19,7 @@ from ..core.redact import mask_url, userinfo_password
 
 MIN_KEY_LENGTH = 16
 DEFAULT_PORT = 8642
-DEFAULT_HOST = "127.0.0.1"
+DEFAULT_BIND_ADDRESS = "127.0.0.1"
 DEFAULT_MODEL_NAME = "hermes-agent"
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
@@ -45,7 +45,7 @@ class Settings:
     hermes_home: Path
     enabled: bool = False
     key: str | None = None  # trimmed; None when missing or too short
-    host: str = DEFAULT_HOST
+    bind_address: str = DEFAULT_BIND_ADDRESS  # `api_server.host`: the address the listener binds
     port: int = DEFAULT_PORT
     cors_origins: tuple[str, ...] = ()
     model_name: str = DEFAULT_MODEL_NAME
@@ -335,7 +335,7 @@ def load_settings(hermes_home: Path | None = None, environ: Mapping[str, str] | 
         hermes_home=home,
         enabled=r.boolean("API_SERVER_ENABLED", "api_server.enabled", False),
         key=key,
-        host=r.string("API_SERVER_HOST", "api_server.host") or DEFAULT_HOST,
+        bind_address=r.string("API_SERVER_HOST", "api_server.host") or DEFAULT_BIND_ADDRESS,
         port=r.integer("API_SERVER_PORT", "api_server.port", DEFAULT_PORT, 0, 65535),
         cors_origins=cors,
         model_name=model_name,

@@ -66,7 +66,7 @@ def is_loopback(host: str) -> bool:
     return address.is_loopback
 
 
-def display_host(host: str) -> str:
+def display_address(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
@@ -130,14 +130,14 @@ def _env_hint(settings: Settings) -> str:
 async def _start_sites(runner: web.AppRunner, settings: Settings) -> bool:
     """Bind the configured address (plus ::1 beside the default 127.0.0.1). None when the port is taken."""
     try:
-        site = web.TCPSite(runner, settings.host, settings.port, reuse_address=True)
+        site = web.TCPSite(runner, settings.bind_address, settings.port, reuse_address=True)
         await site.start()
     except OSError as exc:
         if exc.errno in (errno.EADDRINUSE, errno.EACCES):
             log.error("[API Server] Port %s is already in use — set API_SERVER_PORT", settings.port)
             return False
         raise
-    if settings.host == "127.0.0.1" and settings.port != 0 and socket.has_ipv6:
+    if settings.bind_address == "127.0.0.1" and settings.port != 0 and socket.has_ipv6:
         try:
             await web.TCPSite(runner, "::1", settings.port, reuse_address=True).start()
         except OSError:
@@ -149,11 +149,11 @@ async def start_api_server(app: web.Application, settings: Settings) -> web.AppR
     """Serve `app` on the configured address with the §1.2 lines: the exposure warning before binding, the
     port line (None: not started), the listening line once bound. Shared by every host (the bridge too). A store
     that cannot be opened is logged and raised as StoreError."""
-    if not is_loopback(settings.host):
+    if not is_loopback(settings.bind_address):
         log.warning(
             "[API Server] WARNING: %s is reachable from the network. The full agent toolset, terminal commands "
             "included, sits behind this port. Prefer 127.0.0.1 and reach it through an SSH tunnel or Tailscale.",
-            settings.host,
+            settings.bind_address,
         )
     runner = ApiRunner(
         app,
@@ -171,7 +171,7 @@ async def start_api_server(app: web.Application, settings: Settings) -> web.AppR
         await runner.cleanup()
         return None
     port = runner.addresses[0][1] if settings.port == 0 else settings.port
-    log.info("[API Server] API server listening on http://%s:%s", display_host(settings.host), port)
+    log.info("[API Server] API server listening on http://%s:%s", display_address(settings.bind_address), port)
     return runner
 
 

@@ -208,7 +208,12 @@ def _build_adapter_class() -> type:
 
         async def get_chat_info(self, chat_id: str) -> dict[str, Any]:
             settings = self.settings
-            return {"name": LABEL, "type": "api", "host": settings.host if settings else None, "port": self.port}
+            return {
+                "name": LABEL,
+                "type": "api",
+                "host": settings.bind_address if settings else None,
+                "port": self.port,
+            }
 
         def active_agent_work_count(self) -> int:
             """Agent turns in flight and background work such as a fired cron job's run (Hermes' drain waits for

@@ -27,7 +27,7 @@ def _served(app: web.Application) -> list[tuple[str, str, str]]:
     """(name, method, path) of every documented route: named routes, and /v1/health (unnamed so that
     capabilities do not list it, §8.3). The retired 410 routes are not part of the API any more, and the routes of
     the host's own data are not served by a host without it (they answer 501 there, §14.3)."""
-    no_host_data = app[RUNTIME].host is None
+    no_host_data = app[RUNTIME].host_data is None
     out = []
     for route in app.router.routes():
         if route.method == "HEAD" or route.resource is None:

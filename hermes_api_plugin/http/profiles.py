@@ -99,7 +99,7 @@ async def profile_middleware(request: web.Request, handler: Handler) -> web.Stre
         # The public liveness answer names no profile: the same for every name, served or not, so a request without
         # the key cannot enumerate the served profiles (issue 20, defect 6); upstream ignores the prefix likewise.
         return await handler(request)
-    host: HostData | None = request.app[RUNTIME].host
+    host: HostData | None = request.app[RUNTIME].host_data
     if host is None:
         if prefix is not None:
             raise not_supported_by_host()

@@ -39,7 +39,7 @@ async def models(request: web.Request) -> web.Response:
 def served_endpoints(app: web.Application) -> dict[str, dict[str, str]]:
     """Named routes of this app: the capabilities `endpoints` table is exactly what is served (the routes of the
     host's own data only on a host that has it: elsewhere they answer 501, §14.3)."""
-    no_host_data = app[RUNTIME].host is None
+    no_host_data = app[RUNTIME].host_data is None
     endpoints: dict[str, dict[str, str]] = {}
     for route in app.router.routes():
         name = route.name
@@ -51,7 +51,7 @@ def served_endpoints(app: web.Application) -> dict[str, dict[str, str]]:
 
 def _features(app: web.Application, served: dict[str, dict[str, str]]) -> dict[str, Any]:
     settings = app[SETTINGS]
-    host = app[RUNTIME].host
+    host = app[RUNTIME].host_data
     durable = app[STORE].durable
     chat = "chat_completions" in served
     responses = "responses" in served

@@ -69,7 +69,7 @@ async def health_detailed(request: web.Request) -> web.Response:
         "exit_reason": None,
         "updated_at": None,
     }
-    host = app[RUNTIME].host
+    host = app[RUNTIME].host_data
     if host is not None:
         hermes = await _host_health(host, counts.admitted)
         # Hermes' probes (state.db, config, model, disk, its gateway) with this server's store check beside them.

@@ -20,7 +20,7 @@ log = logging.getLogger("hermes_api_plugin")
 
 
 def host_of(request: web.Request) -> HostData:
-    host = request.app[RUNTIME].host
+    host = request.app[RUNTIME].host_data
     if host is None:
         raise not_supported_by_host()
     return host

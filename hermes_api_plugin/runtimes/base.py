@@ -177,7 +177,7 @@ class AgentRuntime(Protocol):
     """The one interface to "the agent"."""
 
     name: str  # "scripted" | "hermes": advertised as metadata.runtime
-    host: HostData | None  # the host agent's own data (skills, toolsets, inventory, health); None: it has none
+    host_data: HostData | None  # the host agent's own data (skills, toolsets, inventory, health); None: it has none
 
     def providers(self) -> frozenset[str]:
         """Provider names a request may select with `provider`."""

@@ -90,7 +90,7 @@ class HermesRuntime:
         self.resolved = ResolvedSettings()  # Hermes' per-turn provider/config resolution, briefly remembered
         self._session_dbs: dict[Path | None, Any] = {}  # by profile home (None: the gateway's own), opened once
         self._session_dbs_lock = threading.Lock()  # opened from worker threads and the event loop alike
-        self.host: HostData | None = HermesHost()
+        self.host_data: HostData | None = HermesHost()
 
     # -- AgentRuntime ---------------------------------------------------------------------------------
     def providers(self) -> frozenset[str]:

@@ -1,7 +1,7 @@
 """HostData: what only the host agent knows — its skills, toolsets, model inventory, gateway health, cron jobs (and
 the fire tokens of its managed-cron scheduler) and platform adapters (WIRE §14.3).
 
-A runtime exposes it as `runtime.host`; None means the host has no such data (the bundled reference gateway with
+A runtime exposes it as `runtime.host_data`; None means the host has no such data (the bundled reference gateway with
 the scripted runtime), and the routes built on it answer 501 `not_supported_by_host` while `/v1/capabilities`
 reports them `false`. The Hermes implementation is `hermes/host.py`. No aiohttp here.
 """

@@ -75,8 +75,8 @@ class ModelOptionsCache:
             if self.built is not None and not refresh:
                 return self.built, True
             inventory: dict[str, Any] | None = None
-            if runtime.host is not None:
-                inventory = await runtime.host.model_inventory(refresh)
+            if runtime.host_data is not None:
+                inventory = await runtime.host_data.model_inventory(refresh)
                 options = options_from_inventory(inventory)
             else:
                 listed = await runtime.model_inventory(refresh=refresh)

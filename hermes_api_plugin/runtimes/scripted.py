@@ -134,7 +134,7 @@ class ScriptedRuntime:
     """Plays the first matching script turn; interrupt cancels the playback within one event-loop tick."""
 
     name = "scripted"
-    host: HostData | None = None  # a script has no skills, toolsets or inventory of its own
+    host_data: HostData | None = None  # a script has no skills, toolsets or inventory of its own
 
     def __init__(self, script: Script) -> None:
         self.script = script

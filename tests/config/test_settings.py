@@ -21,7 +21,7 @@ def home_with(tmp_path: Path, env_text: str = "", config: dict | None = None) ->
 
 def test_defaults_without_files(tmp_path: Path) -> None:
     s = load_settings(tmp_path / "empty", environ={})
-    assert (s.enabled, s.key, s.host, s.port) == (False, None, "127.0.0.1", 8642)
+    assert (s.enabled, s.key, s.bind_address, s.port) == (False, None, "127.0.0.1", 8642)
     assert s.model_name == "hermes-agent" and s.max_concurrent_runs == 10 and s.sse_keepalive_seconds == 10
     assert s.tool_progress_events and s.on_disconnect == "auto" and s.interim_assistant_messages
     assert s.problems == ()
@@ -36,7 +36,7 @@ def test_process_env_wins_over_dotenv_which_wins_over_yaml(tmp_path: Path) -> No
     s = load_settings(home, environ={"API_SERVER_PORT": "9100"})
     assert s.port == 9100
     assert s.key == "from-dotenv-0123456789"
-    assert s.host == "127.0.0.2"
+    assert s.bind_address == "127.0.0.2"
     assert s.enabled is True
 
 

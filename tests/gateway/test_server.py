@@ -10,7 +10,7 @@ import pytest
 
 from hermes_api_plugin.config.settings import load_settings, parse_env_file
 from hermes_api_plugin.gateway.cli import init_env
-from hermes_api_plugin.gateway.server import check_startable, display_host, is_loopback
+from hermes_api_plugin.gateway.server import check_startable, display_address, is_loopback
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.8.9.10", "::1", "::ffff:127.0.0.1", "localhost", "LOCALHOST"])
@@ -24,7 +24,7 @@ def test_exposed_hosts(host: str) -> None:
 
 
 def test_ipv6_hosts_are_bracketed_in_urls() -> None:
-    assert display_host("::1") == "[::1]" and display_host("127.0.0.1") == "127.0.0.1"
+    assert display_address("::1") == "[::1]" and display_address("127.0.0.1") == "127.0.0.1"
 
 
 def test_refusal_without_key_is_one_line_naming_the_variable_and_file(

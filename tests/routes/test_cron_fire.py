@@ -83,7 +83,7 @@ class Host:
 @pytest.fixture
 def host(api: TestClient, monkeypatch: pytest.MonkeyPatch) -> Host:
     stand_in = Host()
-    monkeypatch.setattr(api.server.app[RUNTIME], "host", stand_in, raising=False)
+    monkeypatch.setattr(api.server.app[RUNTIME], "host_data", stand_in, raising=False)
     return stand_in
 
 

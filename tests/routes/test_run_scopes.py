@@ -59,7 +59,7 @@ async def api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[
     gateway = ReferenceGateway(settings, select_runtime(settings), pm)
     pm.hook.hermes_api_gateway_startup(gateway=gateway)
     app = gateway.apps[0]
-    monkeypatch.setattr(app[RUNTIME], "host", MultiplexingHost(tmp_path), raising=False)
+    monkeypatch.setattr(app[RUNTIME], "host_data", MultiplexingHost(tmp_path), raising=False)
     runner = ApiRunner(app, **runner_kwargs(settings))
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
