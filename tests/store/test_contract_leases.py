@@ -156,7 +156,7 @@ async def test_two_stores_on_one_database_see_each_others_notifications(open_bac
     one = await open_backend()
     store = one.store
     url = store.db._url  # type: ignore[attr-defined]
-    from hermes_api_plugin.store.postgres import PostgresStore
+    from hermes_api_plugin.store.postgres.store import PostgresStore
 
     other = PostgresStore(url)
     await other.open()
@@ -188,7 +188,7 @@ async def test_run_records_and_their_unreferenced_journals_are_purged_after_they
         await store.append_journals([(turn_id, 0, ["e0"])])
     from .test_contract_store import admission
 
-    await store.reserve_admission(admission(turn="run_keyed", state="settled"))
+    await store.reserve_idempotency_record(admission(turn="run_keyed", state="settled"))
     await store.put_response(replace(stored("stored", None, "completed"), turn_id="run_stored"), [])
     await store.purge_runs(NOW)
     left = {t: await store.get_run(SCOPE, t) is not None for t in ("run_old", "run_keyed", "run_new", "run_running")}
@@ -211,9 +211,9 @@ async def test_owned_unsettled_lists_an_owners_running_admissions_runs_and_unset
     from .test_contract_store import admission
 
     store = backend.store
-    await store.reserve_admission(admission("a", turn="run_adm", owner="me"))
-    await store.reserve_admission(admission("b", turn="run_done", owner="me", state="settled"))
-    await store.reserve_admission(admission("c", turn="run_theirs", owner="them"))
+    await store.reserve_idempotency_record(admission("a", turn="run_adm", owner="me"))
+    await store.reserve_idempotency_record(admission("b", turn="run_done", owner="me", state="settled"))
+    await store.reserve_idempotency_record(admission("c", turn="run_theirs", owner="them"))
     await store.put_run(run("run_adm", "me"))  # a keyed run: both records, one turn id
     await store.put_run(run("run_unkeyed", "me"))
     await store.put_run(run("run_settled", "me", status="completed"))

@@ -11,11 +11,12 @@ import pytest
 
 from hermes_api_plugin.core.content import ImagePart, Message, TextPart
 from hermes_api_plugin.store import SqliteStore, StoreError
-from hermes_api_plugin.store.sqlite_migrate import load_migrations
+from hermes_api_plugin.store.sql.migrations import load_migrations
+from hermes_api_plugin.store.sqlite.migrate import BUNDLED
 
 
 def bundled_versions() -> list[int]:
-    return [m.version for m in load_migrations()]
+    return [m.version for m in load_migrations(BUNDLED)]
 
 
 async def test_open_creates_a_private_wal_database_with_every_migration_recorded(tmp_path: Path) -> None:
