@@ -12,8 +12,8 @@ import pytest
 
 from hermes_api_plugin.core.content import Message, TextPart
 from hermes_api_plugin.store import SqliteStore, StoreError
-from hermes_api_plugin.store.sqlite.db import SqliteDatabase
 from hermes_api_plugin.store.sql.migrations import load_migrations
+from hermes_api_plugin.store.sqlite.db import SqliteDatabase
 from hermes_api_plugin.store.sqlite.migrate import BUNDLED, split_statements
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import psycopg
 
-from hermes_api_plugin.store.postgres.store import PostgresStore
 from hermes_api_plugin.store.postgres.db import PostgresDatabase
+from hermes_api_plugin.store.postgres.store import PostgresStore
 from tests.pg import PG_MIGRATIONS
 
 # What a client could have sent before: quotes, a backslash, JSON-looking text, non-ASCII, a line break.
