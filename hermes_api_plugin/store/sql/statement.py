@@ -46,9 +46,9 @@ def sql(text: str) -> Statement:
     return Statement(text, pyformat(text))
 
 
-def insert(table: str, columns: Sequence[str]) -> str:
-    """`INSERT INTO table (cols) VALUES (:cols)`: a row by column name."""
-    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(':' + c for c in columns)})"
+def insert(table: str, columns: Sequence[str], verb: str = "INSERT") -> str:
+    """`INSERT INTO table (cols) VALUES (:cols)`: a row by column name (`verb`: SQLite's `INSERT OR REPLACE`)."""
+    return f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({', '.join(':' + c for c in columns)})"
 
 
 def upsert(table: str, columns: Sequence[str], key: Sequence[str]) -> str:

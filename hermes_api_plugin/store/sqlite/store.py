@@ -39,7 +39,7 @@ _UNSETTLED_RESPONSES = S.UNSETTLED_RESPONSES.sqlite.format(dead=_DEAD)
 _MARK_UNKNOWN_IDEMPOTENCY_RECORDS = S.MARK_UNKNOWN_IDEMPOTENCY_RECORDS.sqlite.format(dead=_DEAD)
 _MARK_FAILED_RUNS = S.MARK_FAILED_RUNS.sqlite.format(dead=_DEAD)
 # INSERT OR REPLACE gives a rewritten item a new rowid: `find_tool_output` takes the latest write of a call.
-_PUT_ITEM = insert("response_items", S.ITEM_COLUMNS).replace("INSERT", "INSERT OR REPLACE", 1)
+_PUT_ITEM = insert("response_items", S.ITEM_COLUMNS, "INSERT OR REPLACE")
 _FIND_TOOL_OUTPUT = "SELECT item FROM response_items WHERE scope = ? AND call_id = ? ORDER BY rowid DESC LIMIT 1"
 # Unsettled responses are never evicted: their turn is still writing them.
 _EVICTION_VICTIMS = (

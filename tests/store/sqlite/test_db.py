@@ -1,5 +1,5 @@
 """The SQLite backend only: file mode 0600, WAL, memory fallback, reopening a file. (What every backend does
-is in test_contract.py; migrations in test_migrations.py.)"""
+is in ../test_contract_*.py; migrations in test_migrate.py.)"""
 
 from __future__ import annotations
 
