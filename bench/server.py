@@ -47,7 +47,7 @@ def replace_pool_check(kind: str) -> None:
     """psycopg_pool's check (an empty query per borrow) or none in place of the store's own, before the pool opens."""
     from psycopg_pool import AsyncConnectionPool
 
-    from hermes_api_plugin.store import postgres_db
+    from hermes_api_plugin.store.postgres import db as postgres_db
 
     async def unchecked(conn: object) -> None:
         return None

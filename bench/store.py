@@ -45,7 +45,7 @@ async def _check_costs(url: str, calls: int) -> dict[str, float]:
     from psycopg.rows import dict_row
     from psycopg_pool import AsyncConnectionPool
 
-    from hermes_api_plugin.store.postgres_db import Connection, check_lent
+    from hermes_api_plugin.store.postgres.db import Connection, check_lent
 
     checks: dict[str, Callable[[Connection], Awaitable[None]]] = {
         "socket_poll": check_lent,

@@ -32,7 +32,7 @@ from typing import Any
 
 SUPERUSER = "hermes_test"
 FALLBACK_OS_USER = "hermes-pg-test"
-PG_MIGRATIONS = resources.files("hermes_api_plugin.store.migrations_pg")  # the package's PostgreSQL migrations
+PG_MIGRATIONS = resources.files("hermes_api_plugin.store.postgres.migrations")  # the package's PostgreSQL migrations
 DatabaseFactory = Callable[[], str]  # the `postgres_databases` fixture: a new database's URL per call
 _VERSION_DIR = re.compile(r"^\d+(\.\d+)?$")
 

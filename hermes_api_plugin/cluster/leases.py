@@ -33,7 +33,8 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from ..store.base import Lease, Store, StoreError
+from ..store.base import Lease, StoreError
+from ..store.roles import LeaseStore
 
 log = logging.getLogger("hermes_api_plugin")
 
@@ -81,7 +82,7 @@ class LeaseKeeper:
 
     def __init__(
         self,
-        store: Store,
+        store: LeaseStore,
         owner: str,
         lease_seconds: float,
         *,
@@ -102,7 +103,7 @@ class LeaseKeeper:
         self._released = False
 
     @classmethod
-    def for_this_process(cls, store: Store, owner: str, lease_seconds: float) -> LeaseKeeper:
+    def for_this_process(cls, store: LeaseStore, owner: str, lease_seconds: float) -> LeaseKeeper:
         return cls(store, owner, lease_seconds, space=process_space(), pid=os.getpid())
 
     # -- judging ------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ import socket
 from pathlib import Path
 
 from ..core.errors import ApiError
-from ..store.base import SessionStore, Store
+from ..store.roles import PlacementStore, SessionStore
 
 
 def host_name(home: Path) -> str:
@@ -45,7 +45,7 @@ def session_on_other_host(session_id: str, host: str) -> ApiError:
 class Placement:
     """The session placement of one session store: `host` names it, None when sessions are shared."""
 
-    def __init__(self, store: Store, sessions: SessionStore, host: str | None) -> None:
+    def __init__(self, store: PlacementStore, sessions: SessionStore, host: str | None) -> None:
         self.store = store
         self.sessions = sessions
         self.host = host

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Protocol
 
 from ..config.settings import Settings
 from ..dialects.response_objects import head_from_snapshot, settled
-from ..store.base import Store
+from ..store.roles import IdempotencyStore, JournalStore, LeaseStore, ResponseStore, RunStore
 from ..turns.durable import close_journal
 from ..turns.recent import RECENT_S
 from ..turns.registry import TurnRegistry
@@ -34,10 +35,14 @@ from .leases import LeaseKeeper
 log = logging.getLogger("hermes_api_plugin")
 
 
+class RecoveryStore(ResponseStore, IdempotencyStore, RunStore, LeaseStore, JournalStore, Protocol):
+    """The roles a sweep settles leftovers in."""
+
+
 class Recovery:
     """Settles the leftovers of gone owners (one sweep at a time per gateway)."""
 
-    def __init__(self, settings: Settings, store: Store, leases: LeaseKeeper, registry: TurnRegistry) -> None:
+    def __init__(self, settings: Settings, store: RecoveryStore, leases: LeaseKeeper, registry: TurnRegistry) -> None:
         self.settings = settings
         self.store = store
         self.leases = leases
@@ -81,7 +86,10 @@ class Recovery:
                 record.id,
                 record.status,
             )
-        for turn_id in [*await store.mark_unknown_admissions(now, dead), *await store.mark_unknown_runs(now, dead)]:
+        for turn_id in [
+            *await store.mark_unknown_idempotency_records(now, dead),
+            *await store.mark_unknown_runs(now, dead),
+        ]:
             if turn_id not in closed:
                 await close_journal(store, turn_id)
                 closed.append(turn_id)

@@ -24,9 +24,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Protocol
 
 from ..core.events import TurnEvent
-from ..store.base import Feed, Store, StoreError
+from ..store.base import Feed, StoreError
+from ..store.roles import JournalStore, LeaseStore
 from ..turns import Journal, TurnRegistry
 from ..turns.durable import close_journal
 from ..turns.journal import decode_events
@@ -37,6 +39,10 @@ log = logging.getLogger("hermes_api_plugin")
 IDLE_S = 10.0  # a follower nobody follows ends after this long
 RETRY_S = 1.0  # a read that failed (the store is down) is tried again this soon, or when the feed reconnects
 GRACE_S = 0.5  # past the owner's lease expiry before its lease is read again
+
+
+class RemoteTurnStore(JournalStore, LeaseStore, Protocol):
+    """The roles following remote turns reads: their journals, their owners' leases, the feed."""
 
 
 class RemoteJournal(Journal):
@@ -147,7 +153,11 @@ class RemoteTurns:
     """The feed's sink for this gateway: followers of remote turns, and stop requests for its own."""
 
     def __init__(
-        self, store: Store, leases: LeaseKeeper, sweep: Callable[[], Awaitable[list[str]]], registry: TurnRegistry
+        self,
+        store: RemoteTurnStore,
+        leases: LeaseKeeper,
+        sweep: Callable[[], Awaitable[list[str]]],
+        registry: TurnRegistry,
     ) -> None:
         self.store = store
         self.leases = leases

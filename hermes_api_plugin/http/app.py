@@ -30,9 +30,9 @@ from ..routes import (
 )
 from ..runtimes.base import AgentRuntime, TurnHooks
 from ..runtimes.model_options import ModelOptionsCache
-from ..store.base import SessionStore, Store
 from ..store.factory import own_sessions
 from ..store.readiness import StoreProbe
+from ..store.roles import SessionStore, Store
 from ..store.session_move import move_sessions
 from ..submission.continuity import ConversationIndex
 from ..submission.conversations import Conversations

@@ -11,7 +11,7 @@ from ..cluster.remote_turns import RemoteTurns
 from ..config.settings import Settings
 from ..runtimes.base import AgentRuntime
 from ..runtimes.model_options import ModelOptionsCache
-from ..store.base import SessionStore, Store
+from ..store.roles import SessionStore, Store
 from ..submission.continuity import ConversationIndex
 from ..submission.conversations import Conversations
 from ..submission.idempotency import Idempotency

@@ -39,7 +39,7 @@ from ..cluster.placement import Placement, host_name
 from ..core.errors import ApiError, not_found, not_supported_by_host
 from ..protocol.common import credential_scope
 from ..runtimes.host_data import HostData
-from ..store.base import SessionStore
+from ..store.roles import SessionStore
 from ..submission.conversations import Conversations
 from ..submission.submit import Submitter
 from .app_keys import PROFILE_PREFIX, RUNTIME

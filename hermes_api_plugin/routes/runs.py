@@ -171,7 +171,7 @@ async def _find(request: web.Request, run_id: str, *, follow: bool = False) -> R
         run = await store.get_run(profile.scope, run_id) if app[REMOTE_TURNS].shared else None
         if run is not None:
             return await _shared(request, run, follow)
-        record = await store.admission_for_turn(profile.scope, run_id)
+        record = await store.idempotency_record_for_turn(profile.scope, run_id)
         if record is None:
             return None
         journal = await stored_journal(store, run_id)

@@ -20,7 +20,7 @@ from ..core.events import TurnStatus, Usage
 from .host_data import HostData
 
 if TYPE_CHECKING:
-    from ..store.base import SessionStore
+    from ..store.roles import SessionStore
 
 ReasoningCallback = Callable[[str], None]
 TextCallback = Callable[["str | None"], None]  # None marks the end of a streamed segment; ignored

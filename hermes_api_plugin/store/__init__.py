@@ -1,19 +1,19 @@
-"""Durable state: the SessionStore and Store protocols and their SQLite backend (in memory when no file
-can be used). The PostgreSQL backend (`store/postgres.py`) is not imported here: it needs the `postgres` extra, and
-`store/factory.py` imports it only when `api_server.store.url` is set."""
+"""Durable state: the store roles (`roles.py`), the values they exchange (`base.py`), the SQL both backends share
+(`sql/`) and the SQLite backend (`sqlite/`, in memory when no file can be used). The PostgreSQL backend
+(`postgres/`) is not imported here: it needs the `postgres` extra, and `factory.py` imports it only when
+`api_server.store.url` is set."""
 
 from .base import (
     Eviction,
     IdempotencyRecord,
-    SessionStore,
-    Store,
     StoredResponse,
     StoreError,
     StoreRefused,
     StoreUnavailable,
 )
-from .sqlite import MemoryStore, SqliteStore
-from .sqlite_sessions import SqliteSessionStore
+from .roles import SessionStore, Store
+from .sqlite.sessions import SqliteSessionStore
+from .sqlite.store import MemoryStore, SqliteStore
 
 __all__ = [
     "Eviction",

@@ -7,14 +7,14 @@ the driver.
 from __future__ import annotations
 
 from ..config.settings import Settings
-from .base import SessionStore, Store
-from .sqlite import SqliteStore
+from .roles import SessionStore, Store
+from .sqlite.store import SqliteStore
 
 
 def build_store(settings: Settings) -> Store:
     """The store of this gateway, not yet opened."""
     if settings.store_url is not None:
-        from .postgres import PostgresStore
+        from .postgres.store import PostgresStore
 
         return PostgresStore(settings.store_url, max_responses=settings.responses_max_stored)
     # One gateway: a file in its Hermes home, in memory (logged) when the file cannot be opened.
@@ -23,6 +23,6 @@ def build_store(settings: Settings) -> Store:
 
 def own_sessions(store: Store) -> SessionStore | None:
     """The session store in `store`'s own database (SQLite's and PostgreSQL's `sessions`), None for a store that
-    keeps no session tables. Not a Store method: the Store protocol stays free of sessions."""
+    keeps no session tables. Not a Store method: the plugin roles stay free of sessions."""
     sessions: SessionStore | None = getattr(store, "sessions", None)
     return sessions

@@ -19,7 +19,7 @@ log = logging.getLogger("hermes_api_plugin")
 
 T = TypeVar("T")
 # Pauses between attempts; the last repeats. An attempt on a database that is down already waits for a connection
-# (postgres_db.ACQUIRE_TIMEOUT_S), so these only space out stores that fail at once.
+# (postgres/db.py ACQUIRE_TIMEOUT_S), so these only space out stores that fail at once.
 RETRY_DELAYS_S = (0.25, 0.5, 1.0, 2.0)
 
 

@@ -14,7 +14,11 @@ from typing import Any, Protocol
 
 from ..core.content import Message
 from .base import IdempotencyRecord, SessionInfo, StoredResponse
-from .sqlite_db import json_text
+
+
+def json_text(value: Any) -> str:
+    """A value as the compact UTF-8 JSON text stored in a column."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 class Row(Protocol):
@@ -91,10 +95,10 @@ def response_rows(
     return row, item_rows
 
 
-# -- admissions ---------------------------------------------------------------------------------------------
+# -- idempotency records (the `admissions` table) -----------------------------------------------------------
 
 
-def admission_from_row(row: Row | None) -> IdempotencyRecord | None:
+def idempotency_record_from_row(row: Row | None) -> IdempotencyRecord | None:
     if row is None:
         return None
     return IdempotencyRecord(
@@ -112,7 +116,7 @@ def admission_from_row(row: Row | None) -> IdempotencyRecord | None:
     )
 
 
-def admission_row(r: IdempotencyRecord) -> dict[str, Any]:
+def idempotency_record_row(r: IdempotencyRecord) -> dict[str, Any]:
     return {
         "scope": r.scope,
         "surface": r.surface,

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from ..core.errors import ApiError
-from .base import SessionStore
+from .roles import SessionStore
 
 log = logging.getLogger("hermes_api_plugin")
 _PAGE = 100

@@ -26,7 +26,7 @@ from ..cluster.placement import Placement
 from ..core.content import Message, canonical_json
 from ..core.offload import LARGE_MESSAGES, off_loop
 from ..protocol.common import derived_session_id
-from ..store.base import SessionStore
+from ..store.roles import SessionStore
 
 
 @dataclass(frozen=True)

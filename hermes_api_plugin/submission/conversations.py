@@ -10,18 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..cluster.placement import Placement
 from ..core.content import Message
 from ..core.errors import ApiError, not_found
 from ..protocol.common import derived_session_id
-from ..store.base import SessionStore, Store, StoredResponse
+from ..store.base import StoredResponse
+from ..store.roles import ResponseStore, SessionKeyStore, SessionStore
 from ..turns import HistoryLoader
 
 
 def response_not_found(param: str | None = None) -> ApiError:
     return not_found("No response with that id", code="response_not_found", param=param)
+
+
+class ConversationStore(ResponseStore, SessionKeyStore, Protocol):
+    """The roles a conversation is continued from: stored Responses and the names that point at them."""
 
 
 @dataclass(frozen=True)
@@ -38,7 +43,7 @@ class Conversations:
     """Continuation resolution over the plugin's store (responses, conversation names, key bindings) and the
     session store (transcripts)."""
 
-    def __init__(self, store: Store, sessions: SessionStore, scope: str, placement: Placement) -> None:
+    def __init__(self, store: ConversationStore, sessions: SessionStore, scope: str, placement: Placement) -> None:
         self.store = store
         self.sessions = sessions
         self.scope = scope

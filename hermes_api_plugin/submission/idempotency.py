@@ -31,7 +31,8 @@ from typing import Any, Literal
 
 from ..cluster.leases import LeaseKeeper
 from ..core.errors import ApiError, internal_error, storage_unavailable
-from ..store.base import IdempotencyRecord, Store, StoreError, StoreRefused
+from ..store.base import IdempotencyRecord, StoreError, StoreRefused
+from ..store.roles import IdempotencyStore
 from ..turns.locks import KeyedLocks
 
 SURFACES = ("chat", "responses", "runs", "session_chat")
@@ -121,7 +122,13 @@ class Idempotency:
     it runs; `leases` judges the other owners)."""
 
     def __init__(
-        self, store: Store, leases: LeaseKeeper, *, retention_s: int, tombstone_s: int, clock: Clock = time.time
+        self,
+        store: IdempotencyStore,
+        leases: LeaseKeeper,
+        *,
+        retention_s: int,
+        tombstone_s: int,
+        clock: Clock = time.time,
     ) -> None:
         self.store = store
         self.leases = leases
@@ -143,7 +150,7 @@ class Idempotency:
 
         Raises StoreError when the store fails (the caller answers storage_unavailable).
         """
-        record = await self.store.get_admission(slot.scope, slot.surface, slot.key)
+        record = await self.store.get_idempotency_record(slot.scope, slot.surface, slot.key)
         if record is None:
             return Decision("new")
         return await self.judge(slot, record, live)
@@ -193,12 +200,12 @@ class Idempotency:
             None,
         )
         if replace_expired:
-            await self.store.replace_admission(record)
+            await self.store.replace_idempotency_record(record)
             return None
-        return await self.store.reserve_admission(record)
+        return await self.store.reserve_idempotency_record(record)
 
     async def settle(self, turn_id: str) -> None:
-        await self.store.settle_admission(turn_id)
+        await self.store.settle_idempotency_record(turn_id)
 
 
 __all__ = ["Decision", "Idempotency", "Slot", "error_for"]

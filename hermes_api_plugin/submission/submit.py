@@ -38,7 +38,8 @@ from ..core.events import TurnFinished
 from ..core.offload import off_loop
 from ..protocol.common import ModelSelection, new_run_id
 from ..runtimes.base import TurnRequest
-from ..store.base import IdempotencyRecord, RunRecord, Store, StoreError
+from ..store.base import IdempotencyRecord, RunRecord, StoreError
+from ..store.roles import Store
 from ..turns import HeldTurn, HistoryLoader, Journal, Persister, Turn, TurnRegistry
 from ..turns.durable import JournalSaver, stored_journal
 from .idempotency import Decision, Idempotency, Slot, error_for, store_failure
@@ -106,7 +107,7 @@ class Submitter:
         scope: str,
         registry: TurnRegistry,
         admissions: Idempotency,
-        store: Store,
+        store: Store,  # every role: profile_builder hands it on to their placement and conversations
         journals: JournalSaver,
         remote_turns: RemoteTurns,
         placement: Placement,

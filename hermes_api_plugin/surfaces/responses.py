@@ -15,7 +15,8 @@ from ..dialects.response_objects import renderer, settled
 from ..dialects.responses import ResponseHead, ResponsesRenderer
 from ..protocol.common import HermesHeaders, new_chain_session_id, new_response_id, new_run_id
 from ..protocol.responses import ResponsesRequest, resolve_input
-from ..store.base import Eviction, Store, StoredResponse
+from ..store.base import Eviction, StoredResponse
+from ..store.roles import ResponseStore
 from ..submission.conversations import Conversations, extended, fixed_history
 from ..submission.submit import TurnPlan
 from ..turns import HistoryLoader, Persister, Turn
@@ -43,7 +44,7 @@ class ResponseCreation:
     def __init__(
         self,
         settings: Settings,
-        store: Store,
+        store: ResponseStore,
         conversations: Conversations,
         journals: JournalSaver,
         body: ResponsesRequest,

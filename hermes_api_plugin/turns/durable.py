@@ -17,7 +17,8 @@ import time
 from collections.abc import Sequence
 
 from ..core.events import ToolCompleted, ToolStarted, TurnEvent, TurnFinished, TurnStatus
-from ..store.base import Store, StoreError
+from ..store.base import StoreError
+from ..store.roles import JournalStore
 from .journal import Journal, decode_journal, encode_events
 
 log = logging.getLogger("hermes_api_plugin")
@@ -30,7 +31,7 @@ SHARED_INTERVAL_S = 0.05  # a shared store: followers on other gateways see even
 class JournalSaver:
     """Writes watched journals to the store by group commit; `durable()` lets a stream wait for its events."""
 
-    def __init__(self, store: Store, interval: float = INTERVAL_S) -> None:
+    def __init__(self, store: JournalStore, interval: float = INTERVAL_S) -> None:
         self.store = store
         self.interval = interval
         self._watched: dict[int, tuple[str, Journal]] = {}  # id(journal) → (turn id, journal)
@@ -162,7 +163,7 @@ class JournalSaver:
         await self.flush()
 
 
-async def stored_journal(store: Store, turn_id: str) -> Journal:
+async def stored_journal(store: JournalStore, turn_id: str) -> Journal:
     """A turn's journal as the store holds it (settled when it ends with the terminal record)."""
     return decode_journal(await store.load_journal(turn_id))
 
@@ -170,7 +171,7 @@ async def stored_journal(store: Store, turn_id: str) -> Journal:
 RESTART_MESSAGE = "The gateway restarted before this turn settled."
 
 
-async def close_journal(store: Store, turn_id: str) -> tuple[Journal, list[TurnEvent]]:
+async def close_journal(store: JournalStore, turn_id: str) -> tuple[Journal, list[TurnEvent]]:
     """Load a stored journal; if a gone process left it open, close it (running tools stopped, then a
     failed/unknown_execution terminal record, WIRE.md §5.4). Returns the journal and what was added."""
     journal = await stored_journal(store, turn_id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..core.events import Compacted, TurnFinished
 from ..core.transcript import turn_messages
-from ..store.base import SessionStore
+from ..store.roles import SessionStore
 from .turn import Persister, Turn
 
 

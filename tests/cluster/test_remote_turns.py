@@ -278,10 +278,10 @@ async def test_a_settlement_the_store_missed_is_stored_by_the_owners_next_sweep(
         answer = await read_reply(first)
     assert turn.journal.finished is not None and turn.journal.finished.status.value == "completed"
     await store.open()
-    record = await store.admission_for_turn(app[SCOPE], run_id)
+    record = await store.idempotency_record_for_turn(app[SCOPE], run_id)
     assert record is not None and record.state == "running", "the settlement was lost with the store"
     await app[RECOVERY].sweep()
-    record = await store.admission_for_turn(app[SCOPE], run_id)
+    record = await store.idempotency_record_for_turn(app[SCOPE], run_id)
     assert record is not None and record.state == "settled"
     again = await fetch(
         app_client, "POST", CHAT, json=body("chat", text, stream=False), headers={**auth, "Idempotency-Key": k}

@@ -42,7 +42,7 @@ async def open_backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncI
         if request.param == "sqlite":
             store = SqliteStore(tmp_path / f"store{len(opened)}.sqlite3", max_responses=max_responses)
         elif new_database is not None:
-            from hermes_api_plugin.store.postgres import PostgresStore  # psycopg: only where it is asked for
+            from hermes_api_plugin.store.postgres.store import PostgresStore  # psycopg: only where it is asked for
 
             store = PostgresStore(new_database(), max_responses=max_responses)
         else:

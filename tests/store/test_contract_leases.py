@@ -15,9 +15,7 @@ import pytest
 from hermes_api_plugin.store.base import FeedSink, Lease, RunRecord, StoredResponse
 
 from .conftest import Backend, BackendFactory
-
-NOW = 5000.0
-SCOPE, OTHER = "scope-a", "scope-b"
+from .support import NOW, OTHER, SCOPE, idempotency_record
 
 
 def stored(rid: str, owner: str | None, status: str = "in_progress") -> StoredResponse:
@@ -156,7 +154,7 @@ async def test_two_stores_on_one_database_see_each_others_notifications(open_bac
     one = await open_backend()
     store = one.store
     url = store.db._url  # type: ignore[attr-defined]
-    from hermes_api_plugin.store.postgres import PostgresStore
+    from hermes_api_plugin.store.postgres.store import PostgresStore
 
     other = PostgresStore(url)
     await other.open()
@@ -186,9 +184,7 @@ async def test_run_records_and_their_unreferenced_journals_are_purged_after_they
     ):
         await store.put_run(replace(run(turn_id, "boot"), status=status, settled_at=settled_at))
         await store.append_journals([(turn_id, 0, ["e0"])])
-    from .test_contract_store import admission
-
-    await store.reserve_admission(admission(turn="run_keyed", state="settled"))
+    await store.reserve_idempotency_record(idempotency_record(turn="run_keyed", state="settled"))
     await store.put_response(replace(stored("stored", None, "completed"), turn_id="run_stored"), [])
     await store.purge_runs(NOW)
     left = {t: await store.get_run(SCOPE, t) is not None for t in ("run_old", "run_keyed", "run_new", "run_running")}
@@ -208,12 +204,10 @@ async def test_run_records_and_their_unreferenced_journals_are_purged_after_they
 async def test_owned_unsettled_lists_an_owners_running_admissions_runs_and_unsettled_responses(
     backend: Backend,
 ) -> None:
-    from .test_contract_store import admission
-
     store = backend.store
-    await store.reserve_admission(admission("a", turn="run_adm", owner="me"))
-    await store.reserve_admission(admission("b", turn="run_done", owner="me", state="settled"))
-    await store.reserve_admission(admission("c", turn="run_theirs", owner="them"))
+    await store.reserve_idempotency_record(idempotency_record("a", turn="run_adm", owner="me"))
+    await store.reserve_idempotency_record(idempotency_record("b", turn="run_done", owner="me", state="settled"))
+    await store.reserve_idempotency_record(idempotency_record("c", turn="run_theirs", owner="them"))
     await store.put_run(run("run_adm", "me"))  # a keyed run: both records, one turn id
     await store.put_run(run("run_unkeyed", "me"))
     await store.put_run(run("run_settled", "me", status="completed"))

@@ -1,5 +1,5 @@
 """Store contract, issue 20 defect 7: free text holding NUL round-trips on every backend (PostgreSQL `text` cannot
-hold NUL: store/postgres_text.py), and a value a backend refuses is StoreRefused — never StoreUnavailable, the
+hold NUL: store/postgres/text.py), and a value a backend refuses is StoreRefused — never StoreUnavailable, the
 outage that is answered 503 with Retry-After.
 
 Runs once per backend of the `open_backend` fixture (tests/store/conftest.py).
@@ -14,7 +14,7 @@ import pytest
 
 from hermes_api_plugin.core.content import Message, TextPart, ToolCall
 from hermes_api_plugin.store import StoredResponse, StoreError, StoreRefused, StoreUnavailable
-from hermes_api_plugin.store.postgres_db import PostgresDatabase
+from hermes_api_plugin.store.postgres.db import PostgresDatabase
 from hermes_api_plugin.submission.idempotency import error_for, store_failure
 
 from .conftest import Backend

@@ -1,5 +1,5 @@
 """Store contract: what every backend of the plugin-owned state does, written against the protocol only
-(responses, conversation names, session-key bindings, admissions, journals).
+(responses, conversation names, session-key bindings, idempotency records, journals).
 
 Runs once per backend of the `open_backend` fixture (tests/store/conftest.py).
 """
@@ -8,72 +8,12 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from typing import Any
 
-from hermes_api_plugin.core.content import Message, TextPart
-from hermes_api_plugin.store import Eviction, IdempotencyRecord, Store, StoredResponse
+from hermes_api_plugin.store import Eviction, Store
 from hermes_api_plugin.store.base import Lease
 
 from .conftest import Backend, BackendFactory
-
-SCOPE, OTHER = "scope-a", "scope-b"
-NOW = 5000.0
-
-
-def text(role: str, value: str) -> Message:
-    return Message(role, (TextPart(value),))
-
-
-def response(
-    rid: str,
-    *,
-    scope: str = SCOPE,
-    status: str = "completed",
-    previous: str | None = None,
-    conversation: str | None = None,
-    **kw: Any,
-) -> StoredResponse:
-    return StoredResponse(
-        id=rid,
-        scope=scope,
-        turn_id=f"run_{rid}",
-        session_id=f"api-{rid}",
-        status=status,
-        snapshot={"id": rid, "status": status},
-        previous_response_id=previous,
-        conversation=conversation,
-        messages=[text("user", f"q {rid}"), text("assistant", f"a {rid}")],
-        **kw,
-    )
-
-
-def admission(
-    key: str = "k1",
-    *,
-    scope: str = SCOPE,
-    surface: str = "chat",
-    turn: str = "run_1",
-    state: str = "running",
-    owner: str | None = "boot-a",
-    identity: str = "id-1",
-) -> IdempotencyRecord:
-    return IdempotencyRecord(
-        scope=scope,
-        surface=surface,
-        key=key,
-        identity=identity,
-        target="[null,null]",
-        state=state,
-        turn_id=turn,
-        reply={"session_id": "s", "model": "m"},
-        owner=owner,
-        created_at=1000.0,
-    )
-
-
-async def tick() -> None:
-    """Let the clock move, so 'least recently accessed' is never a tie."""
-    await asyncio.sleep(0.002)
+from .support import NOW, OTHER, SCOPE, idempotency_record, response, text, tick
 
 
 async def test_durable_reports_the_backend(backend: Backend) -> None:
@@ -143,9 +83,11 @@ async def test_put_again_updates_status_snapshot_and_transcript_only(backend: Ba
     assert (got.input_items, got.instructions, got.created_at) == ([{"id": "msg_1"}], "i", 5.0)
 
 
-async def test_delete_removes_response_items_name_and_journal_and_tombstones_its_admission(backend: Backend) -> None:
+async def test_delete_removes_response_items_name_and_journal_and_tombstones_its_idempotency_record(
+    backend: Backend,
+) -> None:
     store = backend.store
-    await store.reserve_admission(admission(turn="run_r1"))
+    await store.reserve_idempotency_record(idempotency_record(turn="run_r1"))
     await store.append_journals([("run_r1", 0, ['{"e":0}'])])
     await store.put_response(response("r1", conversation="c"), [{"id": "msg_1", "type": "message"}])
     assert await store.delete_response(OTHER, "r1") is False
@@ -154,7 +96,7 @@ async def test_delete_removes_response_items_name_and_journal_and_tombstones_its
     assert await store.find_item(SCOPE, "msg_1") is None
     assert await store.conversation_head(SCOPE, "c") is None
     assert await store.load_journal("run_r1") == []
-    record = await store.admission_for_turn(SCOPE, "run_r1")
+    record = await store.idempotency_record_for_turn(SCOPE, "run_r1")
     assert record is not None and record.state == "tombstone" and record.settled_at is not None
     assert await store.delete_response(SCOPE, "r1") is False
 
@@ -209,7 +151,7 @@ async def test_find_tool_output_only_for_tools_this_server_ran(backend: Backend)
 
 async def test_lru_eviction_drops_the_least_recently_accessed_settled_responses(open_backend: BackendFactory) -> None:
     store = (await open_backend(max_responses=2)).store
-    await store.reserve_admission(admission(turn="run_r1"))
+    await store.reserve_idempotency_record(idempotency_record(turn="run_r1"))
     assert await store.put_response(response("r1", conversation="c1"), [{"id": "msg_r1"}]) == []
     await tick()
     assert await store.put_response(response("r2", conversation="c2"), []) == []
@@ -218,7 +160,7 @@ async def test_lru_eviction_drops_the_least_recently_accessed_settled_responses(
     assert await store.get_response(SCOPE, "r1") is None
     assert await store.find_item(SCOPE, "msg_r1") is None
     assert await store.conversation_head(SCOPE, "c1") is None
-    record = await store.admission_for_turn(SCOPE, "run_r1")
+    record = await store.idempotency_record_for_turn(SCOPE, "run_r1")
     assert record is not None and record.state == "tombstone"
     await tick()
     assert await store.get_response(SCOPE, "r2") is not None  # reading r2 makes r3 the oldest
@@ -264,20 +206,22 @@ async def test_unsettled_responses_are_never_evicted_and_are_listed(open_backend
 
 async def test_reserve_takes_the_key_once_and_returns_the_holder(backend: Backend) -> None:
     store = backend.store
-    first = admission()
-    assert await store.reserve_admission(first) is None
-    assert await store.get_admission(SCOPE, "chat", "k1") == first
-    holder = await store.reserve_admission(admission(turn="run_2", identity="id-2"))
+    first = idempotency_record()
+    assert await store.reserve_idempotency_record(first) is None
+    assert await store.get_idempotency_record(SCOPE, "chat", "k1") == first
+    holder = await store.reserve_idempotency_record(idempotency_record(turn="run_2", identity="id-2"))
     assert holder == first
     # The key is per scope and per surface.
-    assert await store.reserve_admission(admission(scope=OTHER, turn="run_3")) is None
-    assert await store.reserve_admission(admission(surface="responses", turn="run_4")) is None
-    assert await store.get_admission(SCOPE, "runs", "k1") is None
+    assert await store.reserve_idempotency_record(idempotency_record(scope=OTHER, turn="run_3")) is None
+    assert await store.reserve_idempotency_record(idempotency_record(surface="responses", turn="run_4")) is None
+    assert await store.get_idempotency_record(SCOPE, "runs", "k1") is None
 
 
 async def test_concurrent_reservations_of_one_key_have_one_winner(backend: Backend) -> None:
     store = backend.store
-    results = await asyncio.gather(*(store.reserve_admission(admission(turn=f"run_{n}")) for n in range(8)))
+    results = await asyncio.gather(
+        *(store.reserve_idempotency_record(idempotency_record(turn=f"run_{n}")) for n in range(8))
+    )
     winners = [n for n, held in enumerate(results) if held is None]
     assert len(winners) == 1
     assert {held.turn_id for held in results if held is not None} == {f"run_{winners[0]}"}
@@ -285,30 +229,30 @@ async def test_concurrent_reservations_of_one_key_have_one_winner(backend: Backe
 
 async def test_reserve_stamps_created_at_when_missing(backend: Backend) -> None:
     store = backend.store
-    await store.reserve_admission(replace(admission(), created_at=0.0))
-    got = await store.get_admission(SCOPE, "chat", "k1")
+    await store.reserve_idempotency_record(replace(idempotency_record(), created_at=0.0))
+    got = await store.get_idempotency_record(SCOPE, "chat", "k1")
     assert got is not None and got.created_at > 0
 
 
 async def test_replace_overwrites_the_record_of_a_key(backend: Backend) -> None:
     store = backend.store
-    await store.reserve_admission(replace(admission(), state="settled", settled_at=1500.0))
-    fresh = admission(turn="run_2", identity="id-2", owner="boot-b")
-    await store.replace_admission(fresh)
-    assert await store.get_admission(SCOPE, "chat", "k1") == fresh
-    await store.replace_admission(admission(key="new"))  # also inserts
-    assert await store.get_admission(SCOPE, "chat", "new") is not None
+    await store.reserve_idempotency_record(replace(idempotency_record(), state="settled", settled_at=1500.0))
+    fresh = idempotency_record(turn="run_2", identity="id-2", owner="boot-b")
+    await store.replace_idempotency_record(fresh)
+    assert await store.get_idempotency_record(SCOPE, "chat", "k1") == fresh
+    await store.replace_idempotency_record(idempotency_record(key="new"))  # also inserts
+    assert await store.get_idempotency_record(SCOPE, "chat", "new") is not None
 
 
 async def test_settle_moves_running_to_settled_only(backend: Backend) -> None:
     store = backend.store
-    await store.reserve_admission(admission("a", turn="run_a"))
-    await store.reserve_admission(admission("b", turn="run_b", state="unknown"))
-    await store.settle_admission("run_a")
-    await store.settle_admission("run_b")
-    await store.settle_admission("run_missing")
-    a = await store.get_admission(SCOPE, "chat", "a")
-    b = await store.get_admission(SCOPE, "chat", "b")
+    await store.reserve_idempotency_record(idempotency_record("a", turn="run_a"))
+    await store.reserve_idempotency_record(idempotency_record("b", turn="run_b", state="unknown"))
+    await store.settle_idempotency_record("run_a")
+    await store.settle_idempotency_record("run_b")
+    await store.settle_idempotency_record("run_missing")
+    a = await store.get_idempotency_record(SCOPE, "chat", "a")
+    b = await store.get_idempotency_record(SCOPE, "chat", "b")
     assert a is not None and a.state == "settled" and a.settled_at is not None
     assert b is not None and b.state == "unknown"
 
@@ -321,17 +265,19 @@ async def test_mark_unknown_takes_running_admissions_whose_owner_holds_no_live_l
     await store.renew_lease(Lease("boot-live", NOW + 1, renewed_at=NOW))
     await store.renew_lease(Lease("boot-expired", NOW - 1, renewed_at=NOW - 16))
     await store.renew_lease(Lease("boot-killed", NOW + 10, renewed_at=NOW))
-    await store.reserve_admission(admission("mine", turn="run_mine", owner="boot-me"))
-    await store.reserve_admission(admission("live", turn="run_live", owner="boot-live"))
-    await store.reserve_admission(admission("expired", turn="run_expired", owner="boot-expired"))
-    await store.reserve_admission(admission("killed", turn="run_killed", owner="boot-killed"))
-    await store.reserve_admission(admission("gone", turn="run_gone", owner="boot-old"))
-    await store.reserve_admission(admission("anon", turn="run_anon", owner=None))
-    await store.reserve_admission(admission("done", turn="run_done", owner="boot-old", state="settled"))
-    marked = await store.mark_unknown_admissions(NOW, dead=["boot-killed"])
+    await store.reserve_idempotency_record(idempotency_record("mine", turn="run_mine", owner="boot-me"))
+    await store.reserve_idempotency_record(idempotency_record("live", turn="run_live", owner="boot-live"))
+    await store.reserve_idempotency_record(idempotency_record("expired", turn="run_expired", owner="boot-expired"))
+    await store.reserve_idempotency_record(idempotency_record("killed", turn="run_killed", owner="boot-killed"))
+    await store.reserve_idempotency_record(idempotency_record("gone", turn="run_gone", owner="boot-old"))
+    await store.reserve_idempotency_record(idempotency_record("anon", turn="run_anon", owner=None))
+    await store.reserve_idempotency_record(
+        idempotency_record("done", turn="run_done", owner="boot-old", state="settled")
+    )
+    marked = await store.mark_unknown_idempotency_records(NOW, dead=["boot-killed"])
     assert sorted(marked) == ["run_anon", "run_expired", "run_gone", "run_killed"]
     keys = ("mine", "live", "expired", "killed", "gone", "anon", "done")
-    states = {k: (await store.get_admission(SCOPE, "chat", k)) for k in keys}
+    states = {k: (await store.get_idempotency_record(SCOPE, "chat", k)) for k in keys}
     assert {k: r.state for k, r in states.items() if r is not None} == {
         "mine": "running",
         "live": "running",
@@ -342,18 +288,18 @@ async def test_mark_unknown_takes_running_admissions_whose_owner_holds_no_live_l
         "done": "settled",
     }
     assert states["gone"] is not None and states["gone"].settled_at == NOW
-    assert await store.mark_unknown_admissions(NOW) == []
+    assert await store.mark_unknown_idempotency_records(NOW) == []
     # time passes: the live lease runs out too (the caller's clock decides, never the backend's)
-    assert await store.mark_unknown_admissions(NOW + 2) == ["run_live"]
+    assert await store.mark_unknown_idempotency_records(NOW + 2) == ["run_live"]
 
 
-async def test_admission_for_turn_is_scoped(backend: Backend) -> None:
+async def test_idempotency_record_for_turn_is_scoped(backend: Backend) -> None:
     store = backend.store
-    record = admission(turn="run_x")
-    await store.reserve_admission(record)
-    assert await store.admission_for_turn(SCOPE, "run_x") == record
-    assert await store.admission_for_turn(OTHER, "run_x") is None
-    assert await store.admission_for_turn(SCOPE, "run_missing") is None
+    record = idempotency_record(turn="run_x")
+    await store.reserve_idempotency_record(record)
+    assert await store.idempotency_record_for_turn(SCOPE, "run_x") == record
+    assert await store.idempotency_record_for_turn(OTHER, "run_x") is None
+    assert await store.idempotency_record_for_turn(SCOPE, "run_missing") is None
 
 
 # -- journals ----------------------------------------------------------------------------------------------

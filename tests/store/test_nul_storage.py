@@ -3,7 +3,7 @@
 PostgreSQL answered an escaped NUL (`"\\u0000"`) in `conversation`, `instructions`, `model` or a session title with
 503 `storage_unavailable` and Retry-After — clients retried forever — where SQLite took it. Now identifiers refuse
 NUL at parse time (400 on both stores, protocol/limits.py) and free text — instructions, message content, and what the
-agent produces (reasoning, tool output, its reply) — is stored on both and reads back equal (store/postgres_text.py).
+agent produces (reasoning, tool output, its reply) — is stored on both and reads back equal (store/postgres/text.py).
 The real app in-process over a real SQLite file or a real PostgreSQL server (tests/pg.py)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """readiness.py (issue 20): `/health/detailed`'s store check asks the store at most once per ttl, with a time-out,
 and concurrent checks share one probe; a store without `ping` (SQLite) is reachable. The real database stopped and
-started: tests/store/test_postgres_outage.py::test_issue_20_readiness_reflects_a_stopped_database."""
+started: tests/store/postgres/test_outage.py::test_issue_20_readiness_reflects_a_stopped_database."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ import pytest
 
 from hermes_api_plugin.config.settings import load_settings
 from hermes_api_plugin.store.base import StoreError
-from hermes_api_plugin.store.postgres_db import PostgresDatabase
+from hermes_api_plugin.store.postgres.db import PostgresDatabase
 from tests.helpers import STORE_PASSWORD
 from tests.live import LiveGateway, spawn_gateway, write_home
 

@@ -95,7 +95,7 @@ async def test_settled_replays_until_retention_then_is_expired_until_the_tombsto
     a = admissions(store, clock)
     await a.reserve(SLOT, "run_1", {}, replace_expired=False)
     await a.settle("run_1")
-    settled_at = (await store.get_admission(SLOT.scope, SLOT.surface, SLOT.key)).settled_at  # type: ignore[union-attr]
+    settled_at = (await store.get_idempotency_record(SLOT.scope, SLOT.surface, SLOT.key)).settled_at  # type: ignore[union-attr]
     clock.now = settled_at + RETENTION - 1
     assert await outcome(a) == "replay"
     clock.now = settled_at + RETENTION + 1
@@ -122,7 +122,7 @@ async def test_recovery_makes_a_gone_owners_running_records_unknown_for_the_tomb
     recovery = Recovery(load_settings(tmp_path), store, now.leases, await registry(store=store.sessions))
     assert await recovery.sweep() == ["run_1"]
     assert await outcome(now, is_live=dead) == "unknown"
-    record = await store.get_admission(SLOT.scope, SLOT.surface, SLOT.key)
+    record = await store.get_idempotency_record(SLOT.scope, SLOT.surface, SLOT.key)
     assert record is not None and record.state == "unknown"
     journal = await store.load_journal("run_1")
     assert '"error_code":"unknown_execution"' in journal[-1], "the journal got its terminal record"

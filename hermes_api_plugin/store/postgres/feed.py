@@ -21,9 +21,9 @@ import logging
 
 import psycopg
 
-from ..core.digits import ascii_int
-from .base import FeedSink, StoreError
-from .postgres_db import Connection, PostgresDatabase
+from ...core.digits import ascii_int
+from ..base import FeedSink, StoreError
+from .db import Connection, PostgresDatabase
 
 log = logging.getLogger("hermes_api_plugin")
 

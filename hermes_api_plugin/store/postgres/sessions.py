@@ -12,28 +12,15 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..core.content import Message
-from ..core.offload import LARGE_MESSAGES, off_loop
-from .base import ForkResult, SessionInfo, SessionMessageRow
-from .postgres_db import PostgresDatabase
-from .postgres_text import text_in, text_out
-from .rows import message_rows, session_from_row
-from .sqlite_db import json_text
+from ...core.content import Message
+from ...core.offload import LARGE_MESSAGES, off_loop
+from ..base import ForkResult, SessionInfo, SessionMessageRow
+from ..rows import json_text, message_rows, session_from_row
+from ..sql import sessions as S
+from .db import PostgresDatabase
+from .text import text_in, text_out
 
-_SESSION_COLUMNS = (
-    "s.id, s.source, s.title, s.model, s.created_at, s.ended_at, s.updated_at, s.input_tokens, s.output_tokens, "
-    "s.parent_session_id, s.pinned, s.archived, "
-    "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id AND NOT m.compacted) AS message_count, "
-    "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id AND m.role = 'tool') AS tool_call_count, "
-    # The preview skips the user-role summary message a compaction inserts (strpos, not LIKE: no % to escape).
-    "(SELECT m.content FROM messages m WHERE m.session_id = s.id AND m.role = 'user' "
-    "AND (m.extra IS NULL OR strpos(m.extra, '\"summary\"') = 0) ORDER BY m.id LIMIT 1) AS first_user_content"
-)
-_UPDATABLE = ("title", "pinned", "archived")
 _SUMMARY = json_text({"summary": True})  # `extra` of the summary message a compaction inserts
-_INSERT_MESSAGE = (
-    "INSERT INTO messages (session_id, role, content, reasoning, extra, created_at) VALUES (%s, %s, %s, %s, %s, %s)"
-)
 
 
 class PostgresSessionStore:
@@ -44,11 +31,7 @@ class PostgresSessionStore:
 
     async def load_session_messages(self, session_id: str) -> list[Message]:
         async with self.db.connection() as conn:
-            cursor = await conn.execute(
-                "SELECT role, content, reasoning, extra FROM messages WHERE session_id = %s AND NOT compacted "
-                "ORDER BY id",
-                (session_id,),
-            )
+            cursor = await conn.execute(S.LIVE_MESSAGES.postgres, (session_id,))
             rows = await cursor.fetchall()
 
         def decode() -> list[Message]:
@@ -82,38 +65,22 @@ class PostgresSessionStore:
             lambda: message_rows(session_id, messages, now, text_out), len(messages) > LARGE_MESSAGES
         )  # a long transcript (issue 20, defect 3)
         async with self.db.transaction() as conn:
-            await conn.execute(
-                "INSERT INTO sessions (id, created_at, updated_at, model, input_tokens, output_tokens) "
-                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET updated_at = EXCLUDED.updated_at, "
-                "model = COALESCE(EXCLUDED.model, sessions.model), "
-                "input_tokens = sessions.input_tokens + EXCLUDED.input_tokens, "
-                "output_tokens = sessions.output_tokens + EXCLUDED.output_tokens",
-                (session_id, now, now, model, usage[0], usage[1]),
-            )
+            await conn.execute(S.TOUCH_SESSION.postgres, (session_id, now, now, model, usage[0], usage[1]))
             if compaction is not None:
-                await conn.execute(
-                    "UPDATE messages SET compacted = TRUE WHERE session_id = %s AND NOT compacted", (session_id,)
-                )
+                await conn.execute(S.COMPACT_MESSAGES.postgres, (session_id,))
                 summary = json_text([{"type": "text", "text": compaction}])
-                await conn.execute(
-                    _INSERT_MESSAGE, (session_id, "user", summary, None, json_text({"summary": True}), now)
-                )
+                await conn.execute(S.INSERT_MESSAGE.postgres, (session_id, "user", summary, None, _SUMMARY, now))
             if rows:
                 async with conn.cursor() as cursor:
-                    await cursor.executemany(_INSERT_MESSAGE, rows)
+                    await cursor.executemany(S.INSERT_MESSAGE.postgres, rows)
 
     async def list_sessions(
         self, limit: int, offset: int, source: str | None, include_children: bool = False
     ) -> tuple[list[SessionInfo], bool]:
         # include_children: this store has no sub-agent runs nor compression continuations to hide
-        where, args = ("WHERE s.source = %s", [source]) if source else ("", [])
+        statement, args = (S.LIST_SESSIONS_OF_SOURCE.postgres, (source,)) if source else (S.LIST_SESSIONS.postgres, ())
         async with self.db.connection() as conn:
-            # One row beyond the page tells whether more follow.
-            cursor = await conn.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions s {where} ORDER BY s.updated_at DESC, s.id "
-                "LIMIT %s OFFSET %s",
-                (*args, limit + 1, offset),
-            )
+            cursor = await conn.execute(statement, (*args, limit + 1, offset))  # one row beyond: more follow?
             rows = await cursor.fetchall()
         found = [s for s in map(session_from_row, rows) if s is not None]
         return found[:limit], len(found) > limit
@@ -123,17 +90,13 @@ class PostgresSessionStore:
 
     async def get_session(self, session_id: str) -> SessionInfo | None:
         async with self.db.connection() as conn:
-            cursor = await conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.id = %s", (session_id,))
+            cursor = await conn.execute(S.GET_SESSION.postgres, (session_id,))
             return session_from_row(await cursor.fetchone())
 
     async def create_session(self, session_id: str, title: str | None) -> bool:
         now = time.time()
         async with self.db.connection() as conn:
-            cursor = await conn.execute(
-                "INSERT INTO sessions (id, created_at, updated_at, title) VALUES (%s, %s, %s, %s) "
-                "ON CONFLICT (id) DO NOTHING",
-                (session_id, now, now, title),
-            )
+            cursor = await conn.execute(S.CREATE_SESSION.postgres, (session_id, now, now, title))
             return cursor.rowcount == 1
 
     async def seed_session(self, session_id: str, messages: Sequence[Message]) -> bool:
@@ -143,28 +106,25 @@ class PostgresSessionStore:
         return True
 
     async def update_session(self, session_id: str, fields: dict[str, Any]) -> bool:
-        # Column names come from the fixed _UPDATABLE list, never from the request.
+        # Column names come from the fixed assignments, never from the request.
         columns: dict[str, Any] = {
-            k: (bool(v) if k in ("pinned", "archived") else v) for k, v in fields.items() if k in _UPDATABLE
+            k: (bool(v) if k in ("pinned", "archived") else v) for k, v in fields.items() if k in S.UPDATABLE
         }
         if "end_reason" in fields:  # this store keeps no reason, only that the session ended
             columns["ended_at"] = time.time()
         async with self.db.connection() as conn:
             if not columns:
-                cursor = await conn.execute("SELECT 1 FROM sessions WHERE id = %s", (session_id,))
+                cursor = await conn.execute(S.SESSION_EXISTS.postgres, (session_id,))
                 return await cursor.fetchone() is not None
-            assignments = ", ".join(
-                "ended_at = COALESCE(ended_at, %s)" if k == "ended_at" else f"{k} = %s" for k in columns
-            )
-            cursor = await conn.execute(
-                f"UPDATE sessions SET {assignments} WHERE id = %s", (*columns.values(), session_id)
-            )
+            assignments = ", ".join(S.SESSION_ASSIGNMENTS[k].postgres for k in columns)
+            update = S.UPDATE_SESSION.postgres.format(assignments=assignments)
+            cursor = await conn.execute(update, (*columns.values(), session_id))
             return cursor.rowcount == 1
 
     async def delete_session(self, session_id: str) -> bool:
         async with self.db.transaction() as conn:
-            await conn.execute("DELETE FROM messages WHERE session_id = %s", (session_id,))
-            cursor = await conn.execute("DELETE FROM sessions WHERE id = %s", (session_id,))
+            await conn.execute(S.DELETE_MESSAGES.postgres, (session_id,))
+            cursor = await conn.execute(S.DELETE_SESSION.postgres, (session_id,))
             return cursor.rowcount == 1
 
     async def fork_session(self, session_id: str, fork_id: str, title: str | None) -> ForkResult:
@@ -172,34 +132,21 @@ class PostgresSessionStore:
         stays open. Default title: the original's with " (fork)"."""
         now = time.time()
         async with self.db.transaction() as conn:
-            cursor = await conn.execute("SELECT title, model FROM sessions WHERE id = %s", (session_id,))
+            cursor = await conn.execute(S.FORK_SOURCE.postgres, (session_id,))
             source = await cursor.fetchone()
             if source is None:
                 return "no_source"
             name = title if title is not None else (f"{source['title']} (fork)" if source["title"] else None)
-            # ON CONFLICT, not a check first: two forks to one id at once must not both pass a check.
-            cursor = await conn.execute(
-                "INSERT INTO sessions (id, created_at, updated_at, title, model, parent_session_id) "
-                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
-                (fork_id, now, now, name, source["model"], session_id),
-            )
+            cursor = await conn.execute(S.FORK_SESSION.postgres, (fork_id, now, now, name, source["model"], session_id))
             if cursor.rowcount != 1:
                 return "exists"
-            await conn.execute(
-                "INSERT INTO messages (session_id, role, content, reasoning, extra, created_at, compacted) "
-                "SELECT %s, role, content, reasoning, extra, created_at, compacted FROM messages "
-                "WHERE session_id = %s ORDER BY id",
-                (fork_id, session_id),
-            )
+            await conn.execute(S.FORK_MESSAGES.postgres, (fork_id, session_id))
             return "forked"
 
     async def session_tool_names(self, session_id: str) -> dict[str, str]:
         """tool_call_id → tool name for every tool call of a session (tool messages name their tool)."""
         async with self.db.connection() as conn:
-            cursor = await conn.execute(
-                "SELECT extra FROM messages WHERE session_id = %s AND strpos(extra, 'tool_calls') > 0 ORDER BY id",
-                (session_id,),
-            )
+            cursor = await conn.execute(S.TOOL_CALL_MESSAGES.postgres, (session_id,))
             rows = await cursor.fetchall()
         found: dict[str, str] = {}
         for row in rows:
@@ -211,14 +158,9 @@ class PostgresSessionStore:
         self, session_id: str, *, limit: int, offset: int, newest_first: bool, include_compacted: bool
     ) -> list[SessionMessageRow]:
         """A page of a session's messages in chronological order (compacted ones first when included)."""
-        where = "" if include_compacted else "AND NOT compacted"
-        order = "compacted ASC, id DESC" if newest_first else "compacted DESC, id ASC"
+        statement = S.MESSAGE_PAGES[newest_first, include_compacted].postgres
         async with self.db.connection() as conn:
-            cursor = await conn.execute(
-                f"SELECT id, role, content, reasoning, extra, created_at, compacted FROM messages "
-                f"WHERE session_id = %s {where} ORDER BY {order} LIMIT %s OFFSET %s",
-                (session_id, limit, offset),
-            )
+            cursor = await conn.execute(statement, (session_id, limit, offset))
             page = await cursor.fetchall()
         return [
             {

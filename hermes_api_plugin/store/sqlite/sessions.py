@@ -12,22 +12,14 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..core.content import Message
-from ..core.offload import LARGE_MESSAGES
-from .base import ForkResult, SessionInfo, SessionMessageRow
-from .rows import message_rows, session_from_row
-from .sqlite_db import SqliteDatabase, json_text, transaction
+from ...core.content import Message
+from ...core.offload import LARGE_MESSAGES
+from ..base import ForkResult, SessionInfo, SessionMessageRow
+from ..rows import json_text, message_rows, session_from_row
+from ..sql import sessions as S
+from .db import SqliteDatabase, transaction
 
-_SESSION_COLUMNS = (
-    "s.id, s.source, s.title, s.model, s.created_at, s.ended_at, s.updated_at, s.input_tokens, s.output_tokens, "
-    "s.parent_session_id, s.pinned, s.archived, "
-    "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id AND m.compacted = 0) AS message_count, "
-    "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id AND m.role = 'tool') AS tool_call_count, "
-    # The preview skips the user-role summary message a compaction inserts.
-    "(SELECT m.content FROM messages m WHERE m.session_id = s.id AND m.role = 'user' "
-    "AND (m.extra IS NULL OR m.extra NOT LIKE '%\"summary\"%') ORDER BY m.id LIMIT 1) AS first_user_content"
-)
-_UPDATABLE = ("title", "pinned", "archived")
+_SUMMARY = json_text({"summary": True})  # `extra` of the summary message a compaction inserts
 
 
 class SqliteSessionStore:
@@ -39,11 +31,7 @@ class SqliteSessionStore:
     async def load_session_messages(self, session_id: str) -> list[Message]:
         # Decoded on the database thread: a long transcript would hold the event loop (issue 20, defect 3).
         def load(conn: sqlite3.Connection) -> list[Message]:
-            rows = conn.execute(
-                "SELECT role, content, reasoning, extra FROM messages WHERE session_id = ? AND compacted = 0 "
-                "ORDER BY id",
-                (session_id,),
-            ).fetchall()
+            rows = conn.execute(S.LIVE_MESSAGES.sqlite, (session_id,)).fetchall()
             return [
                 Message.from_json(
                     {
@@ -81,33 +69,12 @@ class SqliteSessionStore:
         def append(conn: sqlite3.Connection) -> None:
             rows = encoded if encoded is not None else encode()
             with transaction(conn):
-                conn.execute(
-                    "INSERT INTO sessions (id, created_at, updated_at, model, input_tokens, output_tokens) "
-                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET updated_at = excluded.updated_at, "
-                    "model = COALESCE(excluded.model, sessions.model), "
-                    "input_tokens = sessions.input_tokens + excluded.input_tokens, "
-                    "output_tokens = sessions.output_tokens + excluded.output_tokens",
-                    (session_id, now, now, model, usage[0], usage[1]),
-                )
+                conn.execute(S.TOUCH_SESSION.sqlite, (session_id, now, now, model, usage[0], usage[1]))
                 if compaction is not None:
-                    conn.execute(
-                        "UPDATE messages SET compacted = 1 WHERE session_id = ? AND compacted = 0", (session_id,)
-                    )
-                    conn.execute(
-                        "INSERT INTO messages (session_id, role, content, reasoning, extra, created_at) "
-                        "VALUES (?, 'user', ?, NULL, ?, ?)",
-                        (
-                            session_id,
-                            json_text([{"type": "text", "text": compaction}]),
-                            json_text({"summary": True}),
-                            now,
-                        ),
-                    )
-                conn.executemany(
-                    "INSERT INTO messages (session_id, role, content, reasoning, extra, created_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    rows,
-                )
+                    conn.execute(S.COMPACT_MESSAGES.sqlite, (session_id,))
+                    summary = json_text([{"type": "text", "text": compaction}])
+                    conn.execute(S.INSERT_MESSAGE.sqlite, (session_id, "user", summary, None, _SUMMARY, now))
+                conn.executemany(S.INSERT_MESSAGE.sqlite, rows)
 
         await self.db.call(append)
 
@@ -115,13 +82,10 @@ class SqliteSessionStore:
         self, limit: int, offset: int, source: str | None, include_children: bool = False
     ) -> tuple[list[SessionInfo], bool]:
         # include_children: this store has no sub-agent runs nor compression continuations to hide
+        statement, args = (S.LIST_SESSIONS_OF_SOURCE.sqlite, (source,)) if source else (S.LIST_SESSIONS.sqlite, ())
+
         def rows(conn: sqlite3.Connection) -> list[sqlite3.Row]:
-            where, args = ("WHERE s.source = ?", [source]) if source else ("", [])
-            # One row beyond the page tells whether more follow.
-            return conn.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions s {where} ORDER BY s.updated_at DESC, s.id LIMIT ? OFFSET ?",
-                (*args, limit + 1, offset),
-            ).fetchall()
+            return conn.execute(statement, (*args, limit + 1, offset)).fetchall()  # one row beyond: more follow?
 
         found = [s for s in map(session_from_row, await self.db.call(rows)) if s is not None]
         return found[:limit], len(found) > limit
@@ -130,20 +94,13 @@ class SqliteSessionStore:
         return session_id  # compaction here archives in place: a session never continues under another id
 
     async def get_session(self, session_id: str) -> SessionInfo | None:
-        return await self.db.call(
-            lambda c: session_from_row(
-                c.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.id = ?", (session_id,)).fetchone()
-            )
-        )
+        return await self.db.call(lambda c: session_from_row(c.execute(S.GET_SESSION.sqlite, (session_id,)).fetchone()))
 
     async def create_session(self, session_id: str, title: str | None) -> bool:
         now = time.time()
 
         def create(conn: sqlite3.Connection) -> bool:
-            cursor = conn.execute(
-                "INSERT OR IGNORE INTO sessions (id, created_at, updated_at, title) VALUES (?, ?, ?, ?)",
-                (session_id, now, now, title),
-            )
+            cursor = conn.execute(S.CREATE_SESSION.sqlite, (session_id, now, now, title))
             return cursor.rowcount == 1
 
         return await self.db.call(create)
@@ -155,32 +112,26 @@ class SqliteSessionStore:
         return True
 
     async def update_session(self, session_id: str, fields: dict[str, Any]) -> bool:
-        # Column names come from the fixed _UPDATABLE list, never from the request.
-        columns = {k: (int(v) if isinstance(v, bool) else v) for k, v in fields.items() if k in _UPDATABLE}
+        # Column names come from the fixed assignments, never from the request.
+        columns = {k: (int(v) if isinstance(v, bool) else v) for k, v in fields.items() if k in S.UPDATABLE}
 
         if "end_reason" in fields:  # this store keeps no reason, only that the session ended
             columns["ended_at"] = time.time()
 
         def update(conn: sqlite3.Connection) -> bool:
             if not columns:
-                return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
-            assignments = ", ".join(
-                "ended_at = COALESCE(ended_at, ?)" if k == "ended_at" else f"{k} = ?" for k in columns
-            )
-            return (
-                conn.execute(
-                    f"UPDATE sessions SET {assignments} WHERE id = ?", (*columns.values(), session_id)
-                ).rowcount
-                == 1
-            )
+                return conn.execute(S.SESSION_EXISTS.sqlite, (session_id,)).fetchone() is not None
+            assignments = ", ".join(S.SESSION_ASSIGNMENTS[k].sqlite for k in columns)
+            update = S.UPDATE_SESSION.sqlite.format(assignments=assignments)
+            return conn.execute(update, (*columns.values(), session_id)).rowcount == 1
 
         return await self.db.call(update)
 
     async def delete_session(self, session_id: str) -> bool:
         def delete(conn: sqlite3.Connection) -> bool:
             with transaction(conn):
-                conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
-                return conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount == 1
+                conn.execute(S.DELETE_MESSAGES.sqlite, (session_id,))
+                return conn.execute(S.DELETE_SESSION.sqlite, (session_id,)).rowcount == 1
 
         return await self.db.call(delete)
 
@@ -191,23 +142,14 @@ class SqliteSessionStore:
 
         def fork(conn: sqlite3.Connection) -> ForkResult:
             with transaction(conn):
-                source = conn.execute("SELECT title, model FROM sessions WHERE id = ?", (session_id,)).fetchone()
+                source = conn.execute(S.FORK_SOURCE.sqlite, (session_id,)).fetchone()
                 if source is None:
                     return "no_source"
-                if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (fork_id,)).fetchone() is not None:
-                    return "exists"
                 name = title if title is not None else (f"{source['title']} (fork)" if source["title"] else None)
-                conn.execute(
-                    "INSERT INTO sessions (id, created_at, updated_at, title, model, parent_session_id) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (fork_id, now, now, name, source["model"], session_id),
-                )
-                conn.execute(
-                    "INSERT INTO messages (session_id, role, content, reasoning, extra, created_at, compacted) "
-                    "SELECT ?, role, content, reasoning, extra, created_at, compacted FROM messages "
-                    "WHERE session_id = ? ORDER BY id",
-                    (fork_id, session_id),
-                )
+                created = conn.execute(S.FORK_SESSION.sqlite, (fork_id, now, now, name, source["model"], session_id))
+                if created.rowcount != 1:
+                    return "exists"
+                conn.execute(S.FORK_MESSAGES.sqlite, (fork_id, session_id))
                 return "forked"
 
         return await self.db.call(fork)
@@ -217,9 +159,7 @@ class SqliteSessionStore:
 
         def names(conn: sqlite3.Connection) -> dict[str, str]:
             found: dict[str, str] = {}
-            for row in conn.execute(
-                "SELECT extra FROM messages WHERE session_id = ? AND extra LIKE '%tool_calls%'", (session_id,)
-            ):
+            for row in conn.execute(S.TOOL_CALL_MESSAGES.sqlite, (session_id,)):
                 for call in json.loads(row["extra"]).get("tool_calls") or ():
                     found[call["id"]] = call["function"]["name"]
             return found
@@ -231,15 +171,10 @@ class SqliteSessionStore:
     ) -> list[SessionMessageRow]:
         """A page of a session's messages in chronological order (compacted ones first when included)."""
 
+        statement = S.MESSAGE_PAGES[newest_first, include_compacted].sqlite
+
         def rows(conn: sqlite3.Connection) -> list[sqlite3.Row]:
-            where = "" if include_compacted else "AND compacted = 0"
-            direction = "DESC" if newest_first else "ASC"
-            page = conn.execute(
-                f"SELECT id, role, content, reasoning, extra, created_at, compacted FROM messages "
-                f"WHERE session_id = ? {where} ORDER BY compacted {'ASC' if newest_first else 'DESC'}, id {direction} "
-                "LIMIT ? OFFSET ?",
-                (session_id, limit, offset),
-            ).fetchall()
+            page = conn.execute(statement, (session_id, limit, offset)).fetchall()
             return sorted(page, key=lambda r: (-r["compacted"], r["id"]))
 
         return [

@@ -15,10 +15,11 @@ import psycopg
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from hermes_api_plugin.store import SqliteStore, StoreError, StoreUnavailable, postgres_db
-from hermes_api_plugin.store.postgres import PostgresStore
-from hermes_api_plugin.store.postgres_db import ACQUIRE_TIMEOUT_S, RECONNECT_TIMEOUT_S, PostgresDatabase
-from hermes_api_plugin.store.sqlite_migrate import load_migrations
+from hermes_api_plugin.store import SqliteStore, StoreError, StoreUnavailable
+from hermes_api_plugin.store.postgres import db as postgres_db
+from hermes_api_plugin.store.postgres.db import ACQUIRE_TIMEOUT_S, RECONNECT_TIMEOUT_S, PostgresDatabase
+from hermes_api_plugin.store.postgres.store import PostgresStore
+from hermes_api_plugin.store.sql.migrations import load_migrations
 from tests.helpers import wait_for
 from tests.pg import PG_MIGRATIONS, DatabaseFactory, PostgresServer
 

@@ -1,5 +1,5 @@
-"""PostgreSQL schema migrations: the numbered `store/migrations_pg/NNNN_name.sql` files (loaded as the SQLite ones
-are), each applied in one transaction together with its row in `schema_migrations`.
+"""PostgreSQL schema migrations: the numbered `postgres/migrations/NNNN_name.sql` files (`sql/migrations.py`), each
+applied in one transaction together with its row in `schema_migrations`.
 
 Gateways sharing one database may start at the same moment: the whole run holds a session advisory lock, so one
 gateway migrates while the others wait, then find every version recorded and apply nothing. (Not
@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import logging
 import time
+from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Any
 
 import psycopg
 from psycopg.rows import tuple_row
 
-from .sqlite_migrate import Migration
+from ..sql.migrations import Migration
+from ..sql.statements import MIGRATIONS_APPLIED, RECORD_MIGRATION
 
 log = logging.getLogger("hermes_api_plugin")
 
+# The bundled migrations (package data: `store/postgres/migrations/NNNN_name.sql`).
+BUNDLED: Traversable = resources.files("hermes_api_plugin.store.postgres.migrations")
 # One key for every gateway of this plugin migrating a database: "hermes" in ASCII, a bigint.
 MIGRATION_LOCK = 0x6865726D6573
 
@@ -30,7 +35,7 @@ async def applied_versions(conn: psycopg.AsyncConnection[Any]) -> dict[int, str]
         exists = await cursor.fetchone()
         if exists is None or not exists[0]:
             return {}
-        await cursor.execute("SELECT version, name FROM schema_migrations")
+        await cursor.execute(MIGRATIONS_APPLIED.postgres)
         return {int(version): str(name) for version, name in await cursor.fetchall()}
 
 
@@ -51,10 +56,7 @@ async def migrate(conn: psycopg.AsyncConnection[Any], migrations: list[Migration
             async with conn.transaction():
                 # No parameters: psycopg sends the file as one simple query, every statement in it, in order.
                 await conn.execute(migration.sql.encode("utf-8"))
-                await conn.execute(
-                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (%s, %s, %s)",
-                    (migration.version, migration.name, time.time()),
-                )
+                await conn.execute(RECORD_MIGRATION.postgres, (migration.version, migration.name, time.time()))
             applied.append(migration.version)
             log.info("[API Server] store migration %s applied (PostgreSQL)", migration.name)
         unknown = sorted(set(recorded) - {m.version for m in migrations})

@@ -9,20 +9,20 @@ memory and `durable` is False (WIRE.md §5.4).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from .base import StoreError, StoreRefused
-from .sqlite_migrate import load_migrations, migrate
+from ..base import StoreError, StoreRefused
+from ..sql.migrations import load_migrations
+from .migrate import BUNDLED, migrate
 
 T = TypeVar("T")
 log = logging.getLogger("hermes_api_plugin")
@@ -133,7 +133,7 @@ class SqliteDatabase:
                 _switch_to_wal(conn)
                 conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
-            migrate(conn, load_migrations(self.migrations_dir))
+            migrate(conn, load_migrations(self.migrations_dir or BUNDLED))
         except BaseException:
             conn.close()
             raise
@@ -152,13 +152,3 @@ class SqliteDatabase:
         if conn is not None:
             await asyncio.get_running_loop().run_in_executor(executor, conn.close)
         executor.shutdown(wait=True)
-
-
-def json_text(value: Any) -> str:
-    """A value as the compact UTF-8 JSON text stored in a column."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def insert_sql(table: str, columns: Sequence[str], verb: str = "INSERT") -> str:
-    """`INSERT INTO table (cols) VALUES (:cols)` with named parameters."""
-    return f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({', '.join(':' + c for c in columns)})"

@@ -1,6 +1,6 @@
 """PostgreSQL migration 0003 (issue 20, defect 7): the free text a database stored before it — a response's
 instructions, a message's reasoning, as plain `text` — reads back unchanged once the columns hold JSON string
-literals (store/postgres_text.py). A real server (tests/pg.py)."""
+literals (store/postgres/text.py). A real server (tests/pg.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import psycopg
 
-from hermes_api_plugin.store.postgres import PostgresStore
-from hermes_api_plugin.store.postgres_db import PostgresDatabase
+from hermes_api_plugin.store.postgres.db import PostgresDatabase
+from hermes_api_plugin.store.postgres.store import PostgresStore
 from tests.pg import PG_MIGRATIONS
 
 # What a client could have sent before: quotes, a backslash, JSON-looking text, non-ASCII, a line break.

@@ -1,5 +1,5 @@
 """The SQLite backend only: file mode 0600, WAL, memory fallback, reopening a file. (What every backend does
-is in test_contract.py; migrations in test_migrations.py.)"""
+is in ../test_contract_*.py; migrations in test_migrate.py.)"""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ import pytest
 
 from hermes_api_plugin.core.content import ImagePart, Message, TextPart
 from hermes_api_plugin.store import SqliteStore, StoreError
-from hermes_api_plugin.store.sqlite_migrate import load_migrations
+from hermes_api_plugin.store.sql.migrations import load_migrations
+from hermes_api_plugin.store.sqlite.migrate import BUNDLED
 
 
 def bundled_versions() -> list[int]:
-    return [m.version for m in load_migrations()]
+    return [m.version for m in load_migrations(BUNDLED)]
 
 
 async def test_open_creates_a_private_wal_database_with_every_migration_recorded(tmp_path: Path) -> None:

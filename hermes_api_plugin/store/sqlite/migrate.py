@@ -1,4 +1,5 @@
-"""SQLite schema migrations: numbered `NNNN_name.sql` files, each applied atomically and recorded.
+"""SQLite schema migrations: the numbered `sqlite/migrations/NNNN_name.sql` files (`sql/migrations.py`), each
+applied atomically and recorded.
 
 A file is split into statements with `sqlite3.complete_statement` (so a `;` inside a string, a comment
 or a trigger body does not cut it) and run inside one explicit `BEGIN IMMEDIATE … COMMIT` together with
@@ -12,43 +13,18 @@ Databases written before `schema_migrations` existed recorded their versions in 
 from __future__ import annotations
 
 import logging
-import re
 import sqlite3
 import time
-from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
-from pathlib import Path
+
+from ..sql.migrations import Migration
+from ..sql.statements import MIGRATIONS_APPLIED, RECORD_MIGRATION
 
 log = logging.getLogger("hermes_api_plugin")
 
-_FILE_NAME = re.compile(r"^(\d{4})_[A-Za-z0-9_]+\.sql$")
-
-
-@dataclass(frozen=True)
-class Migration:
-    """One migration file: its version (the number it starts with), file name and SQL text."""
-
-    version: int
-    name: str
-    sql: str
-
-
-def load_migrations(directory: Traversable | Path | None = None) -> list[Migration]:
-    """Every `NNNN_name.sql` in `directory` (default: the bundled `store/migrations/`), ascending."""
-    folder: Traversable | Path = (
-        directory if directory is not None else resources.files("hermes_api_plugin.store.migrations")
-    )
-    found: dict[int, Migration] = {}
-    for entry in folder.iterdir():
-        match = _FILE_NAME.match(entry.name)
-        if match is None:
-            continue
-        version = int(match.group(1))
-        if version in found:
-            raise ValueError(f"two migrations numbered {version}: {found[version].name}, {entry.name}")
-        found[version] = Migration(version, entry.name, entry.read_text(encoding="utf-8"))
-    return [found[v] for v in sorted(found)]
+# The bundled migrations (package data: `store/sqlite/migrations/NNNN_name.sql`).
+BUNDLED: Traversable = resources.files("hermes_api_plugin.store.sqlite.migrations")
 
 
 def split_statements(sql: str) -> list[str]:
@@ -71,7 +47,7 @@ def applied_versions(conn: sqlite3.Connection) -> dict[int, str | None]:
     """version → file name of every recorded migration (empty for a new database)."""
     if not _table_exists(conn, "schema_migrations"):
         return {}
-    return {row["version"]: row["name"] for row in _rows(conn, "SELECT version, name FROM schema_migrations")}
+    return {row["version"]: row["name"] for row in _rows(conn, MIGRATIONS_APPLIED.sqlite)}
 
 
 def migrate(conn: sqlite3.Connection, migrations: list[Migration]) -> list[int]:
@@ -91,10 +67,7 @@ def migrate(conn: sqlite3.Connection, migrations: list[Migration]) -> list[int]:
                 continue
             for statement in split_statements(migration.sql):
                 conn.execute(statement)
-            conn.execute(
-                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                (migration.version, migration.name, time.time()),
-            )
+            conn.execute(RECORD_MIGRATION.sqlite, (migration.version, migration.name, time.time()))
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:

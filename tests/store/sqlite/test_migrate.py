@@ -12,8 +12,9 @@ import pytest
 
 from hermes_api_plugin.core.content import Message, TextPart
 from hermes_api_plugin.store import SqliteStore, StoreError
-from hermes_api_plugin.store.sqlite_db import SqliteDatabase
-from hermes_api_plugin.store.sqlite_migrate import load_migrations, split_statements
+from hermes_api_plugin.store.sql.migrations import load_migrations
+from hermes_api_plugin.store.sqlite.db import SqliteDatabase
+from hermes_api_plugin.store.sqlite.migrate import BUNDLED, split_statements
 
 
 def recorded(path: Path) -> list[tuple[int, str | None]]:
@@ -36,7 +37,7 @@ def build_the_old_way(path: Path, up_to: int) -> None:
     """What the previous code did: split each file on ';', record the version in `schema_version`."""
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)")
-    for migration in load_migrations():
+    for migration in load_migrations(BUNDLED):
         if migration.version > up_to:
             break
         conn.execute("BEGIN IMMEDIATE")
@@ -76,7 +77,7 @@ async def test_a_new_database_records_every_migration_by_name(tmp_path: Path) ->
     store = SqliteStore(path)
     await store.open()
     await store.close()
-    assert recorded(path) == [(m.version, m.name) for m in load_migrations()]
+    assert recorded(path) == [(m.version, m.name) for m in load_migrations(BUNDLED)]
     conn = sqlite3.connect(path)
     applied_at = [t for (t,) in conn.execute("SELECT applied_at FROM schema_migrations")]
     conn.close()
@@ -86,7 +87,7 @@ async def test_a_new_database_records_every_migration_by_name(tmp_path: Path) ->
 
 async def test_a_database_of_the_previous_code_upgrades_without_reapplying(tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite3"
-    latest = load_migrations()[-1].version
+    latest = load_migrations(BUNDLED)[-1].version
     build_the_old_way(path, latest)
     conn = sqlite3.connect(path)
     conn.execute("INSERT INTO sessions (id, created_at, updated_at, title) VALUES ('old', 1, 2, 'kept')")
@@ -99,7 +100,7 @@ async def test_a_database_of_the_previous_code_upgrades_without_reapplying(tmp_p
         assert info is not None and info["title"] == "kept"
     finally:
         await store.close()
-    assert recorded(path) == [(m.version, m.name) for m in load_migrations()]
+    assert recorded(path) == [(m.version, m.name) for m in load_migrations(BUNDLED)]
     assert "schema_version" not in tables(path)
     conn = sqlite3.connect(path)
     applied_at = {t for (t,) in conn.execute("SELECT applied_at FROM schema_migrations")}
@@ -118,7 +119,7 @@ async def test_a_partly_migrated_old_database_gets_only_the_missing_files(tmp_pa
         assert [m.text for m in await store.sessions.load_session_messages("s")] == ["hi"]
     finally:
         await store.close()
-    assert [v for v, _ in recorded(path)] == [m.version for m in load_migrations()]
+    assert [v for v, _ in recorded(path)] == [m.version for m in load_migrations(BUNDLED)]
 
 
 def write(folder: Path, name: str, sql: str) -> None:
@@ -186,4 +187,4 @@ async def test_two_processes_opening_a_new_file_apply_each_migration_once(tmp_pa
             assert await stores[-1].sessions.get_session("s") is not None
         finally:
             await asyncio.gather(*(store.close() for store in stores))
-        assert [v for v, _ in recorded(path)] == [m.version for m in load_migrations()]
+        assert [v for v, _ in recorded(path)] == [m.version for m in load_migrations(BUNDLED)]

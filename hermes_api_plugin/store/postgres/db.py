@@ -19,7 +19,6 @@ import logging
 import select
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
@@ -29,10 +28,10 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from ..core.redact import mask_store_text
-from .base import StoreError, StoreRefused, StoreUnavailable
-from .postgres_migrate import migrate
-from .sqlite_migrate import load_migrations
+from ...core.redact import mask_store_text
+from ..base import StoreError, StoreRefused, StoreUnavailable
+from ..sql.migrations import load_migrations
+from .migrate import BUNDLED, migrate
 
 log = logging.getLogger("hermes_api_plugin")
 
@@ -86,7 +85,7 @@ class PostgresDatabase:
             params, self._bad_url = {}, exc
         self.where = f"{params.get('host') or 'localhost'}:{params.get('port') or 5432}/{params.get('dbname') or ''}"
         self.max_connections = max_connections
-        self.migrations_dir = migrations_dir  # None: the bundled migrations_pg/ (tests inject their own)
+        self.migrations_dir = migrations_dir  # None: the bundled postgres/migrations/ (tests inject their own)
         self._kwargs: dict[str, Any] = {"autocommit": True, "row_factory": dict_row}
         if "connect_timeout" not in params:
             self._kwargs["connect_timeout"] = CONNECT_TIMEOUT_S
@@ -117,7 +116,7 @@ class PostgresDatabase:
         """Migrate the schema (one gateway at a time, under an advisory lock), then open the pool."""
         if self._bad_url is not None:
             raise self.error("not a usable PostgreSQL URL", self._bad_url)
-        migrations = load_migrations(self.migrations_dir or resources.files("hermes_api_plugin.store.migrations_pg"))
+        migrations = load_migrations(self.migrations_dir or BUNDLED)
         try:
             conn = await psycopg.AsyncConnection.connect(self._url, **self._kwargs)
         except psycopg.Error as exc:
