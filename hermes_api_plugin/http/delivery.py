@@ -1,6 +1,7 @@
 """Delivering a turn's journal to a client: an SSE pump, or an early-head JSON reply padded while the turn runs.
 
-The third step of every work-creating POST (parse → submit → deliver). A new turn arrives *held*
+The third step of every work-creating POST (parse → submit → deliver), driven by the request's surface
+(surfaces/surface.py: its headers, first records, renderer and JSON body). A new turn arrives *held*
 (`HeldTurn`): it starts only once its head is written, and a head that cannot be written (the client is
 already gone) cancels it — the `async with` block guarantees one or the other. Attaches and replays
 only watch: their client going away never affects the turn.
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from aiohttp import web
@@ -18,12 +19,13 @@ from aiohttp import web
 from ..core.errors import client_gone
 from ..core.events import TurnEvent
 from ..dialects.record import SseRecord
+from ..submission.submit import Existing, NewTurn
+from ..surfaces.surface import Delivery, Render, Surface
 from ..turns import HeldTurn, Journal, Turn
 from .app_keys import SETTINGS
 from .sse import EarlyJson, SseStream
 
 H = TypeVar("H")
-Render = Callable[[list[TurnEvent]], Iterable[SseRecord]]
 
 
 def on_client_gone(request: web.Request, turn: Turn, keep: bool) -> None:
@@ -94,43 +96,35 @@ async def deliver(
     request: web.Request,
     journal: Journal,
     held: HeldTurn | None,
-    *,
-    stream: bool,
-    keep: bool,
-    headers: Mapping[str, str],
-    render: Render,
-    fold: Callable[[list[TurnEvent]], object],
-    body: Callable[[], Mapping[str, Any]],
-    first: Sequence[SseRecord] = (),
+    surface: Delivery,
     sse: SseStream | None = None,
-    done_marker: bool = False,
-    before_send: Callable[[], Awaitable[None]] | None = None,
 ) -> web.StreamResponse:
     """A turn's journal (live, attached or replayed) as an SSE stream or as an early-head JSON reply.
 
     `held` is the turn this request admitted (None for attaches and replays: their clients only watch);
-    it starts once the head is out, and a gone client decides its fate per §5.5 (`keep`: keyed or
-    background). `sse` is a stream whose head was already written; `done_marker` ends with `[DONE]`.
+    it starts once the head is out, and a gone client decides its fate per §5.5 (`surface.keep`: keyed or
+    background). `sse` is a stream whose head was already written (a keyed chat stream's early head).
     """
     keepalive = request.app[SETTINGS].sse_keepalive_seconds
+    keep = surface.keep
     guard: contextlib.AbstractAsyncContextManager[Turn | None] = held if held is not None else contextlib.nullcontext()
     async with guard as turn:
         try:
-            if stream:
+            if surface.stream:
                 if sse is None:
-                    sse = await open_stream(request, headers, first)
+                    sse = await open_stream(request, surface.headers(), surface.first())
                 if held is not None:
                     held.start()
-                if await pump(sse, journal, render, keepalive, before_send=before_send):
-                    await (sse.done() if done_marker else sse.close())
+                if await pump(sse, journal, surface.render, keepalive, before_send=surface.before_send):
+                    await (sse.done() if surface.done_marker else sse.close())
                 elif turn is not None:
                     on_client_gone(request, turn, keep)
                 return sse.response
-            reply = await _head(EarlyJson.open(request, headers))
+            reply = await _head(EarlyJson.open(request, surface.headers()))
             if held is not None:
                 held.start()
-            if await await_settled(reply, journal, fold, keepalive):
-                await reply.finish(body())
+            if await await_settled(reply, journal, surface.fold, keepalive):
+                await reply.finish(surface.body())
             elif turn is not None:
                 on_client_gone(request, turn, keep)
             return reply.response
@@ -138,3 +132,27 @@ async def deliver(
             if turn is not None:
                 on_client_gone(request, turn, keep)
             raise
+
+
+async def deliver_outcome(
+    request: web.Request, outcome: NewTurn[Any] | Existing, surface: Surface[Any]
+) -> web.StreamResponse:
+    """The turn a submission found: this request's new one (held until its head is out; `outcome.head` is a keyed chat
+    stream's early head) or the keyed one a retry attaches to or replays."""
+    if isinstance(outcome, Existing):
+        surface.replaying(outcome)
+        return await deliver(request, outcome.journal, None, surface)
+    async with outcome.held as turn:  # a failure before the head is out cancels the turn: no slot stays held
+        surface.delivering(turn)
+        return await deliver(request, turn.journal, outcome.held, surface, outcome.head)
+
+
+def early_stream(request: web.Request, surface: Surface[Any]) -> Callable[[Turn], Awaitable[SseStream]]:
+    """The SSE head of a new turn written right after its admission, before the turn is reserved or stored (a keyed
+    chat stream, WIRE.md §5.3): a refused reservation is then reported in-stream."""
+
+    async def open_head(turn: Turn) -> SseStream:
+        surface.delivering(turn)
+        return await open_stream(request, surface.headers(), surface.first())
+
+    return open_head

@@ -1,9 +1,10 @@
 """The Responses API: POST /v1/responses and the /v1/responses/{id} read-back, cancel, delete and input items.
 
-POST reads as parse → submit → deliver; what a new Response is made of (chain, head, stored record) lives
-in `stored_responses.py`, chain resolution in `conversations.py`, the rendering in `dialects/responses.py`. On a shared
-store a Response another gateway runs is read, resumed (`?stream=true&starting_after=`) and cancelled here too:
-its journal is followed through the store (replicas.py), the cancel reaches its owner through the store's feed.
+POST reads as parse → submit → deliver; what a new Response is made of (chain, head, stored record, reply) lives
+in `surfaces/responses.py`, chain resolution in `submission/conversations.py`, the rendering in `dialects/responses.py`
+and `dialects/response_objects.py`. On a shared store a Response another gateway runs is read, resumed
+(`?stream=true&starting_after=`) and cancelled here too: its journal is followed through the store
+(cluster/remote_turns.py), the cancel reaches its owner through the store's feed.
 """
 
 from __future__ import annotations
@@ -16,100 +17,56 @@ from aiohttp import web
 from ..core.errors import ApiError, invalid_parameter, invalid_request
 from ..dialects.record import SseRecord
 from ..dialects.response_objects import head_from_snapshot, live_snapshot, renderer
-from ..dialects.responses import ResponseHead, ResponsesRenderer, without_tool_items
-from ..http.app_keys import JOURNALS, LEASES, REMOTE_TURNS, RUNTIME, SETTINGS, STORE, TURNS
-from ..http.delivery import deliver, open_stream, pump, start_detached
-from ..http.middleware import large_body, read_parsed
+from ..dialects.responses import without_tool_items
+from ..http.app_keys import JOURNALS, LEASES, REMOTE_TURNS, SETTINGS, STORE, TURNS
+from ..http.delivery import deliver_outcome, open_stream, pump, start_detached
 from ..http.profiles import profile_of
-from ..protocol.common import idempotency_key, parse_hermes_headers, tool_items_shown
+from ..protocol.common import tool_items_shown
 from ..protocol.params import parse_params
 from ..protocol.responses import (
     GET_QUERY,
     INPUT_ITEMS_QUERY,
     RESPONSE_PATH,
-    ResponsesRequest,
     parse_responses_request,
 )
 from ..store.base import StoredResponse, StoreError
 from ..submission.conversations import response_not_found
 from ..submission.idempotency import error_for, store_failure
-from ..submission.submit import Existing, NewTurn, Submission, refusal_error
-from ..surfaces.responses import ResponseCreation
-from ..turns import HeldTurn, Journal
+from ..submission.submit import Existing, NewTurn, Refusal, Submission, refusal_error
+from ..surfaces.responses import ResponsesSurface
+from ..surfaces.surface import run_headers
+from ..turns import Journal
 from ..turns.durable import stored_journal
-from .replies import json_response, run_headers
+from .posted import posted
+from .replies import json_response
 
 CANCEL_WAIT_S = 5.0
 
 
 async def create_response(request: web.Request) -> web.StreamResponse:
-    app = request.app
-    hermes = parse_hermes_headers(request.headers)
-    providers = app[RUNTIME].providers()
-    body = await read_parsed(request, lambda raw: parse_responses_request(raw, providers))
-    profile = profile_of(request)
-    submitter = profile.submitter
-    creation = ResponseCreation(
-        app[SETTINGS],
-        app[STORE],
-        profile.conversations,
-        app[JOURNALS],
-        body,
-        hermes,
-        profile.model_name,
-        app[LEASES].owner,
-    )
-    key = idempotency_key(request.headers)
-    slot = await submitter.slot("responses", key, body.identity, [hermes.session_key], await large_body(request))
-    outcome: Submission[None] = await submitter.submit(slot, creation.plan)
-    if isinstance(outcome, NewTurn):
-        async with outcome.held as turn:  # a failure before the head is out cancels the turn: no slot stays held
-            held, r = outcome.held, creation.renderer()
-            first = r.created(turn.queued_at_admission)
-            headers = run_headers(creation.session_id, turn.run_id, hermes.session_key)
-            if body.background and not body.stream:
-                start_detached(held)
-                return json_response(r.snapshot(), headers=headers)
-            return await _deliver(request, body, turn.journal, held, r, first, headers, keyed=slot is not None)
-    if not isinstance(outcome, Existing):
+    post = await posted(request, lambda raw, _, providers: parse_responses_request(raw, providers))
+    app, profile = request.app, profile_of(request)
+    conversations, owner = profile.conversations, app[LEASES].owner
+    surface = ResponsesSurface(app[SETTINGS], app[STORE], conversations, app[JOURNALS], profile.model_name, owner, post)
+    outcome: Submission[None] = await profile.submitter.submit(surface)
+    if isinstance(outcome, Refusal):
         raise refusal_error(outcome)
-    reply = outcome.record.reply
-    r = renderer(app[SETTINGS], ResponseHead(**reply["head"]), reply["commentary"], hermes.tool_items)
-    first = r.created(reply["queued"])
-    headers = run_headers(reply["session_id"], outcome.run_id, hermes.session_key, replayed=True)
-    if outcome.kind == "attach" and body.background and not body.stream:
-        r.render(list(outcome.journal.events))
-        return json_response(r.snapshot(), headers=headers)
-    return await _deliver(request, body, outcome.journal, None, r, first, headers)
+    if surface.detached and not (isinstance(outcome, Existing) and outcome.kind == "replay"):
+        return await _as_it_stands(outcome, surface)
+    return await deliver_outcome(request, outcome, surface)
 
 
-async def _deliver(
-    request: web.Request,
-    body: ResponsesRequest,
-    journal: Journal,
-    held: HeldTurn | None,
-    r: ResponsesRenderer,
-    first: list[SseRecord],
-    headers: dict[str, str],
-    keyed: bool = True,
-) -> web.StreamResponse:
-    """Render a journal (a new turn's, an attached one's, or a replayed one) as SSE or the final object."""
-    saver = request.app[JOURNALS]
-    # Durable journals show no event before it is saved: a resume after a crash loses nothing.
-    durable = (lambda: saver.durable(journal)) if saver.watching(journal) else None
-    return await deliver(
-        request,
-        journal,
-        held,
-        stream=body.stream,
-        keep=body.background or keyed,
-        headers=headers,
-        first=first,
-        render=r.render,
-        fold=r.render,
-        body=r.snapshot,
-        before_send=durable,
-    )
+async def _as_it_stands(outcome: NewTurn[None] | Existing, surface: ResponsesSurface) -> web.Response:
+    """A background Response asked for as JSON, new or attached: the object as it stands; a new turn runs on,
+    detached (a replayed one has settled: it is delivered as any other)."""
+    if isinstance(outcome, Existing):
+        surface.replaying(outcome)
+        surface.fold(list(outcome.journal.events))
+        return json_response(surface.body(), headers=surface.headers())
+    async with outcome.held as turn:  # were anything to fail before it starts, the turn is cancelled, not kept
+        surface.delivering(turn)
+        start_detached(outcome.held)
+        return json_response(surface.body(), headers=surface.headers())
 
 
 async def _stored(request: web.Request) -> StoredResponse:

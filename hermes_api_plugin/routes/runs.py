@@ -3,36 +3,35 @@
 Every admitted turn is a run, whichever surface admitted it. Runs are read from the live registry
 (running, or settled within the last hour and still kept: turns/recent.py), from their durable run record and
 journal on a shared store — on any gateway: a run another gateway runs is followed through its journal
-(replicas.py) and stopped through the store's feed, with the same scope check — or, for keyed runs, from their
-durable admission and journal.
+(cluster/remote_turns.py) and stopped through the store's feed, with the same scope check — or, for keyed runs, from
+their durable admission and journal. POST reads as parse → submit → deliver (a 202 at once); the run's plan and reply
+are the surface's (surfaces/runs.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
-from ..core.content import Message
 from ..core.errors import ApiError, not_found
 from ..core.events import StatusChanged, unanswered_approvals
 from ..dialects.record import SseRecord, after_id
 from ..dialects.runs import RunEventsRenderer, run_object
-from ..http.app_keys import LEASES, REMOTE_TURNS, RUNTIME, SETTINGS, STORE, TURNS
+from ..http.app_keys import LEASES, REMOTE_TURNS, SETTINGS, STORE, TURNS
 from ..http.delivery import open_stream, pump, start_detached
-from ..http.middleware import large_body, read_parsed
 from ..http.profiles import profile_of
-from ..protocol.common import idempotency_key, last_event_id, new_session_id, parse_hermes_headers
+from ..protocol.common import last_event_id
 from ..protocol.params import parse_params
-from ..protocol.runs import RUN_PATH, RunRequest, parse_run_request
+from ..protocol.runs import RUN_PATH, parse_run_request
 from ..store.base import RunRecord, StoreError
-from ..submission.conversations import Conversations, extended
 from ..submission.idempotency import error_for, store_failure
-from ..submission.submit import Existing, NewTurn, Submission, TurnPlan, refusal_error
-from ..turns import HistoryLoader, Journal, Turn
+from ..submission.submit import Existing, NewTurn, Refusal, Submission, refusal_error
+from ..surfaces.runs import RunSurface, stored_reply
+from ..turns import Journal, Turn
 from ..turns.durable import stored_journal
+from .posted import posted
 from .replies import json_response
 
 
@@ -50,72 +49,28 @@ def live_turn(request: web.Request, run_id: str, *, settled: bool = False) -> Tu
 
 
 async def create_run(request: web.Request) -> web.Response:
-    app = request.app
-    hermes = parse_hermes_headers(request.headers)
-    providers = app[RUNTIME].providers()
-    run = await read_parsed(request, lambda body: parse_run_request(body, hermes.session_id, providers))
+    post = await posted(request, lambda raw, hermes, providers: parse_run_request(raw, hermes.session_id, providers))
     profile = profile_of(request)
-    submitter = profile.submitter
-    key, target = idempotency_key(request.headers), [run.session_id, hermes.session_key]
-    slot = await submitter.slot("runs", key, run.identity, target, await large_body(request))
-    model = run.selection.model or profile.model_name
-    planner = _RunPlanner(profile.conversations, run, hermes.session_key, model)
-    outcome: Submission[None] = await submitter.submit(slot, planner.plan)
-    headers = {"X-Hermes-Session-Key": hermes.session_key} if hermes.session_key is not None else {}
+    surface = RunSurface(profile.conversations, profile.model_name, post)
+    outcome: Submission[None] = await profile.submitter.submit(surface)
+    if isinstance(outcome, Refusal):
+        raise refusal_error(outcome)
     if isinstance(outcome, NewTurn):
         async with outcome.held:  # started at once; were anything to fail first, the turn is cancelled, not kept
             turn = start_detached(outcome.held)
-        return json_response({"run_id": turn.run_id, "status": "started"}, status=202, headers=headers)
-    if not isinstance(outcome, Existing):
-        raise refusal_error(outcome)
-    run_id = outcome.run_id
-    view = await _find(request, run_id)
+        return json_response({"run_id": turn.run_id, "status": "started"}, status=202, headers=surface.headers())
+    return await _replayed(request, outcome, surface)
+
+
+async def _replayed(request: web.Request, existing: Existing, surface: RunSurface) -> web.Response:
+    """A keyed retry of a run: the run's id and its status now (202, WIRE.md §6.1)."""
+    view = await _find(request, existing.run_id)
     status = view.status if view is not None else "failed"
     return json_response(
-        {"run_id": run_id, "status": status, "replayed": True},
+        {"run_id": existing.run_id, "status": status, "replayed": True},
         status=202,
-        headers={**headers, "Idempotency-Replayed": "true"},
+        headers={**surface.headers(), "Idempotency-Replayed": "true"},
     )
-
-
-class _RunPlanner:
-    """Resolves a run's session and history (WIRE.md §6.1)."""
-
-    def __init__(self, conversations: Conversations, run: RunRequest, session_key: str | None, model: str) -> None:
-        self.conversations = conversations
-        self.run = run
-        self.session_key = session_key
-        self.model = model
-
-    async def plan(self) -> TurnPlan:
-        run, conversations = self.run, self.conversations
-        previous = await conversations.previous(run.previous_response_id)
-        chain = await conversations.resolve(
-            explicit_session=run.session_id, previous=previous, session_key=self.session_key, new_session=new_session_id
-        )
-        earlier = run.messages[:-1]
-        history: HistoryLoader | Sequence[Message]
-        if run.conversation_history is not None:
-            history = run.conversation_history
-        elif previous is not None:
-            history = extended(conversations.chain_history(previous), earlier)
-        elif earlier:
-            history = earlier
-        else:
-            history = conversations.session_history(chain.session_id)
-        reply = {"session_id": chain.session_id, "model": self.model}
-        return TurnPlan(
-            session_id=chain.session_id,
-            input=run.messages[-1],
-            selection=run.selection,
-            system_prompt=run.system,
-            history=history,
-            inputs=run.messages,
-            bind_key=chain.bind_key,
-            session_key=self.session_key,
-            reply=lambda turn: reply,
-            surface="runs",
-        )
 
 
 @dataclass(frozen=True)
@@ -178,8 +133,8 @@ async def _find(request: web.Request, run_id: str, *, follow: bool = False) -> R
     except StoreError as exc:
         raise error_for(store_failure(exc)) from None
     status = journal.finished.status.value if journal.finished is not None else "failed"
-    model = record.reply.get("model") or record.reply.get("head", {}).get("model") or profile.model_name
-    return RunView(status, journal, record.created_at, record.reply.get("session_id", ""), model)
+    reply = stored_reply(record)
+    return RunView(status, journal, record.created_at, reply.session_id or "", reply.model or profile.model_name)
 
 
 def path_run_id(request: web.Request) -> str:

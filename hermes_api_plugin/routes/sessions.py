@@ -1,17 +1,15 @@
-"""Sessions (WIRE.md §7): list, get, create, update, delete, messages, and session chat (JSON and stream)."""
+"""Sessions (WIRE.md §7): list, get, create, update, delete, messages, and session chat (JSON and stream: parse →
+submit → deliver; its turn plan, reply and rendering are the surface's, surfaces/sessions.py)."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from aiohttp import web
 
 from ..core.errors import ApiError, invalid_request, not_found
-from ..dialects.record import SseRecord, after_id
-from ..dialects.sessions import SessionStreamRenderer
 from ..http.app_keys import RUNTIME, STORE, TURNS
-from ..http.delivery import deliver
+from ..http.delivery import deliver_outcome
 from ..http.middleware import large_body, percent_decodes_to_utf8, read_json, read_parsed
 from ..http.profiles import profile_of
 from ..protocol.common import (
@@ -25,15 +23,17 @@ from ..protocol.params import parse_params
 from ..protocol.sessions import (
     LIST_QUERY,
     MESSAGES_QUERY,
+    SessionChatRequest,
     parse_session_chat,
     parse_session_create,
     parse_session_fork,
     parse_session_update,
 )
 from ..store.base import SessionMessageRow
-from ..submission.submit import Existing, NewTurn, Submission, TurnPlan, refusal_error
-from ..turns import HeldTurn, Journal
-from .replies import json_response, run_headers
+from ..submission.submit import Refusal, Submission, refusal_error
+from ..surfaces.sessions import SessionChatSurface
+from ..surfaces.surface import Posted
+from .replies import json_response
 
 
 def session_not_found() -> ApiError:
@@ -184,103 +184,23 @@ async def session_chat_stream(request: web.Request) -> web.StreamResponse:
 
 
 async def _session_chat(request: web.Request, *, stream: bool) -> web.StreamResponse:
-    app = request.app
     requested = _path_session(request)
-    # Every header is read here, before admission: nothing after `submit` may refuse the request (issue 20, defect 1).
+    post = await _posted_chat(request, stream)
+    profile = profile_of(request)
+    conversations, model_name = profile.conversations, profile.model_name
+    surface = await SessionChatSurface.on_live_tip(conversations, model_name, post, requested, stream)
+    outcome: Submission[None] = await profile.submitter.submit(surface)
+    if isinstance(outcome, Refusal):
+        raise refusal_error(outcome)
+    return await deliver_outcome(request, outcome, surface)
+
+
+async def _posted_chat(request: web.Request, stream: bool) -> Posted[SessionChatRequest]:
+    """Every header is read here, before admission: nothing after `submit` may refuse the request (issue 20, defect
+    1); a stream's Last-Event-ID is the last record its retry saw (WIRE.md §7.4)."""
     hermes = parse_hermes_headers(request.headers)
     key = idempotency_key(request.headers)
     after = last_event_id(request.headers) if stream else 0
-    providers = app[RUNTIME].providers()
+    providers = request.app[RUNTIME].providers()
     chat = await read_parsed(request, lambda body: parse_session_chat(body, providers))
-    profile = profile_of(request)
-    submitter = profile.submitter
-    slot = await submitter.slot(
-        "session_chat", key, chat.identity, [requested, hermes.session_key], await large_body(request)
-    )
-    # A compacted Hermes session goes on under its live tip: the turn runs there, the reply names it (as upstream)
-    session_id = await profile.sessions.live_session_id(requested)
-    history = profile.conversations.session_history(session_id)
-    model = chat.selection.model or profile.model_name
-
-    async def plan() -> TurnPlan:
-        await profile.conversations.placement.check(requested)  # kept by another host: 409, never an empty conversation
-        return TurnPlan(
-            session_id=session_id,
-            input=chat.message,
-            selection=chat.selection,
-            system_prompt=chat.instructions,
-            history=history,
-            session_key=hermes.session_key,
-            reply=lambda turn: {"session_id": session_id, "model": model},
-            surface="session_chat",
-        )
-
-    headers = run_headers(session_id, None, hermes.session_key)
-    outcome: Submission[None] = await submitter.submit(slot, plan)
-    if isinstance(outcome, NewTurn):
-        async with outcome.held as turn:  # a failure before the head is out cancels the turn: no slot stays held
-            return await _deliver(
-                request,
-                turn.journal,
-                outcome.held,
-                turn.run_id,
-                session_id,
-                headers,
-                stream,
-                after,
-                keyed=slot is not None,
-            )
-    if not isinstance(outcome, Existing):
-        raise refusal_error(outcome)
-    return await _deliver(
-        request,
-        outcome.journal,
-        None,
-        outcome.run_id,
-        session_id,
-        {**headers, "Idempotency-Replayed": "true"},
-        stream,
-        after,
-        keyed=True,
-    )
-
-
-async def _deliver(
-    request: web.Request,
-    journal: Journal,
-    held: HeldTurn | None,
-    run_id: str,
-    session_id: str,
-    headers: dict[str, str],
-    stream: bool,
-    after: int,
-    *,
-    keyed: bool,
-) -> web.StreamResponse:
-    """The turn as the `/chat` reply or the named-event stream; a retry's Last-Event-ID (`after`) skips what it saw,
-    and a value that is not a known id (yet) streams from the start (WIRE.md §6.3, §7.4)."""
-    headers = {**headers, "X-Hermes-Run-Id": run_id}
-    renderer = SessionStreamRenderer(session_id, run_id, journal.stamps)
-    head_at = journal.stamps[0] if journal.stamps else time.time()
-    if after:
-        probe = SessionStreamRenderer(session_id, run_id, journal.stamps)
-        probe.head(head_at)
-        probe.render(list(journal.events))
-        if after > probe.last_id:
-            after = 0
-
-    def numbered(records: list[SseRecord]) -> list[SseRecord]:
-        return after_id(records, after)
-
-    return await deliver(
-        request,
-        journal,
-        held,
-        stream=stream,
-        keep=keyed,
-        headers=headers,
-        first=numbered(renderer.head(head_at)),
-        render=lambda batch: numbered(renderer.render(batch)),
-        fold=renderer.render,
-        body=renderer.reply,
-    )
+    return Posted(chat, hermes, key, await large_body(request), after)

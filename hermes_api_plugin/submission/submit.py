@@ -2,12 +2,12 @@
 
     parse (protocol/) → submit (here) → deliver (delivery.py)
 
-`Submitter.submit` takes the request's idempotency slot (or none) and a *plan* — the surface's coroutine
-that resolves everything a new turn needs — and returns a typed outcome:
+`Submitter.submit` takes the request's surface (a `Planner`: its idempotency slot, and `plan()` — the coroutine that
+resolves everything a new turn needs as a `TurnPlan`) and returns a typed outcome:
 
     NewTurn    admitted, reserved, stored; its agent work is held until the delivery writes the head
     Existing   the key's turn: `attach` to the live one — here, or on another gateway (its journal followed
-               through the shared store, replicas.py) — or `replay` of the recorded journal
+               through the shared store, cluster/remote_turns.py) — or `replay` of the recorded journal
     Refusal    nothing executes: admission_conflict | unknown_execution | admission_expired | storage_unavailable |
                running_elsewhere (another live process runs it and the store cannot follow it: SQLite)
 
@@ -18,16 +18,16 @@ reservation only, never delivery: a retry arriving while the turn runs attaches 
 
 On a shared store (PostgreSQL) every turn is durable whether keyed or not: its journal is group-committed and a run
 record (`RunRecord`) names its owner, so any gateway can read, follow and stop it (routes/runs.py). A keyed retry
-whose turn's owner is gone settles that owner's leftovers (recovery.py) before it answers unknown_execution.
+whose turn's owner is gone settles that owner's leftovers (cluster/recovery.py) before it answers unknown_execution.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from ..cluster.placement import Placement
 from ..cluster.remote_turns import RemoteTurns
@@ -47,15 +47,18 @@ from .idempotency import Decision, Idempotency, Slot, error_for, store_failure
 H = TypeVar("H")
 
 
+class StoredReply(Protocol):
+    """What a keyed retry needs to re-render its turn, as the admission record stores it (a surface's reply type)."""
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
 @dataclass(frozen=True)
 class TurnPlan:
-    """Everything surface-specific about a new turn, resolved before it is admitted."""
+    """What a surface resolved for its new turn before it is admitted: the runtime's request (the submitter adds the
+    gateway's part: scope, profile home, settings) and how the turn joins its session."""
 
-    session_id: str
-    input: Message
-    selection: ModelSelection
-    system_prompt: str | None = None
-    metadata: Mapping[str, Any] = field(default_factory=dict)
+    request: TurnRequest
     # The agent's history: messages known now, or a loader called once the turn may run (a queued turn then
     # sees what the turn before it added).
     history: HistoryLoader | Sequence[Message] = ()
@@ -63,12 +66,74 @@ class TurnPlan:
     queued: bool = True  # turns of the session run one at a time (chat on a derived session: False)
     persist: Persister | None = None  # the surface's own state, stored before the terminal record
     durable: bool = False  # journal kept in the store even without a key (stored Responses)
-    surface: str = ""  # chat | responses | runs | session_chat: the run record's (shared stores)
-    bind_key: str | None = None  # X-Hermes-Session-Key to bind to `session_id` once admitted
-    session_key: str | None = None  # X-Hermes-Session-Key: the agent's session key and memory/approval scope
-    turn_id: str = field(default_factory=new_run_id)
-    reply: Callable[[Turn], Mapping[str, Any]] = lambda turn: {}  # what a keyed retry needs to re-render
-    admitted: Callable[[Turn], Awaitable[None]] | None = None  # e.g. store the in-progress Response
+    bind_key: str | None = None  # X-Hermes-Session-Key to bind to the session once admitted
+
+
+def turn_request(
+    session_id: str,
+    input: Message,
+    selection: ModelSelection,
+    *,
+    system_prompt: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    session_key: str | None = None,
+    turn_id: str | None = None,
+) -> TurnRequest:
+    """The runtime's request for a surface's new turn, its model as the request selected it; `session_key` is
+    X-Hermes-Session-Key (the agent's session key, memory and approval scope)."""
+    return TurnRequest(
+        turn_id=turn_id or new_run_id(),
+        session_id=session_id,
+        input=input,
+        system_prompt=system_prompt,
+        model=selection.model,
+        provider=selection.provider,
+        model_options=selection.model_options,
+        reasoning_enabled=selection.reasoning_enabled,
+        reasoning_effort=selection.reasoning_effort,
+        metadata=metadata or {},
+        session_key=session_key,
+    )
+
+
+class Planner(Protocol):
+    """What the submission path asks of a surface (surfaces/surface.py's `Surface` is one): its idempotency slot,
+    the plan of a new turn, and what is stored once that turn is admitted."""
+
+    @property
+    def name(self) -> str:
+        """chat | responses | runs | session_chat: the surface of its idempotency slots and run records."""
+        ...
+
+    @property
+    def key(self) -> str | None:
+        """The request's Idempotency-Key."""
+        ...
+
+    @property
+    def large(self) -> bool:
+        """The request's body is large: its identity hash is computed off the loop (offload.py)."""
+        ...
+
+    def identity(self) -> str:
+        """The request's §5.2 identity hash (asked for keyed requests only)."""
+        ...
+
+    def target(self) -> Any:
+        """What the key's turn acts on (sessions, the session key): a retry naming another target conflicts."""
+        ...
+
+    async def plan(self) -> TurnPlan:
+        """Resolve everything a new turn needs (404s, 409s of resolution propagate)."""
+        ...
+
+    def reply(self, turn: Turn) -> StoredReply:
+        """What a keyed retry needs to re-render the admitted `turn`."""
+        ...
+
+    async def admitted(self, turn: Turn) -> None:
+        """The surface's step once its turn is admitted and reserved (e.g. store the in-progress Response)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -147,17 +212,13 @@ class Submitter:
             return None
         return Slot(self.scope, surface, key, await off_loop(identity, large), canonical_json(target))
 
-    async def submit(
-        self,
-        slot: Slot | None,
-        plan: Callable[[], Awaitable[TurnPlan]],
-        early_head: Callable[[Turn], Awaitable[H]] | None = None,
-    ) -> Submission[H]:
+    async def submit(self, surface: Planner, early_head: Callable[[Turn], Awaitable[H]] | None = None) -> Submission[H]:
         """The outcome of one work-creating request. ApiErrors of validation, resolution (404), the
         cap (429) and draining (503) propagate; admission refusals come back as `Refusal`."""
+        slot = await self.slot(surface.name, surface.key, surface.identity, surface.target(), surface.large)
         self.registry.check_draining()
         if slot is None:
-            new: NewTurn[H] | Refusal[H] | Decision = await self._new(None, False, plan, None)
+            new: NewTurn[H] | Refusal[H] | Decision = await self._new(None, False, surface, None)
             assert not isinstance(new, Decision)  # only a reservation can lose a race
             return new
         async with self.admissions.serialised(slot):
@@ -166,7 +227,7 @@ class Submitter:
             except StoreError as exc:
                 return Refusal(store_failure(exc))
             if decision.verdict == "new":
-                outcome = await self._new(slot, decision.free_expired, plan, early_head)
+                outcome = await self._new(slot, decision.free_expired, surface, early_head)
                 if not isinstance(outcome, Decision):
                     return outcome
                 decision = outcome  # another gateway reserved the key first: its record decides
@@ -208,37 +269,28 @@ class Submitter:
         self,
         slot: Slot | None,
         replace_expired: bool,
-        plan: Callable[[], Awaitable[TurnPlan]],
+        surface: Planner,
         early_head: Callable[[Turn], Awaitable[H]] | None,
     ) -> NewTurn[H] | Refusal[H] | Decision:
         """A new admission; a `Decision` when another gateway reserved the key between lookup and reservation (its
         record decides: attach or conflict). On a shared store the reservation comes before a keyed chat stream's
         early head, so that a lost race still attaches with the winner's ids; on one gateway's store no other
         process can win a race (running_elsewhere) and the head goes out first (WIRE.md §5.3)."""
-        p = await plan()
-        settings = self.settings
-        request = TurnRequest(
-            turn_id=p.turn_id,
-            session_id=p.session_id,
-            input=p.input,
-            system_prompt=p.system_prompt,
-            model=p.selection.model,
-            provider=p.selection.provider,
-            model_options=p.selection.model_options,
-            reasoning_enabled=p.selection.reasoning_enabled,
-            reasoning_effort=p.selection.reasoning_effort,
+        p = await surface.plan()
+        settings, history = self.settings, p.history
+        loader = history if callable(history) else None
+        request = replace(
+            p.request,
+            history=() if callable(history) else tuple(history),
             commentary_enabled=settings.interim_assistant_messages,
             max_iterations=settings.max_turns,
-            metadata=p.metadata,
-            session_key=p.session_key,
-            history=() if callable(p.history) else tuple(p.history),
             profile_home=self.profile_home,
             scope=self.scope,
         )
         held = self.registry.admit(
             request,
-            queue_key=p.session_id if p.queued else None,
-            history=p.history if callable(p.history) else None,
+            queue_key=request.session_id if p.queued else None,
+            history=loader,
             inputs=p.inputs,
             persist=self._persister(p, slot is not None),
         )
@@ -249,7 +301,9 @@ class Submitter:
             if early_head is not None and head_first:
                 head = await early_head(turn)
             if slot is not None:
-                holder = await self.admissions.reserve(slot, turn.run_id, p.reply(turn), replace_expired)
+                holder = await self.admissions.reserve(
+                    slot, turn.run_id, surface.reply(turn).to_json(), replace_expired
+                )
                 if holder is not None:  # another process reserved the key between lookup and now
                     held.cancel()
                     decision = None if head is not None else await self.admissions.judge(slot, holder, self._live)
@@ -259,12 +313,11 @@ class Submitter:
             if early_head is not None and not head_first:
                 head = await early_head(turn)
             if p.bind_key is not None:
-                await self.store.bind_session_key(self.scope, p.bind_key, p.session_id)
-            if p.admitted is not None:
-                await p.admitted(turn)
+                await self.store.bind_session_key(self.scope, p.bind_key, request.session_id)
+            await surface.admitted(turn)
             if self.remote_turns.shared:
-                await self.store.put_run(self._run_record(p, turn))
-                await self.placement.record(p.session_id)
+                await self.store.put_run(self._run_record(surface.name, turn))
+                await self.placement.record(request.session_id)
         except StoreError as exc:
             held.cancel()
             return Refusal(store_failure(exc), head)
@@ -275,14 +328,14 @@ class Submitter:
             self.journals.watch(turn.run_id, turn.journal)
         return NewTurn(held, head)
 
-    def _run_record(self, plan: TurnPlan, turn: Turn) -> RunRecord:
+    def _run_record(self, surface: str, turn: Turn) -> RunRecord:
         return RunRecord(
             turn.run_id,
             self.scope,
             self.admissions.boot_id,
-            plan.surface,
-            plan.session_id,
-            plan.selection.model,
+            surface,
+            turn.request.session_id,
+            turn.request.model,
             "running",
             turn.created_at,
         )

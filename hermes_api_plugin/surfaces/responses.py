@@ -1,26 +1,29 @@
-"""The Responses surface's turn plan and stored state: a new Response's head, chain and history; its stored
-record at admission and at settlement; live snapshots for read-back (WIRE.md §4.5–§4.7)."""
+"""The Responses surface (WIRE.md §4): a new Response's turn plan — its head, chain (submission/conversations.py)
+and history — its stored record at admission and at settlement, its `ResponsesReply`, and its delivery as
+response.* events or the Response object (dialects/responses.py, dialects/response_objects.py)."""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, replace
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ..config.settings import Settings
 from ..core.events import TurnFinished
+from ..dialects.record import SseRecord
 from ..dialects.response_objects import renderer, settled
 from ..dialects.responses import ResponseHead, ResponsesRenderer
-from ..protocol.common import HermesHeaders, new_chain_session_id, new_response_id, new_run_id
+from ..protocol.common import new_chain_session_id, new_response_id, new_run_id
 from ..protocol.responses import ResponsesRequest, resolve_input
 from ..store.base import Eviction, StoredResponse
 from ..store.roles import ResponseStore
 from ..submission.conversations import Conversations, extended, fixed_history
-from ..submission.submit import TurnPlan
-from ..turns import HistoryLoader, Persister, Turn
+from ..submission.submit import Existing, TurnPlan, turn_request
+from ..turns import HistoryLoader, Journal, Persister, Turn
 from ..turns.durable import JournalSaver
+from .surface import Fold, Posted, Render, run_headers
 
 log = logging.getLogger("hermes_api_plugin")
 
@@ -37,9 +40,39 @@ def log_evictions(evictions: Sequence[Eviction]) -> None:
             )
 
 
-class ResponseCreation:
-    """A new Response: `plan()` resolves its input and chain and describes its turn; after admission `head`,
-    `session_id` and `commentary` say how to render it."""
+@dataclass(frozen=True)
+class ResponsesReply:
+    """What a keyed Responses retry re-renders with: the Response's head (its id, creation time, model…), whether it
+    renders commentary and was queued at admission, and its session."""
+
+    head: ResponseHead
+    commentary: bool
+    queued: bool
+    session_id: str
+
+    @property
+    def model(self) -> str:
+        return self.head.model
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "head": asdict(self.head),
+            "commentary": self.commentary,
+            "queued": self.queued,
+            "session_id": self.session_id,
+        }
+
+    @classmethod
+    def from_json(cls, stored: Mapping[str, Any]) -> ResponsesReply:
+        return cls(ResponseHead(**stored["head"]), stored["commentary"], stored["queued"], stored["session_id"])
+
+
+class ResponsesSurface:
+    """One POST /v1/responses: `plan()` resolves its input and chain and describes its turn; after admission `head`
+    and `session_id` say how to render it, the stored record is kept in step, and the delivery renders the Response
+    (new, attached or replayed)."""
+
+    name = "responses"
 
     def __init__(
         self,
@@ -47,10 +80,9 @@ class ResponseCreation:
         store: ResponseStore,
         conversations: Conversations,
         journals: JournalSaver,
-        body: ResponsesRequest,
-        hermes: HermesHeaders,
         model_name: str,
         owner: str,
+        posted: Posted[ResponsesRequest],
     ) -> None:
         self.settings = settings
         self.owner = owner  # the boot id of this gateway process: stored with the Response until it settles
@@ -58,14 +90,28 @@ class ResponseCreation:
         self.store = store
         self.conversations = conversations
         self.journals = journals
-        self.body = body
-        self.hermes = hermes
+        self.create = posted.body  # the request body
+        self.hermes = posted.hermes
+        self.key = posted.key
+        self.large = posted.large
         self.commentary = settings.interim_assistant_messages
         self.head: ResponseHead | None = None
         self.session_id = ""
+        self._record: StoredResponse | None = None  # what is stored at admission (store: true)
+        # the delivery: its renderer, first records, headers, and the wait for a durable journal
+        self._renderer: ResponsesRenderer | None = None
+        self._first: list[SseRecord] = []
+        self._headers: dict[str, str] = {}
+        self._before_send: Callable[[], Awaitable[None]] | None = None
+
+    def identity(self) -> str:
+        return self.create.identity()
+
+    def target(self) -> Any:
+        return [self.hermes.session_key]
 
     async def plan(self) -> TurnPlan:
-        body, conversations = self.body, self.conversations
+        body, conversations = self.create, self.conversations
         response_id = new_response_id()
         resolved = await resolve_input(body.input, self.store, conversations.scope, response_id)
         previous = await conversations.previous(body.previous_response_id, body.conversation)
@@ -100,7 +146,7 @@ class ResponseCreation:
         )
         self.head, self.session_id = head, chain.session_id
         turn_id = new_run_id()
-        record = StoredResponse(
+        self._record = record = StoredResponse(
             id=response_id,
             scope=conversations.scope,
             turn_id=turn_id,
@@ -115,46 +161,97 @@ class ResponseCreation:
             messages=list(resolved.messages),  # until it settles: what a restart-settled turn leaves in the chain
             owner=self.owner,
         )
-        return TurnPlan(
-            session_id=chain.session_id,
-            input=resolved.messages[-1],
-            selection=body.selection,
+        request = turn_request(
+            chain.session_id,
+            resolved.messages[-1],
+            body.selection,
             system_prompt=system,
             metadata=body.metadata,
+            session_key=self.hermes.session_key,
+            turn_id=turn_id,
+        )
+        return TurnPlan(
+            request,
             history=history,
             inputs=resolved.messages,
             bind_key=chain.bind_key,
-            session_key=self.hermes.session_key,
             durable=body.store,
-            surface="responses",
-            turn_id=turn_id,
-            reply=self._reply,
             persist=self._persister(record) if body.store else None,
-            admitted=self._storer(record) if body.store else None,
         )
 
-    def _reply(self, turn: Turn) -> dict[str, Any]:
+    def reply(self, turn: Turn) -> ResponsesReply:
         assert self.head is not None
-        return {
-            "head": asdict(self.head),
-            "commentary": self.commentary,
-            "queued": turn.queued_at_admission,
-            "session_id": self.session_id,
-        }
+        return ResponsesReply(self.head, self.commentary, turn.queued_at_admission, self.session_id)
 
-    def renderer(self) -> ResponsesRenderer:
+    async def admitted(self, turn: Turn) -> None:
+        """A stored Response is stored in progress once admitted (WIRE.md §4.5)."""
+        record = self._record
+        if not self.create.store or record is None:
+            return
         assert self.head is not None
-        return renderer(self.settings, self.head, self.commentary, self.hermes.tool_items)
+        r = renderer(self.settings, self.head, self.commentary)
+        r.created(turn.queued_at_admission)
+        stored = replace(record, status=r.status, snapshot=r.snapshot(), queued=turn.queued_at_admission)
+        log_evictions(await self.store.put_response(stored, record.input_items))
 
-    def _storer(self, record: StoredResponse) -> Callable[[Turn], Awaitable[None]]:
-        async def store_admitted(turn: Turn) -> None:
-            assert self.head is not None
-            r = renderer(self.settings, self.head, self.commentary)
-            r.created(turn.queued_at_admission)
-            stored = replace(record, status=r.status, snapshot=r.snapshot(), queued=turn.queued_at_admission)
-            log_evictions(await self.store.put_response(stored, record.input_items))
+    # Delivery
 
-        return store_admitted
+    def delivering(self, turn: Turn) -> None:
+        assert self.head is not None
+        self._deliver(self.head, self.commentary, turn.queued_at_admission, turn.journal)
+        self._headers = run_headers(self.session_id, turn.run_id, self.hermes.session_key)
+
+    def replaying(self, existing: Existing) -> None:
+        reply = ResponsesReply.from_json(existing.record.reply)
+        self._deliver(reply.head, reply.commentary, reply.queued, existing.journal)
+        self._headers = run_headers(reply.session_id, existing.run_id, self.hermes.session_key, replayed=True)
+
+    def _deliver(self, head: ResponseHead, commentary: bool, queued: bool, journal: Journal) -> None:
+        self._renderer = renderer(self.settings, head, commentary, self.hermes.tool_items)
+        self._first = self._renderer.created(queued)
+        # Durable journals show no event before it is saved: a resume after a crash loses nothing.
+        saver = self.journals
+        self._before_send = (lambda: saver.durable(journal)) if saver.watching(journal) else None
+
+    @property
+    def detached(self) -> bool:
+        """A background Response asked for as JSON: its reply is the object as it stands, the turn runs on."""
+        return self.create.background and not self.create.stream
+
+    @property
+    def stream(self) -> bool:
+        return self.create.stream
+
+    @property
+    def keep(self) -> bool:
+        return self.create.background or self.key is not None
+
+    @property
+    def done_marker(self) -> bool:
+        return False
+
+    @property
+    def render(self) -> Render:
+        assert self._renderer is not None
+        return self._renderer.render
+
+    @property
+    def fold(self) -> Fold:
+        return self.render
+
+    @property
+    def before_send(self) -> Callable[[], Awaitable[None]] | None:
+        return self._before_send
+
+    def headers(self) -> dict[str, str]:
+        return self._headers
+
+    def first(self) -> list[SseRecord]:
+        return self._first
+
+    def body(self) -> dict[str, Any]:
+        assert self._renderer is not None
+        return self._renderer.snapshot()
 
     def _persister(self, record: StoredResponse) -> Persister:
         assert self.head is not None

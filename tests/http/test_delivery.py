@@ -10,13 +10,14 @@ at once), so they have no such failure.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient
 
-from hermes_api_plugin.http import sse
+from hermes_api_plugin.http import delivery, sse
 from hermes_api_plugin.http.app_keys import TURNS
 from tests.conftest import ApiFactory
 from tests.helpers import HELLO_CHAT
@@ -99,3 +100,12 @@ async def _request(
 ) -> tuple[int, dict[str, Any]]:
     async with api.request(method, path, json=body, headers=headers) as resp:
         return resp.status, json.loads(await resp.text())
+
+
+def test_deliver_takes_the_surface_not_its_pieces() -> None:
+    """Issue 21, part 3: what varies per surface (headers, first records, render, fold, body, [DONE], the wait for a
+    durable journal) is the surface's to say; `deliver` takes the request, the journal, the held turn, the surface and
+    at most two more — it does not grow back into the thirteen parameters it had."""
+    parameters = list(inspect.signature(delivery.deliver).parameters)
+    assert len(parameters) <= 6, parameters
+    assert parameters[:4] == ["request", "journal", "held", "surface"]

@@ -8,7 +8,11 @@ four diverging copies of the admission flow and the turns stranded by a failed h
 Issue 20 (defect 1) and 21 (part 3): a header read after `submit` — a `Last-Event-ID` parsed in the session stream's
 delivery — answered 500 after its turn was admitted, and the turn held its slot until a restart. Every header and
 query value is parsed before `submit`: no handler, and nothing it calls in routes/ or delivery.py after `submit`,
-reads `request.headers` or `request.query`.
+reads `request.headers` or `request.query`; the surfaces (surfaces/) never see the request at all, only the frozen
+value it was parsed into.
+
+Issue 21 (parts 2 and 3): the four work-creating handlers read parse → submit → deliver in about ten lines each; what
+a surface's turn is made of lives in its service (surfaces/), not in the handler.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path
 
 import hermes_api_plugin.http.delivery as delivery
 import hermes_api_plugin.routes as routes
+import hermes_api_plugin.surfaces as surfaces
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 REQUEST_PARTS = ("headers", "query")
@@ -89,8 +94,12 @@ def late_request_reads(sources: dict[str, str]) -> list[str]:
     return found
 
 
+def _package_files(package: object) -> list[Path]:
+    return sorted(Path(str(getattr(package, "__file__", ""))).parent.glob("*.py"))
+
+
 def test_no_handler_reads_headers_or_query_after_submitting() -> None:
-    paths = [*sorted(Path(routes.__file__).parent.glob("*.py")), Path(delivery.__file__)]
+    paths = [*_package_files(routes), Path(delivery.__file__), *_package_files(surfaces)]
     sources = {path.name: path.read_text(encoding="utf-8") for path in paths}
     assert late_request_reads(sources) == []
 
@@ -109,3 +118,82 @@ async def deliver_it(request, outcome):
     parsed_first = handler.replace("    outcome = await", "    after = request.headers\n    outcome = await")
     parsed_first = parsed_first.replace("    after = last_event_id(request.headers)", "    return after")
     assert late_request_reads({"sessions.py": parsed_first}) == []
+
+
+def test_surfaces_never_see_the_request() -> None:
+    """A surface reads the frozen value its request was parsed into (`Posted`), never aiohttp's request: nothing it
+    does after `submit` can read a header."""
+    found = [
+        f"{path.name}:{node.lineno}"
+        for path in _package_files(surfaces)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        and any(name.split(".")[0] == "aiohttp" for name in _imported(node))
+    ]
+    assert found == []
+
+
+def _imported(node: ast.Import | ast.ImportFrom) -> list[str]:
+    if isinstance(node, ast.ImportFrom):
+        return [node.module or ""] if node.level == 0 else []
+    return [alias.name for alias in node.names]
+
+
+# The work-creating POSTs (issue 21, part 3): module of routes/ → its handler (session chat's JSON and stream
+# handlers are one line each around `_session_chat`).
+WORK_HANDLERS = {
+    "chat.py": "chat_completions",
+    "responses.py": "create_response",
+    "runs.py": "create_run",
+    "sessions.py": "_session_chat",
+}
+MAX_HANDLER_LINES = 12  # "about ten": parse, build the surface, submit, a refusal, deliver
+PARSE_STEPS = frozenset({"posted", "_posted_chat"})  # the body and every header, into a frozen `Posted`
+DELIVERY_STEPS = frozenset({"deliver_outcome", "start_detached"})  # the journal delivered; runs: 202, started at once
+
+
+def handler_shape(fn: Function) -> list[str]:
+    """What keeps a work-creating handler from reading as parse → submit → deliver in about ten lines."""
+    found: list[str] = []
+    lines = (fn.end_lineno or fn.lineno) - fn.body[0].lineno + 1
+    if lines > MAX_HANDLER_LINES:
+        found.append(f"{fn.name}: {lines} lines (at most {MAX_HANDLER_LINES})")
+    calls = list(_calls(fn))
+    submits = [line for name, line in calls if name == "submit"]
+    if len(submits) != 1:
+        return [*found, f"{fn.name}: {len(submits)} submit calls (one)"]
+    if not any(name in PARSE_STEPS and line < submits[0] for name, line in calls):
+        found.append(f"{fn.name}: nothing parsed before submit")
+    if not any(name in DELIVERY_STEPS and line > submits[0] for name, line in calls):
+        found.append(f"{fn.name}: nothing delivered after submit")
+    return found
+
+
+def _handler(source: str, name: str) -> Function:
+    return next(
+        node
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name
+    )
+
+
+def test_work_creating_handlers_read_parse_submit_deliver() -> None:
+    folder = Path(routes.__file__).parent
+    found = [
+        problem
+        for module, name in WORK_HANDLERS.items()
+        for problem in handler_shape(_handler((folder / module).read_text(encoding="utf-8"), name))
+    ]
+    assert found == []
+
+
+def test_the_shape_check_finds_a_handler_that_plans_its_turn_itself() -> None:
+    """The shape these handlers had before their services: the plan built inline, in the handler, after parsing."""
+    inline = "async def create_run(request):\n    run = await posted(request, parse)\n" + "    step()\n" * 12
+    inline += "    outcome = await submitter.submit(plan)\n    return await deliver_outcome(request, outcome, run)\n"
+    assert handler_shape(_handler(inline, "create_run")) == ["create_run: 15 lines (at most 12)"]
+    unparsed = "async def create_run(request):\n    outcome = await submitter.submit(plan)\n    return outcome\n"
+    assert handler_shape(_handler(unparsed, "create_run")) == [
+        "create_run: nothing parsed before submit",
+        "create_run: nothing delivered after submit",
+    ]

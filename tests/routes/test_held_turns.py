@@ -15,23 +15,22 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestClient
 
-import hermes_api_plugin.routes.chat as chat_route
+import hermes_api_plugin.http.delivery as delivery
 import hermes_api_plugin.routes.responses as responses_route
 import hermes_api_plugin.routes.runs as runs_route
-import hermes_api_plugin.routes.sessions as sessions_route
 from tests.conftest import ApiFactory
 from tests.helpers import assert_error_envelope, fetch, wait_for_async
 
 HELLO = [{"role": "user", "content": "hello"}]
 # route: (the module, the step after admission that fails, path, body)
 ROUTES: dict[str, tuple[Any, str, str, dict[str, Any]]] = {
-    "chat": (chat_route, "deliver", "/v1/chat/completions", {"messages": HELLO}),
-    "chat_stream": (chat_route, "deliver", "/v1/chat/completions", {"messages": HELLO, "stream": True}),
-    "responses": (responses_route, "deliver", "/v1/responses", {"input": "hello"}),
+    "chat": (delivery, "deliver", "/v1/chat/completions", {"messages": HELLO}),
+    "chat_stream": (delivery, "deliver", "/v1/chat/completions", {"messages": HELLO, "stream": True}),
+    "responses": (delivery, "deliver", "/v1/responses", {"input": "hello"}),
     "responses_background": (responses_route, "start_detached", "/v1/responses", {"input": "x", "background": True}),
     "runs": (runs_route, "start_detached", "/v1/runs", {"input": "hello"}),
-    "session_chat": (sessions_route, "deliver", "/api/sessions/held/chat", {"message": "hello"}),
-    "session_stream": (sessions_route, "deliver", "/api/sessions/held/chat/stream", {"message": "hello"}),
+    "session_chat": (delivery, "deliver", "/api/sessions/held/chat", {"message": "hello"}),
+    "session_stream": (delivery, "deliver", "/api/sessions/held/chat/stream", {"message": "hello"}),
 }
 
 

@@ -1,0 +1,157 @@
+"""The session chat surface (WIRE.md §7.3–§7.4): a turn on a named session — run under its live tip (a compacted
+Hermes session goes on there), its history the session's transcript — its `SessionChatReply`, and its delivery as the
+`/chat` reply or the named-event stream (dialects/sessions.py), where a retry's Last-Event-ID skips what it saw."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.events import TurnEvent
+from ..dialects.record import SseRecord, after_id
+from ..dialects.sessions import SessionStreamRenderer
+from ..protocol.sessions import SessionChatRequest
+from ..submission.conversations import Conversations
+from ..submission.submit import Existing, TurnPlan, turn_request
+from ..turns import Journal, Turn
+from .surface import Fold, Posted, Render, run_headers
+
+
+@dataclass(frozen=True)
+class SessionChatReply:
+    """What a keyed session chat's retry and a later read of its run need: the session and model."""
+
+    session_id: str
+    model: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"session_id": self.session_id, "model": self.model}
+
+    @classmethod
+    def from_json(cls, stored: Mapping[str, Any]) -> SessionChatReply:
+        return cls(stored["session_id"], stored["model"])
+
+
+class SessionChatSurface:
+    """One POST /api/sessions/{id}/chat[/stream]."""
+
+    name = "session_chat"
+    done_marker = False
+    before_send: Callable[[], Awaitable[None]] | None = None
+    _render: Render  # the delivery's renderer, its records after the client's Last-Event-ID
+
+    def __init__(
+        self,
+        conversations: Conversations,
+        model_name: str,
+        posted: Posted[SessionChatRequest],
+        requested: str,
+        session_id: str,
+        stream: bool,
+    ) -> None:
+        self.conversations = conversations
+        self.chat = posted.body
+        self.session_key = posted.hermes.session_key
+        self.key = posted.key
+        self.large = posted.large
+        self.after = posted.last_event_id
+        self.requested = requested  # the path's session
+        self.session_id = session_id  # its live tip: where the turn runs, what the reply names (as upstream)
+        self.stream = stream
+        self.model = self.chat.selection.model or model_name
+        # the delivery: its headers, renderer, first records, and the last record id its client saw
+        self._headers: dict[str, str] = {}
+        self._renderer: SessionStreamRenderer | None = None
+        self._first: list[SseRecord] = []
+
+    @classmethod
+    async def on_live_tip(
+        cls,
+        conversations: Conversations,
+        model_name: str,
+        posted: Posted[SessionChatRequest],
+        requested: str,
+        stream: bool,
+    ) -> SessionChatSurface:
+        """The surface of a turn on `requested`, which runs under the session's live tip."""
+        session_id = await conversations.sessions.live_session_id(requested)
+        return cls(conversations, model_name, posted, requested, session_id, stream)
+
+    def identity(self) -> str:
+        return self.chat.identity()
+
+    def target(self) -> Any:
+        return [self.requested, self.session_key]
+
+    async def plan(self) -> TurnPlan:
+        await self.conversations.placement.check(
+            self.requested
+        )  # kept by another host: 409, never an empty conversation
+        request = turn_request(
+            self.session_id,
+            self.chat.message,
+            self.chat.selection,
+            system_prompt=self.chat.instructions,
+            session_key=self.session_key,
+        )
+        return TurnPlan(request, history=self.conversations.session_history(self.session_id))
+
+    def reply(self, turn: Turn) -> SessionChatReply:
+        return SessionChatReply(self.session_id, self.model)
+
+    async def admitted(self, turn: Turn) -> None:
+        pass
+
+    # Delivery
+
+    def delivering(self, turn: Turn) -> None:
+        self._deliver(turn.journal, turn.run_id, replayed=False)
+
+    def replaying(self, existing: Existing) -> None:
+        self._deliver(existing.journal, existing.run_id, replayed=True)
+
+    def _deliver(self, journal: Journal, run_id: str, *, replayed: bool) -> None:
+        """A retry's Last-Event-ID skips what it saw; a value that is not a known id (yet) streams from the start
+        (WIRE.md §6.3, §7.4)."""
+        self._headers = {**run_headers(self.session_id, None, self.session_key, replayed), "X-Hermes-Run-Id": run_id}
+        self._renderer = renderer = SessionStreamRenderer(self.session_id, run_id, journal.stamps)
+        head_at = journal.stamps[0] if journal.stamps else time.time()
+        after = self.after
+        if after:
+            probe = SessionStreamRenderer(self.session_id, run_id, journal.stamps)
+            probe.head(head_at)
+            probe.render(list(journal.events))
+            if after > probe.last_id:
+                after = 0
+        self._first = after_id(renderer.head(head_at), after)
+        render = renderer.render
+
+        def numbered(batch: list[TurnEvent]) -> list[SseRecord]:
+            return after_id(render(batch), after)
+
+        self._render = numbered
+
+    @property
+    def keep(self) -> bool:
+        return self.key is not None
+
+    @property
+    def render(self) -> Render:
+        return self._render
+
+    @property
+    def fold(self) -> Fold:
+        assert self._renderer is not None
+        return self._renderer.render
+
+    def headers(self) -> dict[str, str]:
+        return self._headers
+
+    def first(self) -> list[SseRecord]:
+        return self._first
+
+    def body(self) -> dict[str, Any]:
+        assert self._renderer is not None
+        return self._renderer.reply()
