@@ -105,7 +105,7 @@ async def test_what_a_keyed_turn_stores_reads_back_as_its_typed_reply(
         assert resp.status in (200, 202), await resp.text()
         run_id = resp.headers.get("X-Hermes-Run-Id") or (await resp.json())["run_id"]
     await wait_for_async(lambda: _settled(api))
-    record = await api.server.app[STORE].admission_for_turn(api.server.app[SCOPE], run_id)
+    record = await api.server.app[STORE].idempotency_record_for_turn(api.server.app[SCOPE], run_id)
     assert record is not None and record.surface == surface
     reply = TYPES[surface].from_json(record.reply)
     assert reply.to_json() == record.reply
