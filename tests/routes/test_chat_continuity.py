@@ -14,7 +14,7 @@ from aiohttp.test_utils import TestClient
 
 from tests.helpers import DEFAULT_ANSWER, USE_TOOL_ANSWER, execution_for, history_texts
 
-from .test_chat_stream import json_chat
+from .support import json_chat
 
 
 def user(text: str) -> dict[str, Any]:
