@@ -1,4 +1,4 @@
-"""Conversation continuity for stateless chat (issue 14, continuity.py), on the scripted runtime and the plugin's
+"""Conversation continuity for stateless chat (issue 14, submission/continuity.py), on the scripted runtime and the plugin's
 session store: a client that resends the visible history the gateway answered continues the conversation — same
 session, and the agent's history is the server-side one, with the tool calls and results the client never saw. An
 edited answer or a regenerated one starts a session of its own (seeded with what the client sent), whose next

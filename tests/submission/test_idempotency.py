@@ -815,7 +815,7 @@ async def test_on_disconnect_continue_lets_an_unkeyed_turn_complete(
 
 
 def advance_clock(api: TestClient, seconds: float) -> None:
-    """Let the admissions of `api` see the time `seconds` from now (their clock is injectable): expiry tests
+    """Let the idempotency decisions of `api` see the time `seconds` from now (their clock is injectable): expiry tests
     need no sleeps."""
     api.server.app[IDEMPOTENCY].clock = lambda: time.time() + seconds
 
