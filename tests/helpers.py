@@ -1,5 +1,5 @@
 """Shared test helpers: the constants tests share (paths, id patterns, the scripted runtime's answers, error
-envelopes), the real app in-process, SSE parsing, a parsed HTTP reply, reading a stream up to a marker, the error
+envelopes), a chat request body, the golden wire files' normalisation, the real app in-process, SSE parsing, a parsed HTTP reply, reading a stream up to a marker, the error
 envelope check, bounded waits, and the scripted runtime's execution log.
 
 Every test module takes these from here instead of keeping its own copy; tests/live.py keeps what concerns a Hermes
@@ -77,6 +77,7 @@ ITEM_ID = {
 
 ROOT = Path(__file__).resolve().parents[1]  # the repository
 PACKAGE = Path(hermes_api_plugin.__file__).parent  # the package's folder
+GOLDEN = Path(__file__).parent / "golden"  # the recorded wire of the scripted turns (tests/test_golden.py)
 CHAT = "/v1/chat/completions"
 RESPONSES = "/v1/responses"
 RUNS = "/v1/runs"
@@ -140,6 +141,44 @@ UNKNOWN = {
     "error": {"message": "unknown_execution", "type": "conflict_error", "param": None, "code": "unknown_execution"}
 }
 RESTART_ERROR = {"code": "unknown_execution", "message": "The gateway restarted before this turn settled."}
+
+
+# -- requests and the golden wire -------------------------------------------------------------------------------------
+
+
+def chat_body(
+    text: str | None = None, *, stream: bool = True, messages: list[dict[str, Any]] | None = None, **extra: Any
+) -> dict[str, Any]:
+    """A chat completion request: one user message `text`, or the given `messages`."""
+    if messages is None:
+        messages = [{"role": "user", "content": text}]
+    return {"model": MODEL, "stream": stream, "messages": messages, **extra}
+
+
+_IDS = re.compile(
+    r"\b(chatcmpl-[0-9a-f]{32}|(?:resp|run)_[0-9a-f]{32}|(?:rs|msg|fco|fc)_[0-9a-f]{24}|call_[0-9a-f]{24})\b"
+)
+_INTEGERS = re.compile(r'"(created|created_at|duration_ms)":\d+(?=[,}])')
+_FLOATS = re.compile(r'"(timestamp|ts|duration)":\d+\.\d+(?=[,}])')
+
+
+def normalise(raw: bytes) -> bytes:
+    """A recorded stream as its golden file holds it: generated ids replaced by per-prefix ordinals, the
+    timestamps and durations zeroed."""
+    seen: dict[str, str] = {}
+    counters: dict[str, int] = {}
+
+    def ordinal(match: re.Match[str]) -> str:
+        value = match.group(1)
+        if value not in seen:
+            prefix = value[: value.index("-") + 1] if value.startswith("chatcmpl-") else value[: value.index("_") + 1]
+            counters[prefix] = counters.get(prefix, 0) + 1
+            seen[value] = f"{prefix}<{counters[prefix]}>"
+        return seen[value]
+
+    text = _IDS.sub(ordinal, raw.decode("utf-8"))
+    text = _INTEGERS.sub(lambda m: f'"{m.group(1)}":0', text)
+    return _FLOATS.sub(lambda m: f'"{m.group(1)}":0.0', text).encode("utf-8")
 
 
 # -- the real app in-process ------------------------------------------------------------------------------------------

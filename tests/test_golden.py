@@ -15,49 +15,18 @@ After a deliberate wire change: `HERMES_UPDATE_GOLDEN=1 ./test tests/test_golden
 from __future__ import annotations
 
 import os
-import re
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import Reply, live_request
+from tests.helpers import GOLDEN, Reply, chat_body, live_request, normalise
 from tests.live import LiveGateway, start_gateway, write_home
 
-GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("HERMES_UPDATE_GOLDEN") == "1"
 PROMPTS = {"use-tool": "use tool", "exhaust": "exhaust", "fail": "fail"}
 CHAT_PATH, RESPONSES_PATH = "/v1/chat/completions", "/v1/responses"
-
-_IDS = re.compile(
-    r"\b(chatcmpl-[0-9a-f]{32}|(?:resp|run)_[0-9a-f]{32}|(?:rs|msg|fco|fc)_[0-9a-f]{24}|call_[0-9a-f]{24})\b"
-)
-_INTEGERS = re.compile(r'"(created|created_at|duration_ms)":\d+(?=[,}])')
-_FLOATS = re.compile(r'"(timestamp|ts|duration)":\d+\.\d+(?=[,}])')
-
-
-def normalise(raw: bytes) -> bytes:
-    """Replace generated ids by per-prefix ordinals and zero the timestamps and durations."""
-    seen: dict[str, str] = {}
-    counters: dict[str, int] = {}
-
-    def ordinal(match: re.Match[str]) -> str:
-        value = match.group(1)
-        if value not in seen:
-            prefix = value[: value.index("-") + 1] if value.startswith("chatcmpl-") else value[: value.index("_") + 1]
-            counters[prefix] = counters.get(prefix, 0) + 1
-            seen[value] = f"{prefix}<{counters[prefix]}>"
-        return seen[value]
-
-    text = _IDS.sub(ordinal, raw.decode("utf-8"))
-    text = _INTEGERS.sub(lambda m: f'"{m.group(1)}":0', text)
-    return _FLOATS.sub(lambda m: f'"{m.group(1)}":0.0', text).encode("utf-8")
-
-
-def chat_body(prompt: str) -> dict[str, Any]:
-    return {"model": "hermes-agent", "stream": True, "messages": [{"role": "user", "content": prompt}]}
 
 
 def responses_body(prompt: str) -> dict[str, Any]:

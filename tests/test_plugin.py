@@ -23,9 +23,8 @@ from hermes_api_plugin.runtimes import select_runtime
 from hermes_api_plugin.runtimes.base import TurnRequest
 
 from .gateway.observer_plugin import FAIL_ENV, LOG_ENV, install_observer
-from .helpers import live_request, wait_for_async
+from .helpers import GOLDEN, chat_body, live_request, normalise, wait_for_async
 from .live import LiveGateway, start_gateway, write_home
-from .test_golden import GOLDEN, chat_body, normalise
 
 ROOT = Path(__file__).parents[1]
 

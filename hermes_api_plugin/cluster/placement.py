@@ -11,7 +11,7 @@ holds each session the API created or ran a turn on (`session_hosts`), and such 
 
 before anything is admitted: the client (or its load balancer, by sticky sessions) sends it to that host. A stateless
 chat whose derived session another host keeps is another conversation here: it gets a session of its own
-(continuity.py), never that id.
+(submission/continuity.py), never that id.
 
 A host is named `<hostname>:<Hermes home>` — two gateways on one machine with one Hermes home share their
 `state.db`, so they are one host here. `Placement(None)` (sessions in the shared store, or a store nobody shares)

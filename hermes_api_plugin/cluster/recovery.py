@@ -3,19 +3,19 @@
 A turn belongs to the gateway process that admitted it (its boot id, `leases.py`). When that owner is gone — its
 lease expired or was never renewed, or its process is not running on this host — everything it left unsettled
 settles here, in order: stored Responses left queued or in progress settle `failed` / unknown_execution (journal
-closed: open items closed, a terminal record appended), admissions left running become `unknown` and run records
-left running become `failed`, their journals closed the same way.
+closed: open items closed, a terminal record appended), idempotency records left running become `unknown` and run
+records left running become `failed`, their journals closed the same way.
 
 `sweep()` is safe at any time and from any gateway: it runs at start-up (after this process took its lease), after
 every lease renewal, and when a keyed retry finds its turn's owner gone. Of two gateways sweeping at once each
-admission and run record goes to one of them; a stored Response both find is settled twice to the same outcome.
+idempotency record and run record goes to one of them; a stored Response both find is settled twice to the same outcome.
 The turns of a live owner are never touched, however long they run. Each sweep also drops the run records (and
 journals nothing else renders) of runs that settled more than an hour ago (WIRE.md §6.2).
 
 The sweep also looks at this gateway's own records: a turn that settled here but whose settlement could not be
 stored (the database was down at that moment) still shows running to every other gateway, whose followers would
 wait for it as long as this gateway lives. Its persistence (stored Response, journal with the terminal record,
-admission, run record) is run again, until it gets through.
+idempotency record, run record) is run again, until it gets through.
 """
 
 from __future__ import annotations

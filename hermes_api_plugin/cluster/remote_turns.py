@@ -3,7 +3,7 @@
 On a shared store (PostgreSQL) every turn's journal is durable: its owner group-commits the rows
 (`turns/durable.py`) and each commit sends a NOTIFY with the turn id. A gateway that must show a turn it does not
 run — a keyed retry that attaches, `GET /v1/runs/{id}/events`, `GET /v1/responses/{id}?stream=true` — gets a
-`RemoteJournal`: a `Journal` like any other (the dialect renderers and `delivery.py` cannot tell), extended here
+`RemoteJournal`: a `Journal` like any other (the dialect renderers and `http/delivery.py` cannot tell), extended here
 from the stored rows, so every view renders byte for byte what the owner's own clients get: the same ids, the same
 sequence numbers, the same journal times.
 

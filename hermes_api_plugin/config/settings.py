@@ -74,7 +74,7 @@ class Settings:
     # of repr: the URL may carry the database password.
     store_url: str | None = field(default=None, repr=False)
     store_url_problem: str | None = None  # set when a store URL was given but is not a PostgreSQL one
-    store_lease_seconds: float = 15.0  # a gateway that stops renewing its lease this long is gone (leases.py)
+    store_lease_seconds: float = 15.0  # a gateway that stops renewing its lease this long is gone (cluster/leases.py)
     # settled turns kept readable in memory (runs, issue 20 defect 2): at most this many, and this many estimated bytes
     turns_max_recent: int = 10_000
     turns_max_recent_bytes: int = 64 * 1024 * 1024

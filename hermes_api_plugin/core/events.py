@@ -54,7 +54,7 @@ class TextDelta:
 
 @dataclass(frozen=True, slots=True)
 class ToolStarted:
-    """A server-side tool began. Ids and names are already normalised by the bridge."""
+    """A server-side tool began. Ids and names are already normalised by the callback sink (turns/callback_sink.py)."""
 
     call_id: str
     name: str

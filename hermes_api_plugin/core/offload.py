@@ -1,8 +1,8 @@
 """Work that grows with a request's size, off the event loop (issue 20, defect 3).
 
 Parsing a body of thousands of messages (JSON, the schema check, content parts), hashing a long history (the
-identity of a keyed request, chat continuity's tips) and encoding or decoding a long transcript for the store cost
-milliseconds per thousand messages; on the loop they held every other request and stream for seconds. Above
+identity of a keyed request, the conversation index's keys) and encoding or decoding a long transcript for the store
+cost milliseconds per thousand messages; on the loop they held every other request and stream for seconds. Above
 `LARGE_BODY_BYTES` of body, or `LARGE_MESSAGES` messages, such work runs on a small pool of its own threads, and the
 loop keeps serving while it runs (the work is Python code, which gives up the interpreter lock every few
 milliseconds). Smaller requests — nearly all of them — keep the fast path: no thread hop, no extra latency.

@@ -149,7 +149,7 @@ def without_profile_prefix(message: RawRequestMessage) -> tuple[str | None, RawR
     """`/p/{profile}/v1/models?x` → (`profile`, the message for `/v1/models?x`); (None, message) without one.
 
     WIRE §14.3 mirrors every route under `/p/{profile}`: stripped here, before routing, the app has one route table
-    and its route names stay canonical; `profiles.py` decides what the prefix means on this host. A name that is
+    and its route names stay canonical; `http/profiles.py` decides what the prefix means on this host. A name that is
     not a profile name stays as it came (percent-decoded): no served profile has it, so it is 404 there."""
     match = _PROFILE_PATH.fullmatch(message.url.raw_path)
     if match is None:

@@ -109,7 +109,7 @@ def create_app(
     app[JOURNALS] = JournalSaver(store, SHARED_INTERVAL_S) if store.feed() is not None else JournalSaver(store)
     app[MODEL_OPTIONS] = ModelOptionsCache()
     app[CONVERSATION_INDEX] = ConversationIndex()
-    # This process owns what it admits under a boot id of its own, kept alive by its lease (leases.py).
+    # This process owns what it admits under a boot id of its own, kept alive by its lease (cluster/leases.py).
     app[LEASES] = LeaseKeeper.for_this_process(store, secrets.token_hex(8), settings.store_lease_seconds)
     app[RECOVERY] = Recovery(settings, store, app[LEASES], app[TURNS])
     app[LEASES].after_renewal = app[RECOVERY].sweep
@@ -120,7 +120,8 @@ def create_app(
         tombstone_s=settings.idempotency_tombstone_seconds,
     )
     app[REMOTE_TURNS] = RemoteTurns(store, app[LEASES], app[RECOVERY].sweep, app[TURNS])
-    # A shared store with sessions kept per host (Hermes' state.db): which host keeps each session (placement.py).
+    # A shared store with sessions kept per host (Hermes' state.db): which host keeps each session
+    # (cluster/placement.py).
     per_host = app[REMOTE_TURNS].shared and session_store is not own_sessions(store)
     placement = Placement(store, session_store, host_name(settings.hermes_home) if per_host else None)
     app[CONVERSATIONS] = Conversations(store, session_store, app[SCOPE], placement)

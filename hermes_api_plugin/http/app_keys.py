@@ -22,7 +22,7 @@ from .stream_gauge import StreamGauge
 
 SETTINGS = web.AppKey("settings", Settings)
 RUNTIME = web.AppKey("runtime", AgentRuntime)
-STORE = web.AppKey("store", Store)  # plugin-owned state: responses, admissions, journals
+STORE = web.AppKey("store", Store)  # plugin-owned state: responses, idempotency records, journals
 SESSIONS = web.AppKey("sessions", SessionStore)  # sessions and their messages
 TURNS = web.AppKey("turns", TurnRegistry)
 STARTED_AT = web.AppKey("started_at", int)
@@ -37,7 +37,7 @@ PROFILE_PREFIX = web.RequestKey("profile_prefix", str)
 STREAM_GAUGE = web.AppKey("streams", StreamGauge)  # streaming replies still being written (/health/detailed)
 CONVERSATION_INDEX = web.AppKey(
     "conversation_index", ConversationIndex
-)  # where stateless chats end, for continuity (continuity.py)
+)  # where stateless chats end, for continuity (submission/continuity.py)
 BACKGROUND = web.AppKey("background", BackgroundWork)  # host work a request started and answered for (cron fire)
 LEASES = web.AppKey("leases", LeaseKeeper)  # this process's lease (its boot id owns its turns) and the judge of others
 RECOVERY = web.AppKey("recovery", Recovery)  # settles what gone gateway processes left unsettled

@@ -6,9 +6,9 @@ Pure: no aiohttp. Every refusal is 400 `invalid_json` with a message that says w
 `MAX_CONTAINERS`. The checks work on the bytes with C-level operations, never by walking the parsed value in Python:
 on a 10 MB body they cost well under json.loads' own time, instead of seconds of a blocked event loop.
 
-Large bodies are parsed on a worker thread (offload.py), but the C parts of that work — json's scanner, a regex pass,
-the C encoder of the identity hash — hold the interpreter lock from start to end, and so stop the event loop as long
-as they run. Their time grows with the number of values, not bytes: 10 MB of `[]` takes json's scanner ~0.9 s, of
+Large bodies are parsed on a worker thread (core/offload.py), but the C parts of that work — json's scanner, a regex
+pass, the C encoder of the identity hash — hold the interpreter lock from start to end, and so stop the event loop as
+long as they run. Their time grows with the number of values, not bytes: 10 MB of `[]` takes json's scanner ~0.9 s, of
 `""` the string-stripping regex ~0.6 s (issue 20, defect 3). So a large body's structure is measured before it is
 parsed, in passes of `_STRINGS_PER_PASS` strings each (the lock can change hands between passes), and a body of more
 values, members or containers than anyone sends is refused before any C pass over its values runs.

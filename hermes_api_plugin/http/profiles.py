@@ -133,7 +133,7 @@ def profile_builder(
         scope = credential_scope(name, key)
         profile_sessions = runtime_sessions(home)
         sessions = profile_sessions or fallback_sessions
-        # The profile's own state.db is this host's: on a shared store its sessions are placed (placement.py).
+        # The profile's own state.db is this host's: on a shared store its sessions are placed (cluster/placement.py).
         host = host_name(home) if profile_sessions is not None and own.remote_turns.shared else None
         placement = Placement(own.store, sessions, host)
         submitter = own.for_profile(scope, home, placement)

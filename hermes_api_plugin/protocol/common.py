@@ -29,7 +29,7 @@ _TEXT_PART = Obj(
 )
 # Rendered only (content.parse_content checks URLs, case-insensitively): the pattern is the lower-case subset.
 _IMAGE_URL = Str(pattern=r"^(https?://\S|data:image/[a-z]+;base64,)", description="http(s) or data:image URL")
-# "Not only whitespace" as content.py's `strip()` reads it, spelled out: `\S` differs between JSON Schema's regexes
+# "Not only whitespace" as core/content.py's `strip()` reads it, spelled out: `\S` differs between JSON Schema's regexes
 # (ECMAScript) and Python's — \x1c-\x1f and \x85 are whitespace only to Python, U+FEFF only to ECMAScript.
 NOT_ONLY_SPACE = r"[^\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 _DETAIL = Str(max_length=NAME_MAX, pattern=NOT_ONLY_SPACE, description="low, high or auto")

@@ -1,6 +1,6 @@
 """Every operation of the API in one table: its request body, parameters, success reply, streams and links.
 
-`openapi.py` renders this table for the served routes; the routes parse with the same nodes (bodies in the
+`http/openapi.py` renders this table for the served routes; the routes parse with the same nodes (bodies in the
 `parse_*` functions, query parameters through `schema.parse_params`), so what is documented is what is checked.
 """
 

@@ -70,7 +70,8 @@ class TurnResult:
 
 
 class TurnSink(Protocol):
-    """The receiving end of a turn's callbacks (turns/bridge.py's `CallbackSink`; the registry closes it at the end)."""
+    """The receiving end of a turn's callbacks (turns/callback_sink.py's `CallbackSink`; the registry closes it at
+    the end)."""
 
     def on_reasoning(self, text: str) -> None: ...
     def on_text(self, text: str | None) -> None: ...

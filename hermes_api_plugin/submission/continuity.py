@@ -84,7 +84,8 @@ async def _continues(sent: Sequence[Message], stored: Sequence[Message]) -> bool
 
 
 class ConversationIndex:
-    """Where each conversation this gateway answered now ends: the tip of its visible transcript → its session.
+    """Where each conversation this gateway answered now ends: its `index_key` (the hash of its visible transcript)
+    → its session.
 
     Needed for a branched conversation only (its session is not the one its first message derives); kept in memory,
     bounded, least recently used out first. After a restart a branch's next message starts one more branch, with the

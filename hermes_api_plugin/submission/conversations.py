@@ -74,7 +74,7 @@ class Conversations:
     ) -> Continuation:
         """Session precedence: an explicit session id, the chain's session, the session bound to the
         session key (or a new one bound to it), else a new session. An existing session another gateway host keeps
-        is 409 session_on_other_host (placement.py)."""
+        is 409 session_on_other_host (cluster/placement.py)."""
         if explicit_session is not None:
             await self.placement.check(explicit_session)
             return Continuation(explicit_session, previous)

@@ -1,7 +1,8 @@
-"""Idempotent admissions (WIRE.md §5): one durable mechanism for every work-creating POST.
+"""Idempotency (WIRE.md §5, "Idempotent admissions"): one durable mechanism for every work-creating POST.
 
 A keyed request is looked up in its slot (scope, surface, key) with the identity and target session it
-carries. `decide` is a pure decision table over the stored record, the owner's lease (`leases.py`) and the clock:
+carries. `decide` is a pure decision table over the stored record, the owner's lease (`cluster/leases.py`) and the
+clock:
 
     no record                                         → new
     tombstone/unknown older than tombstone_s          → new (the expired record is replaced)
@@ -12,7 +13,7 @@ carries. `decide` is a pure decision table over the stored record, the owner's l
     running, its owner's lease alive elsewhere        → attach, remote (follow the owner's journal)
     running, its owner gone (lease expired or absent,
       process gone, or this process without the turn) → unknown, gone (the caller settles the leftovers:
-                                                         record marked unknown, journal closed — recovery.py)
+                                                         record marked unknown, journal closed — cluster/recovery.py)
     settled                                           → replay
 
 A live owner is never judged gone, however long its turn runs: its lease is renewed while it runs. Requests with
@@ -78,7 +79,7 @@ _CODES = {"conflict": "admission_conflict", "unknown": "unknown_execution", "exp
 
 
 def error_for(code: str) -> ApiError:
-    """The HTTP error of an admission outcome that executes nothing (WIRE.md §5.3)."""
+    """The HTTP error of an idempotency outcome that executes nothing (WIRE.md §5.3)."""
     return ERRORS[code]()
 
 
@@ -118,8 +119,8 @@ class Decision:
 
 
 class Idempotency:
-    """Looks up, reserves and settles admissions for one gateway process (`leases.owner`, its boot id, owns what
-    it runs; `leases` judges the other owners)."""
+    """Looks up, reserves and settles idempotency records for one gateway process (`leases.owner`, its boot id, owns
+    what it runs; `leases` judges the other owners)."""
 
     def __init__(
         self,

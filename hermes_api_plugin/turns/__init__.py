@@ -1,4 +1,4 @@
-"""Turns: one agent execution each — its journal, the callback bridge into it, the registry that runs it."""
+"""Turns: one agent execution each — its journal, the callback sink into it, the registry that runs it."""
 
 from .callback_sink import COALESCE_S, CallbackSink
 from .held import HeldTurn

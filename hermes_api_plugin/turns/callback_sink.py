@@ -1,4 +1,4 @@
-"""The callback bridge of one turn: agent callbacks (any thread) in, journal events (loop thread) out.
+"""The callback sink of one turn: agent callbacks (any thread) in, journal events (loop thread) out.
 
 Callbacks only append a typed record under a lock and schedule one loop wake-up per burst; the loop
 converts the records into events — normalising tool ids and names, pairing completions with their
@@ -34,7 +34,7 @@ from .tool_display import (
     tool_label,
 )
 
-COALESCE_S = 0.002  # burst window of the callback bridge (WIRE.md §2.2 allows up to 50 ms)
+COALESCE_S = 0.002  # burst window of the callback sink (WIRE.md §2.2 allows up to 50 ms)
 
 
 class ToolStart(NamedTuple):
@@ -83,7 +83,7 @@ class CallbackSink:
 
     def __init__(self, loop: asyncio.AbstractEventLoop, journal: Journal, secret_values: tuple[str, ...] = ()) -> None:
         self._loop = loop
-        self._loop_thread = threading.get_ident()  # bridges are built on the loop thread
+        self._loop_thread = threading.get_ident()  # sinks are built on the loop thread
         self._journal = journal
         self._secrets = secret_values
         self._lock = threading.Lock()

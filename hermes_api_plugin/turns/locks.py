@@ -1,4 +1,4 @@
-"""Reference-counted asyncio locks by key: per-session turn queues and per-idempotency-key admission.
+"""Reference-counted asyncio locks by key: per-session turn queues and per-idempotency-key decisions.
 
 A key's entry exists while anyone holds or waits for its lock, so the dict never grows with keys that
 are done, and `users(key)` tells whether work on that key is already pending (a queued turn).

@@ -138,14 +138,14 @@ class TurnRegistry:
             raise rate_limited(self.max_concurrent)
         loop = asyncio.get_running_loop()
         journal = Journal()
-        bridge = CallbackSink(loop, journal, self._secrets)
+        sink = CallbackSink(loop, journal, self._secrets)
         queued = False
         if queue_key is not None:
             queued = self._queues.users(queue_key) > 0
             self._queues.enter(queue_key)
         turn = Turn(
-            AgentTurn(request, bridge),  # the turn reports to its bridge whatever plugins do in the turn hooks
-            bridge,
+            AgentTurn(request, sink),  # the turn reports to its sink whatever plugins do in the turn hooks
+            sink,
             journal,
             queue_key=queue_key,
             queued=queued,
@@ -229,10 +229,10 @@ class TurnRegistry:
         turn.journal.extend([finished], at=turn.finished_at)
 
     def _closing_events(self, turn: Turn, outcome: TurnResult) -> list[TurnEvent]:
-        turn.bridge.close()
+        turn.sink.close()
         # A request the turn ended without a decision was denied: its command never ran (WIRE.md §14.2).
         events: list[TurnEvent] = [ApprovalResponded("deny") for _ in unanswered_approvals(turn.journal.events)]
-        events += turn.bridge.stop_open_tools()
+        events += turn.sink.stop_open_tools()
         if outcome.final_text and outcome.status is not TurnStatus.CANCELLED:
             streamed = TurnTranscript().feed_all(turn.journal.events).answer
             final = outcome.final_text

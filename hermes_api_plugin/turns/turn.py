@@ -15,7 +15,7 @@ from ..runtimes.base import AgentTurn, TurnRequest
 from .callback_sink import CallbackSink
 from .journal import Journal, journal_bytes
 
-SETTLED_TURN_BYTES = 2048  # a settled turn's own objects (ids, request fields, bridge), besides its journal
+SETTLED_TURN_BYTES = 2048  # a settled turn's own objects (ids, request fields, callback sink), besides its journal
 _RELEASED_INPUT = Message("user", ())  # a settled turn's input, once released (its journal keeps what it said)
 
 HistoryLoader = Callable[[], Awaitable[Sequence[Message]]]
@@ -28,7 +28,7 @@ class Turn:
     def __init__(
         self,
         agent_turn: AgentTurn,
-        bridge: CallbackSink,
+        sink: CallbackSink,
         journal: Journal,
         *,
         queue_key: str | None,
@@ -39,7 +39,7 @@ class Turn:
     ) -> None:
         self.run_id = agent_turn.request.turn_id
         self.agent_turn = agent_turn
-        self.bridge = bridge
+        self.sink = sink
         self.journal = journal
         self.queue_key = queue_key
         self.queued_at_admission = queued  # an earlier turn on the session was unsettled at admission

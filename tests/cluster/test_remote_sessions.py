@@ -1,4 +1,4 @@
-"""Sessions kept per host on a shared store (issue 15, part 3; placement.py).
+"""Sessions kept per host on a shared store (issue 15, part 3; cluster/placement.py).
 
 With the `hermes` runtime each gateway host keeps its sessions in Hermes' own `state.db`; everything else is in the
 shared PostgreSQL store. Here two gateways in one process stand for two hosts: each app is the real API app with the

@@ -1,5 +1,6 @@
 """Hypothesis strategies for hostile requests: JSON bodies (deep nesting, huge and non-finite numbers, lone
-surrogates, megabyte strings, duplicate keys, wrong types in every field of every POST body) and header bytes.
+surrogates, megabyte strings, duplicate keys, wrong types in every field of every POST body) and header bytes,
+and the settings every fuzz test draws them under (`fuzz_settings`).
 
 Bodies are built as Python values and written by `encode`, which also writes what Python's json refuses to: `Raw`
 text (NaN, 1e999, 100 KB of brackets) and `Obj` objects with duplicate keys.
@@ -12,12 +13,25 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote_from_bytes
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from hermes_api_plugin.http.json_body import MAX_DEPTH
 from tests.helpers import HOSTILE_NUMBERS
 
 from .surfaces import SURFACES, Surface, set_path
+
+
+def fuzz_settings(examples: int) -> settings:
+    """Reproducible (derandomized, no example database), no deadline: a request may take what the server needs."""
+    return settings(
+        max_examples=examples,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+
 
 # -- JSON text --------------------------------------------------------------------------------------------------------
 

@@ -9,25 +9,14 @@ the gateway healthy afterwards with the canary session and response unchanged an
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from .strategies import field_bodies, hostile_documents
+from .strategies import field_bodies, fuzz_settings, hostile_documents
 from .surfaces import SURFACES, Surface
 from .target import FuzzTarget, http_request
 
 pytestmark = [pytest.mark.fuzz, pytest.mark.slow]
-
-
-def fuzz_settings(examples: int) -> settings:
-    """Reproducible (derandomized, no example database), no deadline: a request may take what the server needs."""
-    return settings(
-        max_examples=examples,
-        derandomize=True,
-        database=None,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-    )
 
 
 IDEMPOTENCY_KEYS = st.sampled_from([None, b"fuzz-key-1", b"fuzz-key-2"])

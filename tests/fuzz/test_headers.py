@@ -18,10 +18,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from .operations import Operation, request_bytes, served_operations
-from .strategies import as_bytes, encode, header_sets, hostile_strings, url_parts
+from .strategies import as_bytes, encode, fuzz_settings, header_sets, hostile_strings, url_parts
 from .surfaces import SURFACES
 from .target import FuzzTarget, http_request
-from .test_bodies import fuzz_settings
 
 pytestmark = [pytest.mark.fuzz, pytest.mark.slow]
 

@@ -20,6 +20,7 @@ import pytest
 from tests.live import write_home
 
 from .provider import MODEL, ScriptedProvider
+from .support import HermesGateway, start_gateway
 
 HERMES_AVAILABLE = importlib.util.find_spec("run_agent") is not None
 HERE = Path(__file__).parent
@@ -101,3 +102,17 @@ def hermes_home(tmp_path_factory: pytest.TempPathFactory, provider: ScriptedProv
         return write_home(root / "home", env=env, config=config, script=None)
 
     return make
+
+
+@pytest.fixture
+def run_hermes() -> Iterator[Callable[[Path], HermesGateway]]:
+    """Start `hermes gateway run -v` on a home: `run_hermes(home)`; every gateway started is stopped after."""
+    started: list[HermesGateway] = []
+
+    def start(home: Path) -> HermesGateway:
+        started.append(start_gateway(home))
+        return started[-1]
+
+    yield start
+    for live in started:
+        live.stop()

@@ -27,9 +27,8 @@ from tests.live import LiveGateway, start_gateway
 
 from .conftest import HomeFactory
 from .provider import DANGER_DONE, ScriptedProvider
-from .test_hermes_gateway import PLUGINS, HermesGateway, listening
-from .test_hermes_gateway import start_gateway as start_hermes_gateway
-from .test_reference_gateway import http, wait_for
+from .support import PLUGINS, HermesGateway, http, listening, wait_for
+from .support import start_gateway as start_hermes_gateway
 
 APPROVAL_TIMEOUT_S = 4
 PATIENT_TIMEOUT_S = 300  # long enough that only the event under test (disconnect, drain, a decision) decides

@@ -33,8 +33,7 @@ from tests.live import TEST_KEY
 
 from .conftest import HomeFactory
 from .provider import ScriptedProvider
-from .test_hermes_gateway import PLUGINS, HermesGateway, listening, start_gateway
-from .test_parity_routes import call
+from .support import PLUGINS, HermesGateway, call, listening, start_gateway
 
 AUDIENCE = "agent:test-instance"
 ISSUER = "https://portal.example.test"

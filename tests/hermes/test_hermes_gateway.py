@@ -11,86 +11,22 @@
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import secrets
-import signal
 import socket
 import subprocess
-import sys
-import threading
 import time
-import urllib.request
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import openai
-import pytest
 
-from tests.live import TEST_KEY, stop_process
+from tests.live import TEST_KEY
 
 from .conftest import HomeFactory
+from .support import BIN, OURS, PLUGINS, HermesGateway, clean_env, listening
 
-BIN = Path(sys.executable).parent
-OURS = re.compile(r"hermes_api_plugin: \[API Server\] API server listening on http://(\S+):(\d+)$")
-PLUGINS = {"enabled": ["hermes-api-plugin"]}
 REFUSAL = "[API Server] Refusing to start: API_SERVER_KEY is missing or shorter than 16 characters — set it in "
-
-
-@dataclass
-class HermesGateway:
-    """A running `hermes gateway run -v` (its -v log lines are where the plugin's lines show)."""
-
-    proc: subprocess.Popen[str]
-    home: Path
-    lines: list[str] = field(default_factory=list)
-    port: int = 0
-    reader: threading.Thread | None = None
-
-    def output(self) -> str:
-        return "\n".join(self.lines)
-
-    def wait_for(self, pattern: str | re.Pattern[str], timeout: float = 60.0) -> re.Match[str] | None:
-        compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for line in list(self.lines):
-                match = compiled.search(line)
-                if match:
-                    return match
-            if self.proc.poll() is not None:
-                time.sleep(0.2)
-                return next((m for m in map(compiled.search, list(self.lines)) if m), None)
-            time.sleep(0.05)
-        return None
-
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
-        return stop_process(self.proc, self.reader, sig, timeout)
-
-    # what tests written against tests.live.LiveGateway read
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {TEST_KEY}"}
-
-    def get(self, path: str, key: str = TEST_KEY) -> tuple[int, dict[str, Any]]:
-        request = urllib.request.Request(
-            f"http://127.0.0.1:{self.port}{path}", headers={"Authorization": f"Bearer {key}"}
-        )
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, json.loads(response.read())
-
-
-def clean_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("API_SERVER_", "HERMES_"))}
-    env.update({"HERMES_HOME": str(home), "PYTHONUNBUFFERED": "1"})
-    return env
 
 
 def install_hook(home: Path) -> str:
@@ -105,53 +41,10 @@ def install_hook(home: Path) -> str:
     return done.stdout
 
 
-def start_gateway(home: Path) -> HermesGateway:
-    """Start `hermes gateway run -v` on `home`, its output pumped into `lines`; the caller stops it."""
-    proc = subprocess.Popen(
-        [str(BIN / "hermes"), "gateway", "run", "-v"],
-        env=clean_env(home),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        encoding="utf-8",
-    )
-    live = HermesGateway(proc, home)
-
-    def pump() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            live.lines.append(line.rstrip("\n"))
-
-    live.reader = threading.Thread(target=pump, daemon=True)
-    live.reader.start()
-    return live
-
-
-@pytest.fixture
-def run_hermes() -> Iterator[Callable[[Path], HermesGateway]]:
-    started: list[HermesGateway] = []
-
-    def start(home: Path) -> HermesGateway:
-        started.append(start_gateway(home))
-        return started[-1]
-
-    yield start
-    for live in started:
-        live.stop()
-
-
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def listening(gateway: HermesGateway) -> int:
-    match = gateway.wait_for(OURS)
-    assert match is not None, f"the plugin did not start in hermes gateway:\n{gateway.output()[-6000:]}"
-    gateway.port = int(match.group(2))
-    return gateway.port
 
 
 def test_entry_point_replaces_the_builtin_api_server(

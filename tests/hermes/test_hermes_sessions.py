@@ -20,8 +20,7 @@ from tests.live import TEST_KEY
 
 from .conftest import HomeFactory
 from .provider import MODEL, ScriptedProvider
-from .test_hermes_gateway import PLUGINS, HermesGateway, listening, run_hermes  # noqa: F401 - the fixture
-from .test_session_store_contract import write_compression_split
+from .support import PLUGINS, HermesGateway, listening, write_compression_split
 
 CLI_ID = "20260101_120000_cli0001"
 CLI_QUESTION = "Remember the code word PAPAYA for later."
@@ -79,7 +78,7 @@ def read_state(home: Path, session_id: str) -> tuple[dict[str, Any] | None, list
 
 def test_a_cli_session_is_listed_read_continued_and_forked_and_api_sessions_are_hermes_sessions(
     hermes_home: HomeFactory,
-    run_hermes: Callable[[Path], HermesGateway],  # noqa: F811 - the fixture imported above
+    run_hermes: Callable[[Path], HermesGateway],
     provider: ScriptedProvider,
 ) -> None:
     """W-14.2 end to end on the real `hermes gateway run` with the plugin enabled and a real state.db."""

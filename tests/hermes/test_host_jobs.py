@@ -17,8 +17,7 @@ from typing import Any
 import pytest
 
 from .conftest import HomeFactory
-from .test_hermes_gateway import PLUGINS, HermesGateway, listening, start_gateway
-from .test_parity_routes import call
+from .support import PLUGINS, HermesGateway, call, listening, start_gateway
 
 
 @pytest.fixture(scope="module")

@@ -13,19 +13,13 @@
 from __future__ import annotations
 
 import importlib.metadata
-import json
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
-from tests.live import TEST_KEY
-
 from .conftest import HomeFactory
 from .provider import MODEL
-from .test_hermes_gateway import PLUGINS, HermesGateway, listening, start_gateway
+from .support import PLUGINS, HermesGateway, call, listening, start_gateway
 
 # Rows of hermes-agent's route table this plugin does not serve yet (issue 13). Empty: W-14.1 holds for 0.19.0.
 NOT_YET_SERVED: set[tuple[str, str]] = set()
@@ -51,21 +45,6 @@ def upstream_routes() -> set[tuple[str, str]]:
             return name
 
     return {(method, path) for method, path, _ in APIServerAdapter._http_route_table(Handlers())}  # type: ignore[arg-type]
-
-
-def call(gateway: HermesGateway, method: str, path: str, body: Any = None) -> tuple[int, dict[str, Any]]:
-    data = json.dumps({} if body is None else body).encode() if method in ("POST", "PATCH") else None
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{gateway.port}{path}",
-        method=method,
-        data=data,
-        headers={"Authorization": f"Bearer {TEST_KEY}", "Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return response.status, json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"{}")
 
 
 def served(gateway: HermesGateway, method: str, path: str) -> bool:

@@ -21,7 +21,7 @@ from tests.live import TEST_KEY
 
 from .conftest import HomeFactory, hermes_config
 from .provider import MODEL, ScriptedProvider
-from .test_hermes_gateway import PLUGINS, HermesGateway, listening, run_hermes  # noqa: F401 - the fixture
+from .support import PLUGINS, HermesGateway, listening
 
 WORK_MODEL = "work-model"  # the work profile's model.default: what its turns ask the provider for
 SKILL = "work-only-skill"
@@ -81,7 +81,7 @@ def models_asked(provider: ScriptedProvider, marker: str) -> set[str]:
 
 def test_each_profile_is_served_under_its_prefix_with_its_own_config_sessions_skills_and_scope(
     hermes_home: HomeFactory,
-    run_hermes: Callable[[Path], HermesGateway],  # noqa: F811 - the fixture imported above
+    run_hermes: Callable[[Path], HermesGateway],
     provider: ScriptedProvider,
 ) -> None:
     home = hermes_home(env={"API_SERVER_PORT": "0"}, plugins=PLUGINS, gateway={"multiplex_profiles": True})
@@ -153,7 +153,7 @@ def test_each_profile_is_served_under_its_prefix_with_its_own_config_sessions_sk
 
 def test_without_multiplexing_a_profile_prefix_is_ignored(
     hermes_home: HomeFactory,
-    run_hermes: Callable[[Path], HermesGateway],  # noqa: F811 - the fixture imported above
+    run_hermes: Callable[[Path], HermesGateway],
     provider: ScriptedProvider,
 ) -> None:
     home = hermes_home(env={"API_SERVER_PORT": "0"}, plugins=PLUGINS)
@@ -173,7 +173,7 @@ def test_without_multiplexing_a_profile_prefix_is_ignored(
 
 def test_issue_20_defect_6_a_profile_cannot_reach_another_profiles_live_run_nor_enumerate_profiles(
     hermes_home: HomeFactory,
-    run_hermes: Callable[[Path], HermesGateway],  # noqa: F811 - the fixture imported above
+    run_hermes: Callable[[Path], HermesGateway],
     provider: ScriptedProvider,
 ) -> None:
     """Issue 20, defect 6: the work profile starts a run (a long thinking phase of the real AIAgent); the default

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import openai
@@ -23,6 +22,7 @@ from tests.live import LiveGateway, start_gateway
 
 from .conftest import HomeFactory
 from .provider import ANSWER_PREFIX, SUMMARY_TEXT, TOOL_COMMAND, ScriptedProvider
+from .support import http, wait_for
 
 MAX_TURNS = 2
 
@@ -53,15 +53,6 @@ def extra(obj: Any, key: str) -> Any:
     if value is None and getattr(obj, "model_extra", None):
         value = obj.model_extra.get(key)
     return value
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 def test_runtime_is_hermes_when_a_provider_is_configured(client: openai.OpenAI, gateway: LiveGateway) -> None:
@@ -241,16 +232,6 @@ def test_disconnect_during_a_tool_stops_the_tool_and_the_turn(
     assert wait_for(lambda: gateway.output().count("reason=interrupted") > before, 15), gateway.output()[-3000:]
     time.sleep(1.0)
     assert [c.last_role for c in provider.calls(marker=prompt)] == ["user"]
-
-
-def http(gateway: LiveGateway, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(
-        gateway.url + path, data=data, method=method, headers={**gateway.headers, "Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        raw = response.read().decode()
-    return json.loads(raw) if response.headers.get_content_type() == "application/json" else raw
 
 
 def test_run_stop_interrupts_the_agent(gateway: LiveGateway, provider: ScriptedProvider) -> None:

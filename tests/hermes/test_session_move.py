@@ -17,7 +17,7 @@ from hermes_api_plugin.store.session_move import move_sessions
 from tests.live import start_gateway
 
 from .conftest import HomeFactory
-from .test_reference_gateway import http
+from .support import http
 
 
 async def fill(store: SqliteStore) -> None:

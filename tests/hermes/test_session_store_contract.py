@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -34,6 +33,8 @@ from tests.store.test_contract_sessions import (  # noqa: F401 - collected here,
     test_tool_names_map_call_ids_of_the_session_only,
     test_update_sets_title_and_flags_only,
 )
+
+from .support import write_compression_split
 
 
 @pytest.fixture
@@ -113,16 +114,6 @@ async def test_include_children_lists_what_hermes_hides(backend: Backend, tmp_pa
     everything = {s["id"] for s in (await sessions.list_sessions(10, 0, None, include_children=True))[0]}
     assert "subagent" not in default and {"parent", "branch"} <= default
     assert everything == default | {"subagent"}
-
-
-def write_compression_split(db: Any, source: str = "cli") -> None:
-    """What an earlier Hermes left after compacting a session by splitting it: the root ended with
-    `end_reason = 'compression'`, the conversation going on in a child."""
-    db.create_session("old", source)
-    db.append_message("old", "user", content="before the split")
-    db.end_session("old", "compression")
-    db.create_session("tip", source, parent_session_id="old")
-    db.append_message("tip", "user", content="after the split")
 
 
 async def test_a_split_session_goes_on_in_its_compression_tip(backend: Backend) -> None:

@@ -31,7 +31,7 @@ from hermes_api_plugin.hermes import compat
 from tests.live import LiveGateway, start_gateway
 
 from .conftest import HomeFactory
-from .test_reference_gateway import http
+from .support import http
 
 CA_VARIABLES = ("HERMES_CA_BUNDLE", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_DIR")
 

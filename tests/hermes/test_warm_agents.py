@@ -26,7 +26,7 @@ from tests.live import LiveGateway, start_gateway
 
 from .conftest import HomeFactory
 from .provider import MODEL, ScriptedProvider, turn_requests
-from .test_reference_gateway import http, wait_for
+from .support import http, wait_for
 
 
 @pytest.fixture(scope="module")

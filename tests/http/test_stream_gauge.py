@@ -1,4 +1,4 @@
-"""streams.py: the gauge counts a streaming reply from its head until its handler ends, however it ends; whole
+"""http/stream_gauge.py: the gauge counts a streaming reply from its head until its handler ends, however it ends; whole
 replies are never counted; it sums what a client that does not read leaves in the transport. (On the real app,
 through `/health/detailed`: tests/routes/test_health.py; 20 stalled readers: tests/load/test_stalled_readers.py.)"""
 

@@ -1,4 +1,4 @@
-"""Conversation continuity for stateless chat (issue 14, continuity.py), on the scripted runtime and the plugin's
+"""Conversation continuity for stateless chat (issue 14, submission/continuity.py), on the scripted runtime and the plugin's
 session store: a client that resends the visible history the gateway answered continues the conversation — same
 session, and the agent's history is the server-side one, with the tool calls and results the client never saw. An
 edited answer or a regenerated one starts a session of its own (seeded with what the client sent), whose next
@@ -14,7 +14,7 @@ from aiohttp.test_utils import TestClient
 
 from tests.helpers import DEFAULT_ANSWER, USE_TOOL_ANSWER, execution_for, history_texts
 
-from .test_chat_stream import json_chat
+from .support import json_chat
 
 
 def user(text: str) -> dict[str, Any]:

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient
-from multidict import CIMultiDictProxy
 
 from hermes_api_plugin.config.settings import load_settings
 from hermes_api_plugin.gateway.server import (
@@ -38,6 +37,7 @@ from tests.helpers import (
     Reply,
     SseRecord,
     assert_error_envelope,
+    chat_body,
     execution_for,
     fetch,
     history_texts,
@@ -46,19 +46,13 @@ from tests.helpers import (
 )
 from tests.live import executions
 
+from .support import json_chat
+
 CALL_ID = re.compile(r"^call_[0-9a-f]{24}$")
 DERIVED_SESSION = re.compile(r"^api-[0-9a-f]{16}$")
 
 
 # -- helpers ------------------------------------------------------------------------------------------
-
-
-def chat_body(
-    text: str | None = None, *, stream: bool = True, messages: list[dict[str, Any]] | None = None, **extra: Any
-) -> dict[str, Any]:
-    if messages is None:
-        messages = [{"role": "user", "content": text}]
-    return {"model": "hermes-agent", "stream": stream, "messages": messages, **extra}
 
 
 class ChatStream(Reply):
@@ -115,23 +109,6 @@ async def stream_chat(
         result = ChatStream(resp.status, resp.headers, await asyncio.wait_for(resp.read(), 30))
     check_stream_framing(result)
     return result
-
-
-async def json_chat(
-    api: TestClient,
-    auth: dict[str, str],
-    text: str | None = None,
-    *,
-    headers: dict[str, str] | None = None,
-    **body: Any,
-) -> tuple[CIMultiDictProxy[str], dict[str, Any]]:
-    async with api.post(CHAT, json=chat_body(text, stream=False, **body), headers={**auth, **(headers or {})}) as resp:
-        assert resp.status == 200, await resp.text()
-        assert resp.headers["Content-Type"] == "application/json; charset=utf-8"
-        reply = json.loads(await asyncio.wait_for(resp.text(), 30))
-        response_headers = resp.headers
-    assert RUN_ID.match(response_headers["X-Hermes-Run-Id"])
-    return response_headers, reply
 
 
 def progress_by_call(result: ChatStream) -> dict[str, list[dict[str, Any]]]:

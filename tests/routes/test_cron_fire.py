@@ -77,7 +77,7 @@ class Host:
         return token == GOOD
 
     def multiplexing(self) -> bool:
-        return False  # one profile: profiles.py enters no scope
+        return False  # one profile: http/profiles.py enters no scope
 
 
 @pytest.fixture

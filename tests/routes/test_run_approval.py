@@ -7,7 +7,7 @@ from typing import Any
 
 from aiohttp.test_utils import TestClient
 
-from .test_runs import settled, start_run
+from .support import settled, start_run
 
 
 async def approve(api: TestClient, auth: dict[str, str], run_id: str, body: Any) -> tuple[int, dict[str, Any]]:

@@ -25,7 +25,7 @@ from tests.live import write_home
 
 
 class MultiplexingHost:
-    """What profiles.py asks of a host: it multiplexes, it serves alice and bob, a profile scope is a no-op."""
+    """What http/profiles.py asks of a host: it multiplexes, it serves alice and bob, a profile scope is a no-op."""
 
     def __init__(self, root: Path) -> None:
         self.served = {name: root / name for name in ("alice", "bob")}

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient
-from multidict import CIMultiDictProxy
 
 from tests.helpers import (
     CHAT,
@@ -27,11 +26,9 @@ from tests.helpers import (
     RESPONSES,
     RESTART_ERROR,
     RUN_ID,
-    RUN_TERMINALS,
     RUNS,
     USE_TOOL_ANSWER,
     USE_TOOL_REASONING,
-    Reply,
     assert_error_envelope,
     complete_records,
     execution_for,
@@ -46,20 +43,7 @@ from tests.helpers import (
 )
 from tests.live import LiveGateway, executions, start_gateway, write_home
 
-RUN_KEYS = {
-    "object",
-    "run_id",
-    "status",
-    "created_at",
-    "updated_at",
-    "session_id",
-    "model",
-    "last_event",
-    "output",
-    "usage",
-    "error",
-    "turn_exit_reason",
-}
+from .support import RunEvents, check_run_events, get_run, post_run, read_events, settled, start_run
 
 RUN_NOT_FOUND = {
     "error": {"message": "No run with that id", "type": "not_found_error", "param": None, "code": "run_not_found"}
@@ -67,89 +51,6 @@ RUN_NOT_FOUND = {
 
 
 # -- helpers ------------------------------------------------------------------------------------------------------
-
-
-class RunEvents(Reply):
-    """A complete `/v1/runs/{id}/events` stream."""
-
-    @property
-    def payloads(self) -> list[dict[str, Any]]:
-        return [r.json() for r in self.records]
-
-    @property
-    def names(self) -> list[str]:
-        return [p["event"] for p in self.payloads]
-
-    @property
-    def ids(self) -> list[int]:
-        return [int(r.id) for r in self.records]  # type: ignore[arg-type]
-
-    @property
-    def terminal(self) -> dict[str, Any]:
-        return self.payloads[-1]
-
-    def view(self) -> list[tuple[str | None, str]]:
-        return [(r.id, r.data) for r in self.records]
-
-
-def check_run_events(stream: RunEvents, run_id: str, *, first_id: int = 1) -> None:
-    """W-6.3, §2.2, §2.3: id: lines counting up, no event: lines, {event, run_id, timestamp} payloads, exactly one
-    terminal run.* event and it is the last record (the server closed the stream right after it)."""
-    assert stream.headers["Content-Type"].startswith("text/event-stream")
-    assert stream.headers["Cache-Control"] == "no-cache"
-    assert b"retry:" not in stream.raw and b"event:" not in stream.raw
-    assert stream.records, stream.raw
-    assert all(r.event is None for r in stream.records)
-    assert stream.ids == list(range(first_id, first_id + len(stream.records)))
-    for payload in stream.payloads:
-        assert payload["run_id"] == run_id
-        assert isinstance(payload["event"], str)
-        assert isinstance(payload["timestamp"], float)
-    assert sum(1 for name in stream.names if name in RUN_TERMINALS) == 1
-    assert stream.names[-1] in RUN_TERMINALS
-    assert stream.raw.endswith(b"\n\n")
-
-
-async def post_run(
-    api: TestClient, auth: dict[str, str], text: Any, *, headers: dict[str, str] | None = None, **body: Any
-) -> tuple[int, CIMultiDictProxy[str], dict[str, Any]]:
-    payload = {"input": text, **body} if text is not None else body
-    async with api.post(RUNS, json=payload, headers={**auth, **(headers or {})}) as resp:
-        return resp.status, resp.headers, await resp.json()
-
-
-async def start_run(api: TestClient, auth: dict[str, str], text: Any, **kwargs: Any) -> str:
-    status, _, body = await post_run(api, auth, text, **kwargs)
-    assert status == 202, body
-    assert body == {"run_id": body["run_id"], "status": "started"}
-    return body["run_id"]  # type: ignore[no-any-return]
-
-
-async def read_events(
-    api: TestClient, auth: dict[str, str], run_id: str, last_event_id: str | None = None, timeout: float = 30.0
-) -> RunEvents:
-    headers = dict(auth)
-    if last_event_id is not None:
-        headers["Last-Event-ID"] = last_event_id
-    async with api.get(f"{RUNS}/{run_id}/events", headers=headers) as resp:
-        assert resp.status == 200, await resp.text()
-        return RunEvents(resp.status, resp.headers, await asyncio.wait_for(resp.read(), timeout))
-
-
-async def get_run(api: TestClient, auth: dict[str, str], run_id: str) -> dict[str, Any]:
-    async with api.get(f"{RUNS}/{run_id}", headers=auth) as resp:
-        assert resp.status == 200, await resp.text()
-        assert resp.headers["Content-Type"] == "application/json; charset=utf-8"
-        body = await resp.json()
-    assert set(body) == RUN_KEYS, body
-    return body  # type: ignore[no-any-return]
-
-
-async def settled(api: TestClient, auth: dict[str, str], run_id: str) -> dict[str, Any]:
-    """Follow the run's events to its terminal event, then GET it."""
-    events = await read_events(api, auth, run_id)
-    check_run_events(events, run_id)
-    return await get_run(api, auth, run_id)
 
 
 async def wait_for_last_event(

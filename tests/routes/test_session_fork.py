@@ -10,7 +10,7 @@ from aiohttp.test_utils import TestClient
 
 from tests.helpers import NEW_SESSION, USE_TOOL_ANSWER, assert_error_envelope, execution_for, fetch, history_texts
 
-from .test_sessions import (
+from .support import (
     SESSION_KEYS,
     SESSION_NOT_FOUND,
     SESSIONS,

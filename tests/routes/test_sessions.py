@@ -14,11 +14,9 @@ from typing import Any
 import pytest
 from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient
-from multidict import CIMultiDictProxy
 
 from tests.helpers import (
     DEFAULT_ANSWER,
-    JSON_TYPE,
     NEW_SESSION,
     PNG,
     RUN_ID,
@@ -36,110 +34,22 @@ from tests.helpers import (
 )
 from tests.live import executions
 
-SESSIONS = "/api/sessions"
-SESSION_KEYS = {
-    "id",
-    "source",
-    "title",
-    "model",
-    "started_at",
-    "ended_at",
-    "last_active",
-    "message_count",
-    "tool_call_count",
-    "input_tokens",
-    "output_tokens",
-    "parent_session_id",
-    "pinned",
-    "archived",
-    "preview",
-}
-MESSAGE_KEYS = {
-    "id",
-    "role",
-    "content",
-    "reasoning",
-    "tool_calls",
-    "tool_call_id",
-    "tool_name",
-    "timestamp",
-    "compacted",
-}
+from .support import (
+    SESSION_KEYS,
+    SESSION_NOT_FOUND,
+    SESSIONS,
+    call,
+    chat,
+    create_session,
+    get_session,
+    list_sessions,
+    messages,
+)
 
 DEFAULT_REASONING = "Thinking it through."
-SESSION_NOT_FOUND = {
-    "error": {
-        "message": "No session with that id",
-        "type": "not_found_error",
-        "param": None,
-        "code": "session_not_found",
-    }
-}
 
 
 # -- helpers ------------------------------------------------------------------------------------------------------
-
-
-async def call(
-    api: TestClient,
-    auth: dict[str, str],
-    method: str,
-    path: str,
-    body: Any = None,
-    headers: dict[str, str] | None = None,
-) -> tuple[int, dict[str, Any]]:
-    reply = await fetch(api, method, path, json=body, headers={**auth, **(headers or {})})
-    assert reply.headers["Content-Type"] == JSON_TYPE, reply.headers
-    return reply.status, reply.json()
-
-
-async def get_session(api: TestClient, auth: dict[str, str], session_id: str) -> dict[str, Any]:
-    status, body = await call(api, auth, "GET", f"{SESSIONS}/{session_id}")
-    assert status == 200, body
-    assert body["object"] == "hermes.session" and set(body) == {"object", "session"}
-    assert set(body["session"]) == SESSION_KEYS
-    return body["session"]  # type: ignore[no-any-return]
-
-
-async def create_session(api: TestClient, auth: dict[str, str], **body: Any) -> dict[str, Any]:
-    status, reply = await call(api, auth, "POST", SESSIONS, body)
-    assert status == 201, reply
-    assert reply["object"] == "hermes.session" and set(reply["session"]) == SESSION_KEYS
-    return reply["session"]  # type: ignore[no-any-return]
-
-
-async def list_sessions(api: TestClient, auth: dict[str, str], query: str = "") -> dict[str, Any]:
-    status, body = await call(api, auth, "GET", f"{SESSIONS}{query}")
-    assert status == 200, body
-    assert set(body) == {"object", "data", "limit", "offset", "has_more"} and body["object"] == "list"
-    return body
-
-
-async def messages(api: TestClient, auth: dict[str, str], session_id: str, query: str = "") -> dict[str, Any]:
-    status, body = await call(api, auth, "GET", f"{SESSIONS}/{session_id}/messages{query}")
-    assert status == 200, body
-    assert set(body) == {"object", "session_id", "data", "pagination"} and body["object"] == "list"
-    for row in body["data"]:
-        assert set(row) == MESSAGE_KEYS, row
-    assert body["pagination"]["returned"] == len(body["data"])
-    return body
-
-
-async def chat(
-    api: TestClient,
-    auth: dict[str, str],
-    session_id: str,
-    message: Any,
-    headers: dict[str, str] | None = None,
-    **body: Any,
-) -> tuple[CIMultiDictProxy[str], dict[str, Any]]:
-    async with api.post(
-        f"{SESSIONS}/{session_id}/chat", json={"message": message, **body}, headers={**auth, **(headers or {})}
-    ) as resp:
-        assert resp.status == 200, await resp.text()
-        assert resp.headers["Content-Type"] == "application/json; charset=utf-8"
-        reply = json.loads(await asyncio.wait_for(resp.text(), 30))
-        return resp.headers, reply
 
 
 class SessionStream(Reply):

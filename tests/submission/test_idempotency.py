@@ -48,6 +48,8 @@ from tests.helpers import (
 )
 from tests.live import SCRIPTS, executions, write_home
 
+from .support import check_refusal_stream
+
 SLOW_REASONING = "Taking my time."
 SLOW_ANSWER = "Slow and steady."
 SLOW_SECONDS = 1.0
@@ -55,12 +57,6 @@ ROTATED_KEY = "another-key-0123456789"
 
 EXPIRED = {
     "error": {"message": "admission_expired", "type": "conflict_error", "param": None, "code": "admission_expired"}
-}
-REFUSAL_TYPES = {
-    "admission_conflict": "invalid_request_error",
-    "unknown_execution": "conflict_error",
-    "admission_expired": "conflict_error",
-    "storage_unavailable": "server_error",
 }
 # The admitting routes in the §8.3 order; capabilities list those this build serves.
 ADMITTING_PATHS = (
@@ -70,7 +66,6 @@ ADMITTING_PATHS = (
     "/api/sessions/{session_id}/chat",
     "/api/sessions/{session_id}/chat/stream",
 )
-ZERO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 
 
 # -- homes and apps -----------------------------------------------------------------------------------------
@@ -186,29 +181,6 @@ def check_replay_of(reply: Reply, original: Reply) -> None:
     assert reply.replayed, dict(reply.headers)
     assert reply.run_id == original.run_id
     assert reply.headers["X-Hermes-Session-Id"] == original.headers["X-Hermes-Session-Id"]
-
-
-def check_refusal_stream(reply: Reply, code: str) -> None:
-    """§3.5, §5.3: a keyed chat stream that admitted nothing: 200, the role chunk, one finish chunk carrying the
-    admission outcome (finish_reason error, zero usage, root error, hermes block), then [DONE]."""
-    assert reply.status == 200, reply.raw
-    assert reply.is_stream
-    assert reply.raw.endswith(b"data: [DONE]\n\n"), reply.raw[-200:]
-    records = reply.records
-    assert [r.event for r in records] == [None, None, None]
-    assert records[-1].data == "[DONE]"
-    role, finish = records[0].json(), records[1].json()
-    assert COMPLETION_ID.match(role["id"])
-    for chunk in (role, finish):
-        assert chunk["id"] == role["id"] and chunk["created"] == role["created"]
-        assert chunk["object"] == "chat.completion.chunk"
-        assert chunk["model"] == role["model"]
-    assert role["choices"] == [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]
-    assert finish["choices"] == [{"index": 0, "delta": {}, "finish_reason": "error"}]
-    assert finish["usage"] == ZERO_USAGE
-    assert finish["error"] == {"message": code, "type": REFUSAL_TYPES[code], "param": None, "code": code}
-    assert finish["hermes"] == {"completed": False, "partial": False, "failed": True, "error_code": code}
-    assert set(finish) == {"id", "object", "created", "model", "choices", "usage", "error", "hermes"}
 
 
 def check_refused(surface: str, stream: bool, reply: Reply, code: str) -> None:
@@ -843,7 +815,7 @@ async def test_on_disconnect_continue_lets_an_unkeyed_turn_complete(
 
 
 def advance_clock(api: TestClient, seconds: float) -> None:
-    """Let the admissions of `api` see the time `seconds` from now (their clock is injectable): expiry tests
+    """Let the idempotency decisions of `api` see the time `seconds` from now (their clock is injectable): expiry tests
     need no sleeps."""
     api.server.app[IDEMPOTENCY].clock = lambda: time.time() + seconds
 

@@ -1,6 +1,6 @@
-"""Idempotency.decide as the decision table of admissions.py, on a real store and an injected clock (no sleeps).
+"""Idempotency.decide as the decision table of submission/idempotency.py, on a real store and an injected clock (no sleeps).
 
-The HTTP behaviour of every outcome is in test_admissions.py; here each row of the table is checked on its own,
+The HTTP behaviour of every outcome is in test_idempotency.py; here each row of the table is checked on its own,
 the lease rows (issue 15) with two `LeaseKeeper`s on one store standing for two gateway processes.
 """
 
@@ -54,7 +54,7 @@ def keeper(
     return LeaseKeeper(store, boot, LEASE, clock=clock, space=space, pid=pid, pid_running=lambda p: p in running)
 
 
-def admissions(
+def idempotency(
     store: MemoryStore, clock: Clock, boot: str = "boot-a", leases: LeaseKeeper | None = None
 ) -> Idempotency:
     leases = leases or keeper(store, clock, boot)
@@ -74,7 +74,7 @@ async def outcome(a: Idempotency, slot: Slot = SLOT, is_live: Callable[[str], bo
 
 
 async def test_no_record_is_new_and_a_reservation_is_atomic(store: MemoryStore) -> None:
-    a = admissions(store, Clock(1000.0))
+    a = idempotency(store, Clock(1000.0))
     assert await outcome(a) == "new"
     assert await a.reserve(SLOT, "run_1", {"session_id": "s1"}, replace_expired=False) is None
     holder = await a.reserve(SLOT, "run_2", {}, replace_expired=False)
@@ -82,7 +82,7 @@ async def test_no_record_is_new_and_a_reservation_is_atomic(store: MemoryStore) 
 
 
 async def test_a_running_record_attaches_while_its_turn_lives_here_else_is_unknown(store: MemoryStore) -> None:
-    a = admissions(store, Clock(1000.0))
+    a = idempotency(store, Clock(1000.0))
     await a.reserve(SLOT, "run_1", {}, replace_expired=False)
     assert await outcome(a, is_live=live) == "attach"
     assert await outcome(a, is_live=dead) == "unknown"
@@ -92,7 +92,7 @@ async def test_a_running_record_attaches_while_its_turn_lives_here_else_is_unkno
 
 async def test_settled_replays_until_retention_then_is_expired_until_the_tombstone_runs_out(store: MemoryStore) -> None:
     clock = Clock(1000.0)
-    a = admissions(store, clock)
+    a = idempotency(store, clock)
     await a.reserve(SLOT, "run_1", {}, replace_expired=False)
     await a.settle("run_1")
     settled_at = (await store.get_idempotency_record(SLOT.scope, SLOT.surface, SLOT.key)).settled_at  # type: ignore[union-attr]
@@ -112,12 +112,12 @@ async def test_recovery_makes_a_gone_owners_running_records_unknown_for_the_tomb
     store: MemoryStore, tmp_path: Any
 ) -> None:
     clock = Clock(1000.0)
-    gone = admissions(store, clock, boot="boot-gone")
+    gone = idempotency(store, clock, boot="boot-gone")
     await gone.leases.renew()
     await gone.reserve(SLOT, "run_1", {}, replace_expired=False)
     clock.now = 2000.0  # the gone process's lease ran out long ago
     await store.append_journals([("run_1", 0, ['{"t":"TextDelta","text":"partial","ts":1}'])])
-    now = admissions(store, clock, boot="boot-now")
+    now = idempotency(store, clock, boot="boot-now")
     await now.leases.renew()
     recovery = Recovery(load_settings(tmp_path), store, now.leases, await registry(store=store.sessions))
     assert await recovery.sweep() == ["run_1"]
@@ -139,10 +139,10 @@ async def test_a_running_record_of_a_live_owner_elsewhere_attaches_remotely_howe
 ) -> None:
     """Row "running, its owner's lease alive elsewhere → attach, remote": never unknown while the owner renews."""
     clock = Clock(1000.0)
-    owner = admissions(store, clock, boot="boot-owner")
+    owner = idempotency(store, clock, boot="boot-owner")
     await owner.leases.renew()
     await owner.reserve(SLOT, "run_1", {}, replace_expired=False)
-    other = admissions(store, clock, boot="boot-other", leases=keeper(store, clock, "boot-other", space="space-2"))
+    other = idempotency(store, clock, boot="boot-other", leases=keeper(store, clock, "boot-other", space="space-2"))
     for _ in range(20):  # 20 renewals: 100 lease periods of 5 s
         clock.now += LEASE / 3
         await owner.leases.renew()
@@ -156,10 +156,10 @@ async def test_a_running_record_whose_owners_lease_expired_is_unknown_and_gone(s
     """Row "running, its owner gone (lease expired)": unknown, and `gone` asks the caller to settle the leftovers.
     One second before the expiry it still attaches."""
     clock = Clock(1000.0)
-    owner = admissions(store, clock, boot="boot-owner")
+    owner = idempotency(store, clock, boot="boot-owner")
     await owner.leases.renew()
     await owner.reserve(SLOT, "run_1", {}, replace_expired=False)
-    other = admissions(store, clock, boot="boot-other", leases=keeper(store, clock, "boot-other", space="space-2"))
+    other = idempotency(store, clock, boot="boot-other", leases=keeper(store, clock, "boot-other", space="space-2"))
     clock.now = 1000.0 + LEASE - 1
     assert (await other.decide(SLOT, dead)).verdict == "attach"
     clock.now = 1000.0 + LEASE + 1
@@ -170,9 +170,9 @@ async def test_a_running_record_whose_owners_lease_expired_is_unknown_and_gone(s
 async def test_a_running_record_without_an_owners_lease_is_unknown(store: MemoryStore) -> None:
     """Row "lease absent": the owner released it (a clean shutdown that could not settle the turn) or never had one."""
     clock = Clock(1000.0)
-    owner = admissions(store, clock, boot="boot-owner")
+    owner = idempotency(store, clock, boot="boot-owner")
     await owner.reserve(SLOT, "run_1", {}, replace_expired=False)
-    decision = await admissions(store, clock, boot="boot-other").decide(SLOT, dead)
+    decision = await idempotency(store, clock, boot="boot-other").decide(SLOT, dead)
     assert (decision.verdict, decision.gone) == ("unknown", True)
 
 
@@ -182,13 +182,13 @@ async def test_an_owner_whose_process_is_gone_on_this_host_is_gone_before_its_le
     """Row "process gone": same process space, its pid not running → gone at once (a crash, then a restart on this
     host); in another process space the pid says nothing and the lease decides."""
     clock = Clock(1000.0)
-    crashed = admissions(store, clock, boot="boot-crashed", leases=keeper(store, clock, "boot-crashed", pid=7))
+    crashed = idempotency(store, clock, boot="boot-crashed", leases=keeper(store, clock, "boot-crashed", pid=7))
     await crashed.leases.renew()
     await crashed.reserve(SLOT, "run_1", {}, replace_expired=False)
-    here = admissions(
+    here = idempotency(
         store, clock, boot="boot-new", leases=keeper(store, clock, "boot-new", pid=8, running=frozenset({8}))
     )
-    elsewhere = admissions(
+    elsewhere = idempotency(
         store, clock, boot="boot-far", leases=keeper(store, clock, "boot-far", space="space-2", running=frozenset())
     )
     assert (await elsewhere.decide(SLOT, dead)).verdict == "attach"
@@ -200,7 +200,7 @@ async def test_an_owner_whose_process_is_gone_on_this_host_is_gone_before_its_le
 async def test_this_processs_own_record_without_its_turn_is_unknown_but_not_gone(store: MemoryStore) -> None:
     """Row "this process without the turn": its own lease is alive, so nothing is swept; the answer is unknown."""
     clock = Clock(1000.0)
-    a = admissions(store, clock)
+    a = idempotency(store, clock)
     await a.leases.renew()
     await a.reserve(SLOT, "run_1", {}, replace_expired=False)
     decision = await a.decide(SLOT, dead)

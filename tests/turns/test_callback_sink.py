@@ -1,4 +1,4 @@
-"""The callback bridge: thread-safe enqueue, tool id normalisation, coalescing, stopped tools."""
+"""The callback sink (turns/callback_sink.py): thread-safe enqueue, tool id normalisation, coalescing, stopped tools."""
 
 from __future__ import annotations
 
@@ -16,14 +16,14 @@ from hermes_api_plugin.turns import CallbackSink, Journal, display_tool_name
 from tests.helpers import wait_for_async
 
 
-async def test_bridge_callbacks_from_many_threads_all_arrive_in_per_thread_order() -> None:
+async def test_sink_callbacks_from_many_threads_all_arrive_in_per_thread_order() -> None:
     loop = asyncio.get_running_loop()
     journal = Journal()
-    bridge = CallbackSink(loop, journal)
+    sink = CallbackSink(loop, journal)
 
     def produce(tag: str) -> None:
         for i in range(500):
-            bridge.on_text(f"{tag}{i};")
+            sink.on_text(f"{tag}{i};")
 
     threads = [threading.Thread(target=produce, args=(t,)) for t in "abcd"]
     for thread in threads:
@@ -32,39 +32,39 @@ async def test_bridge_callbacks_from_many_threads_all_arrive_in_per_thread_order
     await wait_for_async(
         lambda: not any(t.is_alive() for t in threads), interval=0.001, what="the producer threads' end"
     )
-    bridge.close()
+    sink.close()
     text = "".join(e.text for e in journal.events if isinstance(e, TextDelta))
     for tag in "abcd":
         assert re.findall(rf"{tag}(\d+);", text) == [str(i) for i in range(500)]
     assert len(journal.events) < 2000  # adjacent deltas were coalesced
 
 
-async def test_bridge_drops_empty_deltas_and_late_callbacks() -> None:
+async def test_sink_drops_empty_deltas_and_late_callbacks() -> None:
     journal = Journal()
-    bridge = CallbackSink(asyncio.get_running_loop(), journal)
-    bridge.on_reasoning("")
-    bridge.on_text(None)
-    bridge.on_text("x")
-    bridge.close()
-    bridge.on_text("after close")
+    sink = CallbackSink(asyncio.get_running_loop(), journal)
+    sink.on_reasoning("")
+    sink.on_text(None)
+    sink.on_text("x")
+    sink.close()
+    sink.on_text("after close")
     await asyncio.sleep(0.01)
     assert journal.events == [TextDelta("x")]
 
 
-async def test_bridge_normalises_tool_ids_and_hides_underscore_tools() -> None:
+async def test_sink_normalises_tool_ids_and_hides_underscore_tools() -> None:
     """W-3.16 / W-3.6"""
     journal = Journal()
-    bridge = CallbackSink(asyncio.get_running_loop(), journal)
-    bridge.on_tool_start("call_ok", "terminal", {"command": "ls"})
-    bridge.on_tool_start("call_ok", "terminal", {"command": "pwd"})  # repeated id → substituted
-    bridge.on_tool_start(None, "web_search", {"query": "x"})  # missing id → substituted
-    bridge.on_tool_start("_h", "_hidden", {})
-    bridge.on_tool_complete("_h", "_hidden", "x", False)
-    bridge.on_tool_complete("nope", "unknown_tool", "x", False)  # orphan → dropped
-    bridge.on_tool_complete(None, "web_search", "found", False)  # matched by name
-    bridge.on_tool_complete("call_ok", "terminal", "a", False)
-    bridge.on_tool_complete("call_ok", "terminal", "b", True)
-    bridge.close()
+    sink = CallbackSink(asyncio.get_running_loop(), journal)
+    sink.on_tool_start("call_ok", "terminal", {"command": "ls"})
+    sink.on_tool_start("call_ok", "terminal", {"command": "pwd"})  # repeated id → substituted
+    sink.on_tool_start(None, "web_search", {"query": "x"})  # missing id → substituted
+    sink.on_tool_start("_h", "_hidden", {})
+    sink.on_tool_complete("_h", "_hidden", "x", False)
+    sink.on_tool_complete("nope", "unknown_tool", "x", False)  # orphan → dropped
+    sink.on_tool_complete(None, "web_search", "found", False)  # matched by name
+    sink.on_tool_complete("call_ok", "terminal", "a", False)
+    sink.on_tool_complete("call_ok", "terminal", "b", True)
+    sink.close()
     started = [e for e in journal.events if isinstance(e, ToolStarted)]
     completed = [e for e in journal.events if isinstance(e, ToolCompleted)]
     assert [s.name for s in started] == ["terminal", "terminal", "web_search"]
@@ -84,13 +84,13 @@ def test_display_tool_name_escapes_and_cuts() -> None:
     assert len(display_tool_name("é" * 300)) == 256
 
 
-async def test_bridge_stop_open_tools_reports_running_tools_as_stopped() -> None:
+async def test_sink_stop_open_tools_reports_running_tools_as_stopped() -> None:
     journal = Journal()
-    bridge = CallbackSink(asyncio.get_running_loop(), journal)
-    bridge.on_tool_start("c1", "terminal", {"command": "sleep 9"})
-    bridge.flush()
+    sink = CallbackSink(asyncio.get_running_loop(), journal)
+    sink.on_tool_start("c1", "terminal", {"command": "sleep 9"})
+    sink.flush()
     time.sleep(0.02)
-    (stopped,) = bridge.stop_open_tools()
+    (stopped,) = sink.stop_open_tools()
     assert isinstance(stopped, ToolCompleted)
     assert stopped.call_id == "c1" and stopped.stopped and stopped.is_error and stopped.duration_ms >= 20
 
@@ -102,15 +102,15 @@ async def test_deltas_of_one_kind_join_one_event_and_kinds_keep_their_order() ->
     """A burst of same-kind deltas becomes one event (one DeltaRun under the lock); a change of kind or a tool
     between them starts a new one, so the journal keeps the agent's order."""
     journal = Journal()
-    bridge = CallbackSink(asyncio.get_running_loop(), journal)
+    sink = CallbackSink(asyncio.get_running_loop(), journal)
     for text in ("I ", "think"):
-        bridge.on_reasoning(text)
-    bridge.on_text("Hel")
-    bridge.on_text("lo")
-    bridge.on_reasoning("more")
-    bridge.on_tool_start("call_1", "terminal", {"command": "ls"})
-    bridge.on_text(" world")
-    bridge.close()
+        sink.on_reasoning(text)
+    sink.on_text("Hel")
+    sink.on_text("lo")
+    sink.on_reasoning("more")
+    sink.on_tool_start("call_1", "terminal", {"command": "ls"})
+    sink.on_text(" world")
+    sink.close()
     kinds = [(type(e).__name__, getattr(e, "text", None)) for e in journal.events]
     assert kinds == [
         ("ReasoningDelta", "I think"),

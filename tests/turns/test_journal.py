@@ -65,6 +65,3 @@ async def test_journal_follow_from_an_offset_replays_the_rest() -> None:
     journal.extend([TextDelta("a"), TextDelta("b"), TurnFinished(TurnStatus.COMPLETED)])
     batches = [b async for b in journal.follow(1)]
     assert batches == [[TextDelta("b"), TurnFinished(TurnStatus.COMPLETED)]]
-
-
-# -- bridge ------------------------------------------------------------------------------------------

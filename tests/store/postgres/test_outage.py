@@ -20,7 +20,7 @@ from hermes_api_plugin.turns import Journal, decode_journal
 from tests.helpers import CHAT, MODEL, Reply, assert_error_envelope, live_request, wait_for
 from tests.live import LiveGateway
 from tests.pg import PostgresServer
-from tests.submission.test_idempotency import check_refusal_stream
+from tests.submission.support import check_refusal_stream
 
 # slow (left out by ./test --fast): a gateway process, a database stopped for seconds, requests waiting on it.
 pytestmark = pytest.mark.slow

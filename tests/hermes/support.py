@@ -1,0 +1,158 @@
+"""Helpers the real-Hermes tests share: `hermes gateway run` as a subprocess and plain HTTP calls to a gateway.
+
+- `start_gateway` / `HermesGateway` / `listening`: Hermes' own gateway CLI (hermes-agent 0.19) with the plugin
+  in it, its `-v` log lines collected (the `run_hermes` fixture of conftest.py stops what a test started);
+- `call`: one request to a `HermesGateway`, the status and JSON body back (errors included);
+- `http` / `wait_for`: one request to the reference gateway (`tests.live.LiveGateway`), and polling a predicate;
+- `write_compression_split`: what an earlier Hermes left in its SessionDB after splitting a session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.live import TEST_KEY, LiveGateway, stop_process
+
+BIN = Path(sys.executable).parent
+OURS = re.compile(r"hermes_api_plugin: \[API Server\] API server listening on http://(\S+):(\d+)$")
+PLUGINS = {"enabled": ["hermes-api-plugin"]}
+
+
+@dataclass
+class HermesGateway:
+    """A running `hermes gateway run -v` (its -v log lines are where the plugin's lines show)."""
+
+    proc: subprocess.Popen[str]
+    home: Path
+    lines: list[str] = field(default_factory=list)
+    port: int = 0
+    reader: threading.Thread | None = None
+
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def wait_for(self, pattern: str | re.Pattern[str], timeout: float = 60.0) -> re.Match[str] | None:
+        compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in list(self.lines):
+                match = compiled.search(line)
+                if match:
+                    return match
+            if self.proc.poll() is not None:
+                time.sleep(0.2)
+                return next((m for m in map(compiled.search, list(self.lines)) if m), None)
+            time.sleep(0.05)
+        return None
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
+        return stop_process(self.proc, self.reader, sig, timeout)
+
+    # what tests written against tests.live.LiveGateway read
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {TEST_KEY}"}
+
+    def get(self, path: str, key: str = TEST_KEY) -> tuple[int, dict[str, Any]]:
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}{path}", headers={"Authorization": f"Bearer {key}"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+
+
+def clean_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("API_SERVER_", "HERMES_"))}
+    env.update({"HERMES_HOME": str(home), "PYTHONUNBUFFERED": "1"})
+    return env
+
+
+def start_gateway(home: Path) -> HermesGateway:
+    """Start `hermes gateway run -v` on `home`, its output pumped into `lines`; the caller stops it."""
+    proc = subprocess.Popen(
+        [str(BIN / "hermes"), "gateway", "run", "-v"],
+        env=clean_env(home),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        encoding="utf-8",
+    )
+    live = HermesGateway(proc, home)
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            live.lines.append(line.rstrip("\n"))
+
+    live.reader = threading.Thread(target=pump, daemon=True)
+    live.reader.start()
+    return live
+
+
+def listening(gateway: HermesGateway) -> int:
+    match = gateway.wait_for(OURS)
+    assert match is not None, f"the plugin did not start in hermes gateway:\n{gateway.output()[-6000:]}"
+    gateway.port = int(match.group(2))
+    return gateway.port
+
+
+def call(gateway: HermesGateway, method: str, path: str, body: Any = None) -> tuple[int, dict[str, Any]]:
+    data = json.dumps({} if body is None else body).encode() if method in ("POST", "PATCH") else None
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{gateway.port}{path}",
+        method=method,
+        data=data,
+        headers={"Authorization": f"Bearer {TEST_KEY}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def http(gateway: LiveGateway, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(
+        gateway.url + path, data=data, method=method, headers={**gateway.headers, "Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        raw = response.read().decode()
+    return json.loads(raw) if response.headers.get_content_type() == "application/json" else raw
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def write_compression_split(db: Any, source: str = "cli") -> None:
+    """What an earlier Hermes left after compacting a session by splitting it: the root ended with
+    `end_reason = 'compression'`, the conversation going on in a child."""
+    db.create_session("old", source)
+    db.append_message("old", "user", content="before the split")
+    db.end_session("old", "compression")
+    db.create_session("tip", source, parent_session_id="old")
+    db.append_message("tip", "user", content="after the split")
