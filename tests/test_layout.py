@@ -28,11 +28,6 @@ TESTS = ROOT / "tests"
 TEST_IMPORTS_ON_PURPOSE = {
     ("tests.hermes.test_session_store_contract", "tests.store.test_contract_sessions"),
 }
-# Not on purpose: the store contract tests are being reorganised elsewhere; `admission` belongs in a support module.
-# Remove this entry once tests/store/test_contract_leases.py no longer imports tests/store/test_contract_store.py.
-TEST_IMPORTS_PENDING = {
-    ("tests.store.test_contract_leases", "tests.store.test_contract_store"),
-}
 
 
 def _modules() -> list[Path]:
@@ -143,7 +138,7 @@ def test_no_test_module_imports_another_test_module() -> None:
         )
     }
     assert len(_suite_modules()) > 100
-    assert imports - TEST_IMPORTS_ON_PURPOSE - TEST_IMPORTS_PENDING == set()
+    assert imports - TEST_IMPORTS_ON_PURPOSE == set()
     # an exception no longer needed goes from the list
     assert imports >= TEST_IMPORTS_ON_PURPOSE
 
