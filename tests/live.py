@@ -141,15 +141,22 @@ def spawn_gateway(home: Path, extra_env: dict[str, str] | None = None, prefix: S
         encoding="utf-8",
     )
     live = LiveGateway(proc=proc, home=home)
+    live.reader = read_lines(proc, live.lines)
+    return live
+
+
+def read_lines(proc: subprocess.Popen[str], lines: list[str]) -> threading.Thread:
+    """A started daemon thread appending each line of the process's output to `lines` (so a full pipe never blocks
+    the process, and tests can search what it logged)."""
 
     def pump() -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
-            live.lines.append(line.rstrip("\n"))
+            lines.append(line.rstrip("\n"))
 
-    live.reader = threading.Thread(target=pump, daemon=True)
-    live.reader.start()
-    return live
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    return reader
 
 
 def start_gateway(

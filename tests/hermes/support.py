@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.live import TEST_KEY, LiveGateway, stop_process
+from tests.live import TEST_KEY, LiveGateway, read_lines, stop_process
 
 BIN = Path(sys.executable).parent
 OURS = re.compile(r"hermes_api_plugin: \[API Server\] API server listening on http://(\S+):(\d+)$")
@@ -96,14 +96,7 @@ def start_gateway(home: Path) -> HermesGateway:
         encoding="utf-8",
     )
     live = HermesGateway(proc, home)
-
-    def pump() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            live.lines.append(line.rstrip("\n"))
-
-    live.reader = threading.Thread(target=pump, daemon=True)
-    live.reader.start()
+    live.reader = read_lines(proc, live.lines)
     return live
 
 
