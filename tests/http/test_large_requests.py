@@ -121,7 +121,9 @@ def test_issue20_defect2_settled_large_chats_do_not_keep_their_history_in_memory
     for n in range(5):
         assert post(live, "/v1/chat/completions", chat_body(MAX_MESSAGES, 800, f"chat{n}"))[0] == 200
     grown = vm_rss_mb(live.proc.pid) - warm
-    assert grown < 40, f"five more settled chats of {MAX_MESSAGES} messages kept {grown:.0f} MB"
+    # Kept histories grow ~22 MB a chat (110 MB here); the allocator's own noise over five such chats was -16 to +44 MB
+    # on a 2-core machine running other work, so the bound sits between the two.
+    assert grown < 66, f"five more settled chats of {MAX_MESSAGES} messages kept {grown:.0f} MB"
 
 
 def test_issue20_defect3_health_answers_at_once_during_requests_at_the_limits(
