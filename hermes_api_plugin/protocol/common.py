@@ -20,7 +20,7 @@ from ..core.digits import ascii_int
 from ..core.errors import invalid_parameter
 from .counts import MAX_MESSAGES
 from .limits import HEADER_MAX, NAME_MAX, short
-from .params import Param
+from .params import Keyword, Param
 from .schema import Arr, Bool, Checked, Either, Obj, Prop, Str, Tagged
 
 _TEXT_PART = Obj(
@@ -137,9 +137,10 @@ TOOL_PROGRESS_HEADER = Param("X-Hermes-Tool-Progress", _SWITCH, "header", descri
 # X-Hermes-Tool-Items (§1.6, §15.3): `on` (default) shows the server's tools as function_call + function_call_output
 # pairs, `off` leaves them out of this delivery, `hosted` renders them as mcp_call items (a create request's mode).
 TOOL_ITEMS_MODES = ("on", "off", "hosted")
+_TOOL_ITEMS = Keyword(values=TOOL_ITEMS_MODES, default="on", max_length=HEADER_MAX)
 TOOL_ITEMS_HEADER = Param(
     "X-Hermes-Tool-Items",
-    Str(enum=TOOL_ITEMS_MODES, max_length=HEADER_MAX),
+    _TOOL_ITEMS,
     "header",
     description="on (default): server tools as function_call + function_call_output items; off: none in this "
     "delivery; hosted: server tools as mcp_call items (create only; a stored response keeps the mode it was created "
@@ -184,8 +185,7 @@ def parse_hermes_headers(headers: Mapping[str, str]) -> HermesHeaders:
 def tool_items_mode(headers: Mapping[str, str]) -> str:
     """`X-Hermes-Tool-Items` (WIRE.md §1.6, §15.3), any case: `off` leaves the server's tool items out of this
     delivery, `hosted` asks a new response to render them as `mcp_call` items; any other value, or none, is `on`."""
-    value = headers.get("X-Hermes-Tool-Items", "").strip().lower()
-    return value if value in ("off", "hosted") else "on"
+    return str(_TOOL_ITEMS.check(headers.get("X-Hermes-Tool-Items", ""), "X-Hermes-Tool-Items"))
 
 
 def tool_items_shown(headers: Mapping[str, str]) -> bool:
