@@ -61,10 +61,9 @@ class Keyword(Node):
 
     def render(self, defs: Defs) -> dict[str, Any]:
         other: dict[str, Any] = {"type": "string", "description": f"any other value: {self.default}"}
-        schema: dict[str, Any] = {"anyOf": [{"type": "string", "enum": list(self.values)}, other]}
         if self.max_length is not None:
-            schema["maxLength"] = self.max_length
-        return self._described(schema)
+            other["maxLength"] = self.max_length
+        return self._described({"anyOf": [{"type": "string", "enum": list(self.values)}, other]})
 
 
 @dataclass(frozen=True)
