@@ -70,6 +70,7 @@ ITEM_ID = {
     "message": re.compile(r"^msg_[0-9a-f]{24}$"),
     "function_call": re.compile(r"^fc_[0-9a-f]{24}$"),
     "function_call_output": re.compile(r"^fco_[0-9a-f]{24}$"),
+    "mcp_call": re.compile(r"^mcp_[0-9a-f]{24}$"),
 }
 
 

@@ -58,6 +58,9 @@ class Settings:
     idempotency_tombstone_seconds: int = 2592000
     responses_max_stored: int = 10000
     tool_output_max_chars: int = 16000
+    # api_server.responses.tool_items: on | hosted — how a new Response renders the server's own tools when neither
+    # the request (client function tools, X-Hermes-Tool-Items: hosted) asks for hosted (WIRE.md §15.3)
+    responses_tool_items: str = "on"
     direct_model_requests: bool = False
     model_options: tuple[Mapping[str, Any], ...] = ()
     interim_assistant_messages: bool = True
@@ -348,6 +351,7 @@ def load_settings(hermes_home: Path | None = None, environ: Mapping[str, str] | 
         idempotency_tombstone_seconds=r.integer(None, "api_server.idempotency.tombstone_seconds", 2592000, 0),
         responses_max_stored=r.integer(None, "api_server.responses.max_stored", 10000, 1),
         tool_output_max_chars=r.integer(None, "api_server.responses.tool_output_max_chars", 16000, 1),
+        responses_tool_items=r.choice("api_server.responses.tool_items", "on", frozenset({"on", "hosted"})),
         direct_model_requests=r.boolean(None, "api_server.direct_model_requests", False),
         model_options=model_options,
         interim_assistant_messages=interim,

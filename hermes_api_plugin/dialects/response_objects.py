@@ -16,11 +16,18 @@ from ..store.base import StoredResponse
 from .responses import ResponseHead, ResponsesRenderer
 
 
-def renderer(settings: Settings, head: ResponseHead, commentary: bool, tool_items: bool = True) -> ResponsesRenderer:
-    """A renderer for one delivery; per-request options (`X-Hermes-Tool-Items`) apply to it, never to what
-    is stored."""
+def renderer(
+    settings: Settings, head: ResponseHead, commentary: bool, tool_items: bool = True, *, hosted: bool = False
+) -> ResponsesRenderer:
+    """A renderer for one delivery. `tool_items` (X-Hermes-Tool-Items: off) filters this delivery only, never what
+    is stored; `hosted` (the server's tools as `mcp_call` items, §15.3) is the response's own mode, fixed when it
+    was created and stored with it (`StoredResponse.hosted`, `ResponsesReply.hosted`)."""
     return ResponsesRenderer(
-        head, commentary=commentary, tool_output_max_chars=settings.tool_output_max_chars, tool_items=tool_items
+        head,
+        commentary=commentary,
+        tool_output_max_chars=settings.tool_output_max_chars,
+        tool_items=tool_items,
+        hosted=hosted,
     )
 
 
@@ -44,7 +51,7 @@ def live_snapshot(
     settings: Settings, record: StoredResponse, events: Sequence[TurnEvent], tool_items: bool = True
 ) -> dict[str, Any]:
     """The Response object of a stored response whose turn is still running (here, or on another gateway)."""
-    r = renderer(settings, head_from_snapshot(record.snapshot), record.commentary, tool_items)
+    r = renderer(settings, head_from_snapshot(record.snapshot), record.commentary, tool_items, hosted=record.hosted)
     r.created(record.queued)
     r.render(list(events))
     return r.snapshot()
@@ -55,7 +62,7 @@ def settled(
 ) -> tuple[StoredResponse, list[dict[str, Any]]]:
     """A stored response as its turn's journal (terminal record included) leaves it: status, object and
     transcript, and every item (input and output) to store with it."""
-    r = renderer(settings, head, record.commentary)
+    r = renderer(settings, head, record.commentary, hosted=record.hosted)
     r.created(queued)
     r.render(events)
     final = replace(

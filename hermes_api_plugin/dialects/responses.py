@@ -5,6 +5,10 @@ among every item of the turn), so rendering the same journal again (replay, resu
 ids and sequence numbers (WIRE.md §4.2–§4.5). A delivery may leave the server's tool items out
 (`X-Hermes-Tool-Items: off`, §1.6): the renderer still tracks them, so the other items keep their stored
 ids, and only what it emits is renumbered — `output_index` and `sequence_number` dense per delivery.
+
+The server's own tools render in one of two modes, fixed per response when it is created (§15.3): as a
+`function_call` + `function_call_output` pair (the default, §4.2), or `hosted`, as one `mcp_call` item
+(`server_label: "hermes"`) streamed with OpenAI's MCP call events, which no agent loop executes.
 """
 
 from __future__ import annotations
@@ -34,7 +38,9 @@ TERMINAL_EVENTS = {
     TurnStatus.CANCELLED: "response.cancelled",
 }
 _INCOMPLETE_REASONS = {"output_truncated": "max_output_tokens"}
-_TOOL_ITEM_TYPES = frozenset({"function_call", "function_call_output"})  # what X-Hermes-Tool-Items: off hides
+# what X-Hermes-Tool-Items: off hides: the server's tools in either mode
+_TOOL_ITEM_TYPES = frozenset({"function_call", "function_call_output", "mcp_call"})
+SERVER_LABEL = "hermes"  # the `server_label` of the server's own tools rendered as `mcp_call` items (§15.3)
 
 
 @dataclass(frozen=True)
@@ -105,12 +111,15 @@ class ResponsesRenderer:
         commentary: bool = True,
         tool_output_max_chars: int = 16000,
         tool_items: bool = True,
+        hosted: bool = False,
     ) -> None:
         self.head = head
         self.commentary = commentary
         # False: this delivery leaves server tools out (X-Hermes-Tool-Items: off); they are still tracked so
         # every other item keeps its stored index and id.
         self.tool_items = tool_items
+        # True: the server's tools are `mcp_call` items (§15.3); chosen once per response, never per delivery.
+        self.hosted = hosted
         self.tool_output_max_chars = tool_output_max_chars
         self.sequence = 0
         self.status = "in_progress"
@@ -336,6 +345,9 @@ class ResponsesRenderer:
         self._finish_item(records, index, item)
 
     def _on_tool_started(self, records: list[SseRecord], event: ToolStarted) -> None:
+        if self.hosted:
+            self._on_hosted_started(records, event)
+            return
         index = self._new_index()
         item = {
             "id": item_id("fc", self.head.id, index),
@@ -360,6 +372,9 @@ class ResponsesRenderer:
         if entry is None:
             return  # a completion without a start is never shown
         started, index = entry
+        if self.hosted:
+            self._on_hosted_completed(records, event, started, index)
+            return
         self._finish_item(records, index, {**started, "status": "completed"})
         out_index = self._new_index()
         output = "[interrupted]" if event.stopped else truncate_output(event.result, self.tool_output_max_chars)
@@ -372,6 +387,43 @@ class ResponsesRenderer:
         }
         self._add(records, out_index, item)
         self._finish_item(records, out_index, item)
+
+    def _on_hosted_started(self, records: list[SseRecord], event: ToolStarted) -> None:
+        """One `mcp_call` item, streamed as OpenAI streams an MCP call: added (arguments still empty), in_progress,
+        the arguments as one delta, their done; its end comes with the tool's completion."""
+        index = self._new_index()
+        mid = item_id("mcp", self.head.id, index)
+        item = {
+            "id": mid,
+            "type": "mcp_call",
+            "status": "in_progress",
+            "server_label": SERVER_LABEL,
+            "name": event.name,
+            "arguments": "",
+            "output": None,
+            "error": None,
+        }
+        self._tools[event.call_id] = ({**item, "arguments": event.arguments}, index)
+        self._add(records, index, item)
+        self._emit(records, "response.mcp_call.in_progress", item_id=mid, output_index=index)
+        self._emit(records, "response.mcp_call_arguments.delta", item_id=mid, output_index=index, delta=event.arguments)
+        self._emit(
+            records, "response.mcp_call_arguments.done", item_id=mid, output_index=index, arguments=event.arguments
+        )
+
+    def _on_hosted_completed(
+        self, records: list[SseRecord], event: ToolCompleted, started: dict[str, Any], index: int
+    ) -> None:
+        """`response.mcp_call.completed` (or `.failed` for a tool that reported an error or was stopped by the end
+        of the turn), then the item done with its output: status completed, failed or incomplete."""
+        if event.stopped:
+            status, output, error = "incomplete", "[interrupted]", None
+        else:
+            output = truncate_output(event.result, self.tool_output_max_chars)
+            status, error = ("failed", output) if event.is_error else ("completed", None)
+        kind = "response.mcp_call.completed" if status == "completed" else "response.mcp_call.failed"
+        self._emit(records, kind, item_id=started["id"], output_index=index)
+        self._finish_item(records, index, {**started, "status": status, "output": output, "error": error})
 
     def _on_finished(self, records: list[SseRecord], finished: TurnFinished) -> None:
         for call_id in list(self._tools):

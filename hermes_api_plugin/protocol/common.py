@@ -20,7 +20,7 @@ from ..core.digits import ascii_int
 from ..core.errors import invalid_parameter
 from .counts import MAX_MESSAGES
 from .limits import HEADER_MAX, NAME_MAX, short
-from .params import Param
+from .params import Keyword, Param
 from .schema import Arr, Bool, Checked, Either, Obj, Prop, Str, Tagged
 
 _TEXT_PART = Obj(
@@ -134,7 +134,18 @@ IDEMPOTENCY_HEADER = Param("Idempotency-Key", _IDEMPOTENCY, "header", descriptio
 SESSION_ID_HEADER = Param("X-Hermes-Session-Id", SESSION_ID, "header", description="§1.6")
 SESSION_KEY_HEADER = Param("X-Hermes-Session-Key", _SESSION_KEY, "header", description="Memory scope and conversation")
 TOOL_PROGRESS_HEADER = Param("X-Hermes-Tool-Progress", _SWITCH, "header", description="off: no hermes.tool.progress")
-TOOL_ITEMS_HEADER = Param("X-Hermes-Tool-Items", _SWITCH, "header", description="off: no server tool items (§1.6)")
+# X-Hermes-Tool-Items (§1.6, §15.3): `on` (default) shows the server's tools as function_call + function_call_output
+# pairs, `off` leaves them out of this delivery, `hosted` renders them as mcp_call items (a create request's mode).
+TOOL_ITEMS_MODES = ("on", "off", "hosted")
+_TOOL_ITEMS = Keyword(values=TOOL_ITEMS_MODES, default="on", max_length=HEADER_MAX)
+TOOL_ITEMS_HEADER = Param(
+    "X-Hermes-Tool-Items",
+    _TOOL_ITEMS,
+    "header",
+    description="on (default): server tools as function_call + function_call_output items; off: none in this "
+    "delivery; hosted: server tools as mcp_call items (create only; a stored response keeps the mode it was created "
+    "with). Any case; other values: on (§1.6, §15.3)",
+)
 LAST_EVENT_ID_HEADER = Param(
     "Last-Event-ID", Str(), "header", description="Resume after this record id; any other value: from the start"
 )
@@ -145,7 +156,12 @@ class HermesHeaders:
     session_id: str | None
     session_key: str | None
     tool_progress: bool  # X-Hermes-Tool-Progress (chat)
-    tool_items: bool = True  # X-Hermes-Tool-Items (Responses): off leaves server tool items out
+    tool_items: str = "on"  # X-Hermes-Tool-Items (Responses): on | off | hosted (TOOL_ITEMS_MODES)
+
+    @property
+    def tool_items_shown(self) -> bool:
+        """Whether this delivery shows the server's tool items (`off` hides them)."""
+        return self.tool_items != "off"
 
 
 def check_session_id(sid: str, param: str) -> None:
@@ -163,13 +179,19 @@ def parse_hermes_headers(headers: Mapping[str, str]) -> HermesHeaders:
     if key is not None and (_SESSION_KEY.check(key, "X-Hermes-Session-Key") and _CONTROL.search(key)):
         raise _SESSION_KEY.fail("X-Hermes-Session-Key", _SESSION_KEY.message)
     progress = headers.get("X-Hermes-Tool-Progress", "").strip().lower() != "off"
-    return HermesHeaders(sid, key, progress, tool_items_shown(headers))
+    return HermesHeaders(sid, key, progress, tool_items_mode(headers))
+
+
+def tool_items_mode(headers: Mapping[str, str]) -> str:
+    """`X-Hermes-Tool-Items` (WIRE.md §1.6, §15.3), any case: `off` leaves the server's tool items out of this
+    delivery, `hosted` asks a new response to render them as `mcp_call` items; any other value, or none, is `on`."""
+    return str(_TOOL_ITEMS.check(headers.get("X-Hermes-Tool-Items", ""), "X-Hermes-Tool-Items"))
 
 
 def tool_items_shown(headers: Mapping[str, str]) -> bool:
     """`X-Hermes-Tool-Items` (WIRE.md §1.6): `off` leaves the server's tool items out of this delivery; any
     other value, or none, shows them."""
-    return headers.get("X-Hermes-Tool-Items", "").strip().lower() != "off"
+    return tool_items_mode(headers) != "off"
 
 
 def idempotency_key(headers: Mapping[str, str]) -> str | None:

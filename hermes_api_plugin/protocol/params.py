@@ -45,6 +45,28 @@ class IntText(Node):
 
 
 @dataclass(frozen=True)
+class Keyword(Node):
+    """A header word (any case) with known values; any other value means `default` (WIRE.md §1.6: such headers are
+    lenient, never a 400). Documented as an open enum: the known values, or any string."""
+
+    values: tuple[str, ...] = ()
+    default: str = ""
+    max_length: int | None = None
+    description: str = ""
+    types = ("string",)
+
+    def check(self, value: Any, param: str) -> Any:
+        word = value.strip().lower() if isinstance(value, str) else ""
+        return word if word in self.values else self.default
+
+    def render(self, defs: Defs) -> dict[str, Any]:
+        other: dict[str, Any] = {"type": "string", "description": f"any other value: {self.default}"}
+        if self.max_length is not None:
+            other["maxLength"] = self.max_length
+        return self._described({"anyOf": [{"type": "string", "enum": list(self.values)}, other]})
+
+
+@dataclass(frozen=True)
 class Param:
     """A query or path parameter: where it is, its node, its default when absent."""
 

@@ -1,5 +1,6 @@
-"""POST /v1/responses: the request (WIRE.md §4.1), its §5.2 identity, and its input items resolved into
-messages (item references looked up, stored tool outputs substituted, §4.7)."""
+"""POST /v1/responses: the request (WIRE.md §4.1), its §5.2 identity, how it renders the server's own tools (§15.3),
+and its input items resolved into messages (item references looked up, stored tool outputs substituted, §4.7; the
+result of a server-executed call sent back by an agent loop ignored, §15.3)."""
 
 from __future__ import annotations
 
@@ -60,6 +61,18 @@ class ResponsesRequest:
     metadata: dict[str, Any]
     identity: Callable[[], str]  # the §5.2 identity hash, computed when a key asks for it
 
+    @property
+    def declares_function_tools(self) -> bool:
+        """Whether the client declared function tools of its own (`tools` entries with type `function`)."""
+        return any(isinstance(tool, dict) and tool.get("type") == "function" for tool in self.tools)
+
+
+def hosted_tools(request: ResponsesRequest, header_mode: str, configured: str) -> bool:
+    """WIRE.md §15.3: a new Response renders the server's own tools as `mcp_call` items (so that no agent loop runs
+    them) when the request declares client function tools, sends `X-Hermes-Tool-Items: hosted`, or the gateway is
+    configured `api_server.responses.tool_items: hosted`; otherwise as the §4.2 function_call pairs."""
+    return header_mode == "hosted" or configured == "hosted" or request.declares_function_tools
+
 
 _ID = short(ID_MAX, min_length=1)
 _CALL_ID = short(ID_MAX)
@@ -101,6 +114,17 @@ _ITEM = Tagged(
                 Prop("call_id", _CALL_ID, True),
                 Prop("output", AnyJson(description="String or list of text parts")),
             ),
+        ),
+        "mcp_call": Obj(
+            name="McpCallItem",
+            props=(
+                Prop("type", Str(enum=("mcp_call",)), True),
+                Prop("id", _CALL_ID),
+                Prop("name", short(NAME_MAX), True),
+                Prop("arguments", Str(), description="JSON string; `{}` when absent"),
+                Prop("output", AnyJson(description="The tool's result")),
+            ),
+            description="An earlier server tool as a hosted Response rendered it (§15.3): history, never executed",
         ),
         "reasoning": Obj(
             name="ReasoningItem",
@@ -197,6 +221,13 @@ def parse_responses_request(raw: dict[str, Any], providers: frozenset[str]) -> R
     )
 
 
+# The turn input of a request that brought nothing new but results of calls the server already ran (§15.3): the
+# agent continues the conversation instead of the request being refused with missing_user_message.
+NOTHING_NEW = (
+    "[The client sent back results of tool calls you already ran and saw; there is no new message from the user.]"
+)
+
+
 @dataclass(frozen=True)
 class ResolvedInput:
     messages: list[Message]  # history items first, the turn input last
@@ -236,6 +267,9 @@ def _convert(items: Sequence[Any], outputs: dict[str, str | None], response_id: 
     messages: list[Message] = []
     system: list[str] = []
     stored: list[dict[str, Any]] = []
+    calls: set[str] = set()  # call ids of this input's function_call items
+    answered: set[str] = set()  # call ids whose output this input already gave the agent
+    ignored = False
     for i, item in enumerate(items):
         param = f"input[{i}]"
         own_id = _input_item_id(response_id, i)
@@ -266,16 +300,36 @@ def _convert(items: Sequence[Any], outputs: dict[str, str | None], response_id: 
                 raise invalid_parameter(f"'{param}' needs string 'call_id', 'name' and 'arguments'", param)
             messages.append(Message("assistant", (), tool_calls=(ToolCall(call_id, name, arguments),)))
             stored.append({**item, "id": own_id.replace("msg_", "fc_", 1)})
+            calls.add(call_id)
         elif kind == "function_call_output":
             call_id = item.get("call_id")
             if not isinstance(call_id, str):
                 raise invalid_parameter(f"'{param}' needs a string 'call_id'", param)
+            stored.append({**item, "id": own_id.replace("msg_", "fco_", 1)})
             output = outputs.get(call_id)
+            if output is not None and (call_id not in calls or call_id in answered):
+                # §15.3: the result of a call the server ran, sent back by an agent loop (after previous_response_id,
+                # or again after the pair): the agent already has it. Given to it, it would be a tool result
+                # without its call, which providers refuse.
+                ignored = True
+                continue
+            answered.add(call_id)
             text = output if output is not None else _output_text(item.get("output"))
             messages.append(text_message("tool", text, tool_call_id=call_id))
-            stored.append({**item, "id": own_id.replace("msg_", "fco_", 1)})
+        elif kind == "mcp_call":
+            name, arguments = item.get("name"), item.get("arguments") or "{}"
+            if not isinstance(name, str) or not isinstance(arguments, str):
+                raise invalid_parameter(f"'{param}' needs string 'name' and 'arguments'", param)
+            # The item's own id stands for the call id (an mcp_call has none): the pair stays together.
+            sent_id = item.get("id")
+            call_id = sent_id if isinstance(sent_id, str) else own_id.replace("msg_", "mcp_", 1)
+            messages.append(Message("assistant", (), tool_calls=(ToolCall(call_id, name, arguments),)))
+            messages.append(text_message("tool", _output_text(item.get("output")), tool_call_id=call_id))
+            stored.append({**item, "id": own_id.replace("msg_", "mcp_", 1)})
         else:
             raise invalid_parameter(f"'{param}' has an unsupported type {kind!r}", param)
+    if ignored and not (messages and messages[-1].role == "user"):
+        messages.append(text_message("user", NOTHING_NEW))  # nothing new but ignored results: never 400 (§15.3)
     if not messages or messages[-1].role != "user" or not messages[-1].visible:
         raise invalid_request(
             "missing_user_message", "The last input item must be a user message with text or an image", "input"

@@ -108,7 +108,10 @@ async def get_response(request: web.Request) -> web.StreamResponse:
             return json_response(live_snapshot(app[SETTINGS], record, live.events, tool_items))
         return json_response(record.snapshot if tool_items else without_tool_items(record.snapshot))
     after = query["starting_after"]
-    r = renderer(app[SETTINGS], head_from_snapshot(record.snapshot), record.commentary, tool_items)
+    # The response's own mode (§15.3: mcp_call items or pairs) is the one it was created with, whatever this GET sends.
+    r = renderer(
+        app[SETTINGS], head_from_snapshot(record.snapshot), record.commentary, tool_items, hosted=record.hosted
+    )
 
     def after_n(records: list[SseRecord]) -> list[SseRecord]:
         return [rec for rec in records if rec.data["sequence_number"] > after]

@@ -46,6 +46,7 @@ class StoredResponse:
     messages: list[Message] = field(default_factory=list)
     queued: bool = False
     commentary: bool = True
+    hosted: bool = False  # the server's tools render as `mcp_call` items (WIRE.md §15.3), fixed at creation
     created_at: float = 0.0
     owner: str | None = None  # the boot id of the gateway process running it (None: stored before leases)
 

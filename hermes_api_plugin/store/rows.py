@@ -50,9 +50,18 @@ def response_from_row(row: Row) -> StoredResponse:
         messages=messages_from_json(row["messages"]),
         queued=bool(render.get("queued")),
         commentary=bool(render.get("commentary", True)),
+        hosted=bool(render.get("hosted", False)),
         created_at=row["created_at"],
         owner=row["owner"],
     )
+
+
+def _render(response: StoredResponse) -> dict[str, Any]:
+    """How the journal renders again. `hosted` is written only when set: a default-mode row stays as before."""
+    render: dict[str, Any] = {"queued": response.queued, "commentary": response.commentary}
+    if response.hosted:
+        render["hosted"] = True
+    return render
 
 
 def response_rows(
@@ -71,7 +80,7 @@ def response_rows(
         "input_items": json_text(response.input_items),
         "instructions": response.instructions,
         "messages": json_text([m.to_json() for m in response.messages]),
-        "render": json_text({"queued": response.queued, "commentary": response.commentary}),
+        "render": json_text(_render(response)),
         "created_at": response.created_at or now,
         "accessed_at": now,
         "owner": response.owner,

@@ -16,7 +16,7 @@ from ..dialects.record import SseRecord
 from ..dialects.response_objects import renderer, settled
 from ..dialects.responses import ResponseHead, ResponsesRenderer
 from ..protocol.common import new_chain_session_id, new_response_id, new_run_id
-from ..protocol.responses import ResponsesRequest, resolve_input
+from ..protocol.responses import ResponsesRequest, hosted_tools, resolve_input
 from ..store.base import Eviction, StoredResponse
 from ..store.roles import ResponseStore
 from ..submission.conversations import Conversations, extended, fixed_history
@@ -43,28 +43,34 @@ def log_evictions(evictions: Sequence[Eviction]) -> None:
 @dataclass(frozen=True)
 class ResponsesReply:
     """What a keyed Responses retry re-renders with: the Response's head (its id, creation time, model…), whether it
-    renders commentary and was queued at admission, and its session."""
+    renders commentary and was queued at admission, its session, and whether its server tools are `mcp_call` items
+    (§15.3; absent in records written before: false)."""
 
     head: ResponseHead
     commentary: bool
     queued: bool
     session_id: str
+    hosted: bool = False
 
     @property
     def model(self) -> str:
         return self.head.model
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        reply = {
             "head": asdict(self.head),
             "commentary": self.commentary,
             "queued": self.queued,
             "session_id": self.session_id,
         }
+        if self.hosted:
+            reply["hosted"] = True
+        return reply
 
     @classmethod
     def from_json(cls, stored: Mapping[str, Any]) -> ResponsesReply:
-        return cls(ResponseHead(**stored["head"]), stored["commentary"], stored["queued"], stored["session_id"])
+        head = ResponseHead(**stored["head"])
+        return cls(head, stored["commentary"], stored["queued"], stored["session_id"], bool(stored.get("hosted")))
 
 
 class ResponsesSurface:
@@ -95,6 +101,9 @@ class ResponsesSurface:
         self.key = posted.key
         self.large = posted.large
         self.commentary = settings.interim_assistant_messages
+        # How this Response renders the server's own tools (WIRE.md §15.3): fixed now, stored with it, so that its
+        # replays and read-back render as this request asked.
+        self.hosted = hosted_tools(posted.body, posted.hermes.tool_items, settings.responses_tool_items)
         self.head: ResponseHead | None = None
         self.session_id = ""
         self._record: StoredResponse | None = None  # what is stored at admission (store: true)
@@ -158,6 +167,7 @@ class ResponsesSurface:
             input_items=resolved.stored_items,
             instructions=instructions,
             commentary=self.commentary,
+            hosted=self.hosted,
             messages=list(resolved.messages),  # until it settles: what a restart-settled turn leaves in the chain
             owner=self.owner,
         )
@@ -181,7 +191,7 @@ class ResponsesSurface:
 
     def reply(self, turn: Turn) -> ResponsesReply:
         assert self.head is not None
-        return ResponsesReply(self.head, self.commentary, turn.queued_at_admission, self.session_id)
+        return ResponsesReply(self.head, self.commentary, turn.queued_at_admission, self.session_id, self.hosted)
 
     async def admitted(self, turn: Turn) -> None:
         """A stored Response is stored in progress once admitted (WIRE.md §4.5)."""
@@ -189,7 +199,7 @@ class ResponsesSurface:
         if not self.create.store or record is None:
             return
         assert self.head is not None
-        r = renderer(self.settings, self.head, self.commentary)
+        r = renderer(self.settings, self.head, self.commentary, hosted=self.hosted)
         r.created(turn.queued_at_admission)
         stored = replace(record, status=r.status, snapshot=r.snapshot(), queued=turn.queued_at_admission)
         log_evictions(await self.store.put_response(stored, record.input_items))
@@ -198,16 +208,16 @@ class ResponsesSurface:
 
     def delivering(self, turn: Turn) -> None:
         assert self.head is not None
-        self._deliver(self.head, self.commentary, turn.queued_at_admission, turn.journal)
+        self._deliver(self.head, self.commentary, self.hosted, turn.queued_at_admission, turn.journal)
         self._headers = run_headers(self.session_id, turn.run_id, self.hermes.session_key)
 
     def replaying(self, existing: Existing) -> None:
         reply = ResponsesReply.from_json(existing.record.reply)
-        self._deliver(reply.head, reply.commentary, reply.queued, existing.journal)
+        self._deliver(reply.head, reply.commentary, reply.hosted, reply.queued, existing.journal)
         self._headers = run_headers(reply.session_id, existing.run_id, self.hermes.session_key, replayed=True)
 
-    def _deliver(self, head: ResponseHead, commentary: bool, queued: bool, journal: Journal) -> None:
-        self._renderer = renderer(self.settings, head, commentary, self.hermes.tool_items)
+    def _deliver(self, head: ResponseHead, commentary: bool, hosted: bool, queued: bool, journal: Journal) -> None:
+        self._renderer = renderer(self.settings, head, commentary, self.hermes.tool_items_shown, hosted=hosted)
         self._first = self._renderer.created(queued)
         # Durable journals show no event before it is saved: a resume after a crash loses nothing.
         saver = self.journals

@@ -134,6 +134,52 @@ def test_stream_helper_final_response_has_reasoning_tool_pair_commentary_and_fin
     assert final.model_dump(warnings=False) == events[-1].response.model_dump(warnings=False)
 
 
+def test_hosted_tools_parse_into_the_sdk_mcp_call_types(client: openai.OpenAI) -> None:
+    """W-15.3 through the SDK: with a client function tool declared, no server tool is rendered as a function_call —
+    `responses.stream()` yields the typed MCP call events and the final response's server tool is an `McpCall`
+    (server_label "hermes"), which the SDK's tool loop helpers never treat as a call to run."""
+    from openai.types.responses import (
+        ResponseMcpCallArgumentsDeltaEvent,
+        ResponseMcpCallArgumentsDoneEvent,
+        ResponseMcpCallCompletedEvent,
+        ResponseMcpCallInProgressEvent,
+    )
+    from openai.types.responses.response_output_item import McpCall
+
+    tool = {"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {}}}
+    with client.responses.stream(model=MODEL, input="use tool", tools=[tool]) as stream:
+        events = list(stream)
+        final = stream.get_final_response()
+    typed = [
+        type(e)
+        for e in events
+        if isinstance(
+            e,
+            ResponseMcpCallInProgressEvent
+            | ResponseMcpCallArgumentsDeltaEvent
+            | ResponseMcpCallArgumentsDoneEvent
+            | ResponseMcpCallCompletedEvent,
+        )
+    ]
+    assert typed == [
+        ResponseMcpCallInProgressEvent,
+        ResponseMcpCallArgumentsDeltaEvent,
+        ResponseMcpCallArgumentsDoneEvent,
+        ResponseMcpCallCompletedEvent,
+    ]
+    assert [item.type for item in final.output] == ["reasoning", "mcp_call", "message", "reasoning", "message"]
+    call = final.output[1]
+    assert isinstance(call, McpCall)
+    assert (call.server_label, call.name, call.arguments, call.output, call.status) == (
+        "hermes",
+        "terminal",
+        TOOL_ARGUMENTS,
+        TOOL_RESULT,
+        "completed",
+    )
+    assert final_answer(final) == USE_TOOL_ANSWER
+
+
 def test_non_stream_create_returns_the_same_structure_with_usage(client: openai.OpenAI) -> None:
     """W-4.9, §4.5: a non-streaming create returns a completed Response with the same items and usage 42/17;
     `responses.retrieve()` returns the stored object unchanged (W-4.12)."""

@@ -232,3 +232,17 @@ def test_the_connection_time_outs_default_and_are_checked(tmp_path: Path) -> Non
 def mkdir(path: Path) -> Path:
     path.mkdir()
     return path
+
+
+def test_the_responses_tool_items_mode_defaults_to_on_and_is_checked(tmp_path: Path) -> None:
+    """WIRE.md §15.3: `api_server.responses.tool_items` is `on` (the §4.2 pairs) or `hosted` (mcp_call items), any
+    case; another value falls back to `on` and is reported by key path."""
+    assert load_settings(tmp_path / "none", environ={}).responses_tool_items == "on"
+    for n, (value, expected, problem) in enumerate(
+        (("hosted", "hosted", False), ("Hosted", "hosted", False), ("on", "on", False), ("off", "on", True))
+        + (("mcp", "on", True), (1, "on", True))
+    ):
+        (tmp_path / str(n)).mkdir()
+        s = load_settings(home_with(tmp_path / str(n), "", {"api_server": {"responses": {"tool_items": value}}}), {})
+        assert s.responses_tool_items == expected
+        assert any(p.startswith("api_server.responses.tool_items:") for p in s.problems) is problem

@@ -116,3 +116,15 @@ async def test_query_parameters_are_documented_with_their_bounds(api: TestClient
     assert messages["order"]["schema"]["enum"] == ["latest", "oldest"]
     chat_params = {p["name"]: p["in"] for p in doc["paths"]["/v1/chat/completions"]["post"]["parameters"]}
     assert chat_params["Idempotency-Key"] == "header" and chat_params["X-Hermes-Session-Id"] == "header"
+
+
+async def test_the_tool_items_header_is_documented_with_its_values(api: TestClient, auth: dict[str, str]) -> None:
+    """§1.6, §15.3: X-Hermes-Tool-Items on create and GET documents on, off and hosted as an open enum (any other
+    value is `on`, never a 400)."""
+    doc = await _document(api, auth)
+    for path, method in (("/v1/responses", "post"), ("/v1/responses/{response_id}", "get")):
+        header = next(p for p in doc["paths"][path][method]["parameters"] if p["name"] == "X-Hermes-Tool-Items")
+        assert header["in"] == "header"
+        known, other = header["schema"]["anyOf"]
+        assert known == {"type": "string", "enum": ["on", "off", "hosted"]}
+        assert other["type"] == "string"

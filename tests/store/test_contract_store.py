@@ -51,6 +51,7 @@ async def test_put_and_get_round_trip_within_its_scope_only(backend: Backend) ->
         instructions="be brief",
         queued=True,
         commentary=False,
+        hosted=True,
         created_at=123.0,
     )
     assert await store.put_response(stored, []) == []
@@ -61,6 +62,7 @@ async def test_put_and_get_round_trip_within_its_scope_only(backend: Backend) ->
     await store.put_response(fresh, [])
     got = await store.get_response(SCOPE, "r2")
     assert got is not None and got.created_at > 0 and got.queued is False and got.commentary is True
+    assert got.hosted is False  # the server's tools as the §4.2 pairs unless the response was created hosted
 
 
 async def test_put_again_updates_status_snapshot_and_transcript_only(backend: Backend) -> None:
