@@ -12,6 +12,7 @@ from ..http.app_keys import MODEL_OPTIONS, RUNTIME, SESSIONS, SETTINGS, STARTED_
 from ..http.capabilities import parity_features
 from ..http.openapi import build_openapi
 from ..http.profiles import profile_of
+from ..protocol.common import TOOL_ITEMS_MODES
 from ..protocol.operations import MODEL_OPTIONS_QUERY, OPERATIONS
 from ..protocol.params import parse_params
 from ..store.factory import own_sessions
@@ -90,6 +91,9 @@ def _features(app: web.Application, served: dict[str, dict[str, str]]) -> dict[s
         "session_key_header": "X-Hermes-Session-Key",
         "tool_progress_header": "X-Hermes-Tool-Progress",
         "tool_items_header": "X-Hermes-Tool-Items",
+        # §15.3: `hosted` renders the server's own tools as mcp_call items (what requests declaring tools get)
+        "tool_items_modes": list(TOOL_ITEMS_MODES) if responses else [],
+        "tool_items_default": settings.responses_tool_items,
         "run_id_header": "X-Hermes-Run-Id",
         "idempotency": {
             "supported": idempotent,

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from hermes_api_plugin.protocol.responses import NOTHING_NEW
 from tests.helpers import parse_sse
 from tests.live import LiveGateway
 
@@ -62,9 +63,14 @@ def assert_well_formed(parts: list[dict[str, Any]]) -> None:
 # -- @ai-sdk/openai-compatible ------------------------------------------------------------------------------------
 
 
+def _text_of(execution: dict[str, Any]) -> str:
+    """The text of the input of a turn the scripted runtime logged."""
+    return "".join(p.get("text", "") for p in execution["input"]["content"])
+
+
 def _execution_of(gateway: Any, text: str) -> dict[str, Any]:
     """The one execution the scripted runtime logged for the turn whose input is `text`."""
-    [execution] = [e for e in gateway.executions() if "".join(p.get("text", "") for p in e["input"]["content"]) == text]
+    [execution] = [e for e in gateway.executions() if _text_of(e) == text]
     return execution
 
 
@@ -175,23 +181,25 @@ def test_openai_responses_next_user_turn_with_the_sdk_history_gets_the_stored_to
     assert "NoSuchToolError" not in json.dumps(execution["history"])
 
 
-def test_openai_responses_agent_loop_follow_up_is_rejected(
+def test_openai_responses_agent_loop_sends_back_a_server_tool_and_is_answered_not_refused(
     node_clients: NodeClients, clients_gateway: LiveGateway
 ) -> None:
-    """Known limitation (README): with `stopWhen: stepCountIs(n > 1)` the SDK answers the server's tool call
-    with its own tool error and sends a second request whose last input item is that `function_call_output`;
-    §4.1 requires a user message last, so step 2 gets 400 `missing_user_message` and the stream ends with an
-    `error` part after a complete first step. Apps should keep the default single step."""
+    """§15.3 (W-15.3's neighbour): with `stopWhen: stepCountIs(n > 1)` and tool items on, the SDK answers the server's
+    already-executed tool call with its own tool error and sends a second request whose only new item is that
+    `function_call_output`. The server ignores an output for its own call (it was 400 `missing_user_message`): the
+    agent is told nothing new arrived and answers, so step 2 finishes `stop` with no `error` part, and the tool ran
+    once (the scripted runtime's executions: one `use tool` turn)."""
+    before = len([e for e in clients_gateway.executions() if _text_of(e) == "use tool"])
     result = node_clients.run(
         "vercel-openai-responses", clients_gateway, "use tool", extra_env={"HERMES_MAX_STEPS": "3"}
     )
     parts = result["parts"]
-    errors = of_type(parts, "error")
-    assert len(errors) == 1
-    assert "last input item must be a user message" in errors[0]["error"]["message"]
-    assert [p["finishReason"] for p in of_type(parts, "finish-step")] == ["tool-calls"]
-    assert joined(parts, "text") == TURNS["use tool"][2]
+    assert of_type(parts, "error") == []
+    assert [p["finishReason"] for p in of_type(parts, "finish-step")] == ["tool-calls", "stop"]
+    assert joined(parts, "text") == TURNS["use tool"][2] + TURNS["hello"][2]
     assert result["transport"]["responses"] == 2
+    assert len([e for e in clients_gateway.executions() if _text_of(e) == "use tool"]) == before + 1
+    assert _text_of(clients_gateway.executions()[-1]) == NOTHING_NEW
 
 
 def test_openai_responses_agent_loop_with_tool_items_off_finishes_stop(

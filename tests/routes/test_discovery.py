@@ -41,6 +41,8 @@ CAPABILITY_KEYS = {
     "session_key_header",
     "tool_progress_header",
     "tool_items_header",
+    "tool_items_modes",
+    "tool_items_default",
     "run_id_header",
     "idempotency",
     "runs_idempotency",
@@ -90,6 +92,8 @@ async def test_capabilities_document_passes_the_client_probe(api: Any, auth: dic
     assert body["runtime"]["agent"] == "scripted" and body["runtime"]["tool_execution"] == "server"
     assert features["idempotency"]["retention_seconds"] == 86400
     assert features["tool_items_header"] == "X-Hermes-Tool-Items"  # W-4.21, §1.6
+    # §15.3: a client can see it may ask for the server's tools as mcp_call items, and what it gets by default
+    assert features["tool_items_modes"] == ["on", "off", "hosted"] and features["tool_items_default"] == "on"
 
 
 async def test_capabilities_endpoints_equal_the_served_routes(api: Any, auth: dict[str, str]) -> None:
