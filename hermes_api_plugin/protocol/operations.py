@@ -135,6 +135,12 @@ OPERATIONS: dict[str, Operation] = {
         params=runs.RUN_PATH,
         reply=replies.RUN_APPROVAL,
     ),
+    "run_answer": Operation(
+        "Answer a suspended run's pending question",
+        body=approvals.RUN_ANSWER_BODY,
+        params=runs.RUN_PATH,
+        reply=replies.RUN_ANSWER,
+    ),
     "sessions": Operation("List sessions", params=sessions.LIST_QUERY, reply=replies.SESSION_LIST),
     "session_create": Operation(
         "Create a session",
