@@ -1,6 +1,6 @@
 """Suspended turns (WIRE.md §15.1): TurnSuspensions over a real callback sink and journal — an answer resolves a
-request once, no answer within the (injected) suspend time, an interrupt or a decline resolves it negatively — and
-the registry resolving a suspended turn negatively on stop and drain."""
+request once, no answer within the (injected) suspend time, an interrupt or a decline resolves it negatively —, the
+registry resolving a suspended turn negatively on stop and drain, and the journal saver committing a request at once."""
 
 from __future__ import annotations
 
@@ -13,14 +13,17 @@ from hermes_api_plugin.core.events import (
     ApprovalResponded,
     QuestionAnswered,
     QuestionAsked,
+    TextDelta,
     ToolCompleted,
     TurnFinished,
     TurnStatus,
     required_action,
 )
 from hermes_api_plugin.runtimes.scripted import ScriptedRuntime, load_script
+from hermes_api_plugin.store import MemoryStore
 from hermes_api_plugin.turns import Journal, TurnRegistry
 from hermes_api_plugin.turns.callback_sink import CallbackSink
+from hermes_api_plugin.turns.durable import JournalSaver
 from hermes_api_plugin.turns.suspension import TurnSuspensions
 from hermes_api_plugin.turns.transcripts import session_transcripts
 from tests.helpers import wait_for_async
@@ -138,3 +141,23 @@ async def test_the_registry_bounds_the_wait_with_its_suspend_time() -> None:
     finished = await asyncio.wait_for(turn.wait(), 10)
     assert finished.status is TurnStatus.COMPLETED
     assert [e for e in turn.journal.events if isinstance(e, QuestionAnswered)] == [QuestionAnswered(None)]
+
+
+async def test_a_request_to_the_client_is_made_durable_at_once() -> None:
+    """A suspended turn may wait many minutes: its request is committed at once, not after the saver's interval, so
+    a restart (W-15.4) or another gateway sees what it waits for."""
+    store = MemoryStore()
+    await store.open()
+    saver = JournalSaver(store, interval=3600.0)  # only an immediate flush can store anything in this test
+    journal = Journal()
+    saver.watch("run_1", journal)
+    journal.extend([TextDelta("Cleaning up.")])
+    await asyncio.sleep(0.05)
+    assert await store.load_journal("run_1") == []  # ordinary events wait for the interval
+    journal.extend([ApprovalRequested("rm -rf build/", "delete", CHOICES, suspended=True)])
+    stored = await wait_for_async(lambda: store.load_journal("run_1"), until=lambda events: len(events) == 2)
+    assert len(stored) == 2
+    journal.extend([QuestionAsked("Which branch?")])
+    await wait_for_async(lambda: store.load_journal("run_1"), until=lambda events: len(events) == 3)
+    await saver.close()
+    await store.close()
