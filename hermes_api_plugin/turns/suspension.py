@@ -11,18 +11,30 @@ Answers find the turn through the registry (the run id): `resolve` decides pendi
 `api_server.turns.suspend_seconds`, an interrupt (stop, drain, a cancelling disconnect) or `decline` (the
 conversation moved on) resolves every pending request negatively: an approval is denied, a question has no answer.
 Each request is resolved exactly once, whichever comes first; an answer for a request already resolved finds
-nothing pending. Everything here runs on the event loop, except `interrupted`, which any thread may call.
+nothing pending. A keyed answer (`Idempotency-Key`, WIRE.md §15.1) is remembered for the turn's life: its retry is
+told it was applied — never applied to the next pending request — and the same key with another answer conflicts.
+Everything here runs on the event loop, except `interrupted`, which any thread may call.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..core.events import ApprovalRequested, ApprovalResponded, QuestionAnswered, QuestionAsked
 from .callback_sink import CallbackSink
 
 DEFAULT_SUSPEND_S = 900.0  # api_server.turns.suspend_seconds
+
+
+class Keyed(enum.Enum):
+    """What became of a keyed answer."""
+
+    APPLIED = "applied"  # new: applied now (or found nothing pending, see the caller's count)
+    REPLAYED = "replayed"  # this key already answered this way: nothing applied again
+    CONFLICT = "conflict"  # this key already answered another way
 
 
 @dataclass(eq=False)
@@ -42,6 +54,7 @@ class TurnSuspensions:
         self.suspend_s = suspend_s
         self._waiting: list[_Waiting] = []  # oldest first
         self._over = False  # interrupted: every request resolves negatively, at once
+        self._keys: dict[str, tuple[str, int]] = {}  # Idempotency-Key → (the answer it gave, what it resolved)
 
     # -- the runtime (Suspender) ----------------------------------------------------------------------
     async def approval(self, command: str, description: str, choices: tuple[str, ...]) -> str:
@@ -87,6 +100,17 @@ class TurnSuspensions:
                 self._settle(waiting, text)
                 return True
         return False
+
+    def keyed(self, key: str | None, answer: str, apply: Callable[[], int]) -> tuple[Keyed, int]:
+        """Apply an answer at most once per key: `apply()` (resolve or answer) runs for a new key only and its count
+        is remembered when it applied something; a retry gets the first count back."""
+        if key is not None and key in self._keys:
+            given, count = self._keys[key]
+            return (Keyed.REPLAYED, count) if given == answer else (Keyed.CONFLICT, 0)
+        count = apply()
+        if key is not None and count > 0:
+            self._keys[key] = (answer, count)
+        return Keyed.APPLIED, count
 
     def decline(self) -> int:
         """Resolve every pending request negatively (the conversation moved on); how many there were."""

@@ -165,3 +165,54 @@ async def test_answer_errors_in_the_one_envelope(make_api: ApiFactory, auth: dic
     plain = await start_run(api, auth, "hello")
     await settled(api, auth, plain)
     assert_error_envelope(await post(api, auth, f"{RUNS}/{plain}/answer", {"text": "x"}), 409, "question_not_pending")
+
+
+async def test_w_15_4_a_keyed_retry_of_an_answer_never_answers_twice(
+    make_api: ApiFactory, auth: dict[str, str]
+) -> None:
+    """The retry of a keyed answer, sent while the turn already waits for its next question, is told the first reply
+    (Idempotency-Replayed) and answers nothing; the same key with another answer conflicts; a malformed key is 400."""
+    api = await make_api(script=SUSPEND)
+    run_id = await start_run(api, auth, "two questions")
+    await suspended(api, auth, run_id)
+    path = f"{RUNS}/{run_id}/answer"
+    bad = await fetch(api, "POST", path, json={"text": "main"}, headers={**auth, "Idempotency-Key": " "})
+    assert_error_envelope(bad, 400, "invalid_idempotency_key")
+    keyed = {**auth, "Idempotency-Key": "answer-1"}
+    first = await fetch(api, "POST", path, json={"text": "main"}, headers=keyed)
+    assert first.status == 200 and "Idempotency-Replayed" not in first.headers
+    second = await wait_for_async(
+        lambda: get_run(api, auth, run_id),
+        until=lambda run: run.get("required_action", {}).get("question") == "Which region?",
+        what="the second question",
+    )
+    assert second["status"] == "requires_action"
+    retry = await fetch(api, "POST", path, json={"text": "main"}, headers=keyed)
+    assert (retry.status, retry.headers["Idempotency-Replayed"]) == (200, "true")
+    assert retry.json() == first.json() == {"object": "hermes.run.answer", "run_id": run_id, "answered": 1}
+    other = await fetch(api, "POST", path, json={"text": "release"}, headers=keyed)
+    assert_error_envelope(other, 409, "admission_conflict")
+    assert (await get_run(api, auth, run_id))["required_action"]["question"] == "Which region?"  # still unanswered
+    region = await fetch(api, "POST", path, json={"text": "eu"}, headers={**auth, "Idempotency-Key": "answer-2"})
+    assert region.status == 200
+    done = await settled(api, auth, run_id)
+    assert done["output"] == "Branch main. Region eu."
+    events = await read_events(api, auth, run_id)
+    assert [p["answer"] for p in events.payloads if p["event"] == "question.responded"] == ["main", "eu"]
+
+
+async def test_a_keyed_approval_retry_is_replayed_not_applied_again(make_api: ApiFactory, auth: dict[str, str]) -> None:
+    api = await make_api(script=SUSPEND)
+    run_id = await start_run(api, auth, "delete the build")
+    await suspended(api, auth, run_id)
+    keyed = {**auth, "Idempotency-Key": "approve-1"}
+    path = f"{RUNS}/{run_id}/approval"
+    assert (await fetch(api, "POST", path, json={"choice": "once"}, headers=keyed)).status == 200
+    retry = await fetch(api, "POST", path, json={"choice": "once"}, headers=keyed)
+    assert (retry.status, retry.headers["Idempotency-Replayed"], retry.json()["resolved"]) == (200, "true", 1)
+    assert_error_envelope(
+        await fetch(api, "POST", path, json={"choice": "deny"}, headers=keyed), 409, "admission_conflict"
+    )
+    await settled(api, auth, run_id)
+    events = await read_events(api, auth, run_id)
+    assert [p["choice"] for p in events.payloads if p["event"] == "approval.responded"] == ["once"]
