@@ -81,6 +81,8 @@ class Settings:
     # settled turns kept readable in memory (runs, issue 20 defect 2): at most this many, and this many estimated bytes
     turns_max_recent: int = 10_000
     turns_max_recent_bytes: int = 64 * 1024 * 1024
+    # how long a suspended turn waits for its client's answer (WIRE.md §15.1) before resolving it negatively
+    turns_suspend_seconds: float = 900.0
     # connection time-outs (issue 20, defect 4; gateway/runner.py): a request head, a request body, an idle keep-alive
     header_timeout_seconds: float = 30.0
     body_timeout_seconds: float = 300.0
@@ -367,6 +369,7 @@ def load_settings(hermes_home: Path | None = None, environ: Mapping[str, str] | 
         store_lease_seconds=r.number("api_server.store.lease_seconds", 15.0, 1.0, 3600.0),
         turns_max_recent=r.integer(None, "api_server.turns.max_recent", 10_000, 0, 1_000_000),
         turns_max_recent_bytes=r.integer(None, "api_server.turns.max_recent_bytes", 64 * 1024 * 1024, 0, 2**40),
+        turns_suspend_seconds=r.number("api_server.turns.suspend_seconds", 900.0, 0.01, 7 * 86400.0),
         # connection time-outs (issue 20, defect 4)
         header_timeout_seconds=r.number("api_server.limits.header_timeout_seconds", 30.0, 0.1, 3600.0),
         body_timeout_seconds=r.number("api_server.limits.body_timeout_seconds", 300.0, 0.1, 86400.0),

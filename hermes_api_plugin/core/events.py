@@ -91,11 +91,15 @@ class Compacted:
 
 @dataclass(frozen=True, slots=True)
 class ApprovalRequested:
-    """The agent waits for a decision on a flagged command (WIRE.md §14.2); `command` is already redacted."""
+    """The agent waits for a decision on a flagged command (WIRE.md §14.2); `command` is already redacted.
+
+    `suspended`: the turn is suspended for it (WIRE.md §15.1: the run `requires_action`, the answer may come in the
+    client's dialect) rather than held (§14.2's open stream, `waiting_for_approval`)."""
 
     command: str
     description: str
     choices: tuple[str, ...]
+    suspended: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +107,23 @@ class ApprovalResponded:
     """The decision on the oldest unanswered ApprovalRequested of the turn (FIFO, as Hermes resolves them)."""
 
     choice: str
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionAsked:
+    """The agent asks the client a question (Hermes' `clarify`) and the turn is suspended for the answer (WIRE.md
+    §15.1); `choices` are the options it offers, if any."""
+
+    question: str
+    choices: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionAnswered:
+    """The answer to the oldest unanswered QuestionAsked of the turn; None: no answer (timeout, stop, drain, the
+    conversation moved on)."""
+
+    answer: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,9 +152,43 @@ TurnEvent = Union[
     Compacted,
     ApprovalRequested,
     ApprovalResponded,
+    QuestionAsked,
+    QuestionAnswered,
     StatusChanged,
     TurnFinished,
 ]
+
+ClientRequest = Union[ApprovalRequested, QuestionAsked]  # what a turn can wait for from its client
+
+
+def unanswered_requests(events: list[TurnEvent]) -> list[ClientRequest]:
+    """The approval requests and questions of a journal still waiting for their answer, oldest first. Answers pair
+    with the oldest unanswered request of their kind (FIFO, as Hermes resolves them)."""
+    waiting: list[ClientRequest] = []
+    for event in events:
+        if isinstance(event, (ApprovalRequested, QuestionAsked)):
+            waiting.append(event)
+        elif isinstance(event, (ApprovalResponded, QuestionAnswered)):
+            kind = ApprovalRequested if isinstance(event, ApprovalResponded) else QuestionAsked
+            for i, asked in enumerate(waiting):
+                if isinstance(asked, kind):
+                    del waiting[i]
+                    break
+    return waiting
+
+
+def required_action(events: list[TurnEvent]) -> ClientRequest | None:
+    """The request a suspended turn waits for (WIRE.md §15.1): its oldest unanswered question or suspended
+    approval; None when the turn is not suspended (a held approval, §14.2, is not a suspension)."""
+    for asked in unanswered_requests(events):
+        if isinstance(asked, QuestionAsked) or asked.suspended:
+            return asked
+    return None
+
+
+def negative_answer(asked: ClientRequest) -> ApprovalResponded | QuestionAnswered:
+    """The answer a request gets when none came (WIRE.md §15.1): an approval is denied, a question has no answer."""
+    return ApprovalResponded("deny") if isinstance(asked, ApprovalRequested) else QuestionAnswered(None)
 
 
 def unanswered_approvals(events: list[TurnEvent]) -> list[ApprovalRequested]:
@@ -234,6 +289,6 @@ def event_from_json(data: dict[str, Any]) -> TurnEvent:
     if kind == "StatusChanged":
         return StatusChanged(TurnStatus(data["status"]))
     fields = {k: v for k, v in data.items() if k != "t"}
-    if kind == "ApprovalRequested":
+    if kind in ("ApprovalRequested", "QuestionAsked"):
         fields["choices"] = tuple(fields["choices"])  # a JSON array: the event keeps its tuple
     return _EVENT_TYPES[kind](**fields)

@@ -11,7 +11,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ..core.events import ApprovalRequested, ApprovalResponded, ToolCompleted, ToolStarted, TurnEvent, TurnTranscript
+from ..core.events import (
+    ApprovalRequested,
+    ApprovalResponded,
+    ClientRequest,
+    QuestionAnswered,
+    QuestionAsked,
+    ToolCompleted,
+    ToolStarted,
+    TurnEvent,
+    TurnTranscript,
+)
+
+ClientExchange = ApprovalRequested | ApprovalResponded | QuestionAsked | QuestionAnswered
 
 
 class SseRecord(NamedTuple):
@@ -27,15 +39,24 @@ def after_id(records: Sequence[SseRecord], last_seen: int) -> list[SseRecord]:
     return [r for r in records if r.id is None or r.id > last_seen]
 
 
-def approval_record(event: ApprovalRequested | ApprovalResponded) -> tuple[str, dict[str, Any]]:
-    """The named-event form of an approval event, the same on run events and session streams (WIRE §14.2)."""
+def request_fields(asked: ClientRequest) -> dict[str, Any]:
+    """What a request to the client says: an approval's command, description and choices (WIRE §14.2), a question
+    and its options (§15.4)."""
+    if isinstance(asked, ApprovalRequested):
+        return {"command": asked.command, "description": asked.description, "choices": list(asked.choices)}
+    return {"question": asked.question, "choices": list(asked.choices)}
+
+
+def exchange_record(event: ClientExchange) -> tuple[str, dict[str, Any]]:
+    """The named-event form of a request to the client or its answer, the same on run events and session streams
+    (WIRE §14.2, §15.4)."""
     if isinstance(event, ApprovalRequested):
-        return "approval.request", {
-            "command": event.command,
-            "description": event.description,
-            "choices": list(event.choices),
-        }
-    return "approval.responded", {"choice": event.choice}
+        return "approval.request", request_fields(event)
+    if isinstance(event, QuestionAsked):
+        return "question.request", request_fields(event)
+    if isinstance(event, ApprovalResponded):
+        return "approval.responded", {"choice": event.choice}
+    return "question.responded", {"answer": event.answer}
 
 
 class NumberedFold:

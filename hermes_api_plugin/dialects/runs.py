@@ -12,7 +12,10 @@ from typing import Any
 from ..core.events import (
     ApprovalRequested,
     ApprovalResponded,
+    ClientRequest,
     Commentary,
+    QuestionAnswered,
+    QuestionAsked,
     ReasoningDelta,
     TextDelta,
     ToolCompleted,
@@ -22,7 +25,7 @@ from ..core.events import (
     TurnStatus,
     Usage,
 )
-from .record import NumberedFold, SseRecord, approval_record
+from .record import NumberedFold, SseRecord, exchange_record, request_fields
 
 
 def run_usage(usage: Usage) -> dict[str, int]:
@@ -75,9 +78,9 @@ class RunEventsRenderer(NumberedFold):
                 duration=round(event.duration_ms / 1000, 3),
                 error=event.is_error,
             )
-        elif isinstance(event, (ApprovalRequested, ApprovalResponded)):
-            name, approval = approval_record(event)
-            self._record(records, name, at, **approval)
+        elif isinstance(event, (ApprovalRequested, ApprovalResponded, QuestionAsked, QuestionAnswered)):
+            name, exchange = exchange_record(event)
+            self._record(records, name, at, **exchange)
         elif isinstance(event, TurnFinished):
             fields: dict[str, Any] = {"output": self.transcript.answer, "usage": run_usage(event.usage)}
             extra = terminal_fields(event)
@@ -86,6 +89,12 @@ class RunEventsRenderer(NumberedFold):
             elif event.status is TurnStatus.FAILED:
                 fields["error"] = extra["error"]
             self._record(records, f"run.{event.status.value}", at, **fields)
+
+
+def required_action_object(asked: ClientRequest) -> dict[str, Any]:
+    """A suspended run's `required_action` (WIRE.md §15.1): `type` and what the request says."""
+    kind = "approval" if isinstance(asked, ApprovalRequested) else "question"
+    return {"type": kind, **request_fields(asked)}
 
 
 def run_object(
@@ -97,11 +106,13 @@ def run_object(
     session_id: str,
     model: str,
     renderer: RunEventsRenderer,
+    required_action: ClientRequest | None = None,
 ) -> dict[str, Any]:
-    """The `hermes.run` object from a renderer that has seen the journal so far."""
+    """The `hermes.run` object from a renderer that has seen the journal so far; `required_action`: the request a
+    suspended run waits for (the field is there only while it is)."""
     finished = renderer.transcript.finished
     extra = terminal_fields(finished) if finished is not None else {"error": None, "turn_exit_reason": None}
-    return {
+    run: dict[str, Any] = {
         "object": "hermes.run",
         "run_id": run_id,
         "status": status,
@@ -114,3 +125,6 @@ def run_object(
         "usage": run_usage(finished.usage) if finished is not None else None,
         **extra,
     }
+    if required_action is not None:  # only while suspended: the object of §6.2 is unchanged otherwise
+        run["required_action"] = required_action_object(required_action)
+    return run

@@ -14,6 +14,8 @@ from ..core.events import (
     ApprovalRequested,
     ApprovalResponded,
     Commentary,
+    QuestionAnswered,
+    QuestionAsked,
     ReasoningDelta,
     TextDelta,
     ToolCompleted,
@@ -21,7 +23,7 @@ from ..core.events import (
     TurnEvent,
     TurnFinished,
 )
-from .record import NumberedFold, SseRecord, approval_record
+from .record import NumberedFold, SseRecord, exchange_record
 from .runs import run_usage, terminal_fields
 
 
@@ -74,9 +76,9 @@ class SessionStreamRenderer(NumberedFold):
         elif isinstance(event, Commentary):
             if not event.already_streamed:
                 self._record(records, "assistant.commentary", at, message_id=self.message_id, text=event.text)
-        elif isinstance(event, (ApprovalRequested, ApprovalResponded)):
-            name, approval = approval_record(event)
-            self._record(records, name, at, **approval)
+        elif isinstance(event, (ApprovalRequested, ApprovalResponded, QuestionAsked, QuestionAnswered)):
+            name, exchange = exchange_record(event)
+            self._record(records, name, at, **exchange)
         elif isinstance(event, TurnFinished):
             self._finish(records, event, at)
 

@@ -103,6 +103,7 @@ def create_app(
         max_concurrent=settings.max_concurrent_runs,
         secret_values=secret_values,
         recent=RecentTurns(settings.turns_max_recent, settings.turns_max_recent_bytes),
+        suspend_s=settings.turns_suspend_seconds,
     )
     app[BACKGROUND] = BackgroundWork()
     # Shared store: other gateways follow this one's journals, so they are committed sooner (turns/durable.py).
@@ -158,6 +159,7 @@ def create_app(
     app.router.add_get("/v1/runs/{run_id}/events", runs.run_events, name="run_events", allow_head=False)
     app.router.add_post("/v1/runs/{run_id}/stop", runs.stop_run, name="run_stop")
     app.router.add_post("/v1/runs/{run_id}/approval", approvals.run_approval, name="run_approval")
+    app.router.add_post("/v1/runs/{run_id}/answer", approvals.run_answer, name="run_answer")
     app.router.add_get("/api/sessions", sessions.list_sessions, name="sessions", allow_head=False)
     app.router.add_post("/api/sessions", sessions.create_session, name="session_create")
     app.router.add_get("/api/sessions/{session_id}", sessions.get_session, name="session", allow_head=False)

@@ -28,8 +28,8 @@ UNSERVED_FEATURES = ("admin_config_rw", "memory_write_api", "audio_api", "realti
 
 # feature → the named route it needs, true only where the host provides its data (Hermes)
 HOST_FEATURES: dict[str, str] = {
-    # only the hermes runtime waits for approvals (§14.2): the reference gateway serves the route, never has one
-    # pending
+    # only the hermes runtime's agent asks for approvals (§14.2): the reference gateway serves the route, and has one
+    # pending only where a test script's `approval:` step asks (§15.5)
     "run_approval_response": "run_approval",
     "approval_events": "run_approval",
     "model_inventory": "model_options",  # Hermes' own inventory, not the configured list

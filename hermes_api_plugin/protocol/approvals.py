@@ -1,4 +1,6 @@
-"""POST /v1/runs/{run_id}/approval: the decision on a run's pending dangerous-command approval (WIRE.md §14.2)."""
+"""The client's answers to a run's requests: POST /v1/runs/{run_id}/approval, the decision on a pending
+dangerous-command approval (WIRE.md §14.2), and POST /v1/runs/{run_id}/answer, the answer to a suspended run's
+question (§15.4)."""
 
 from __future__ import annotations
 
@@ -45,3 +47,18 @@ def parse_run_approval(raw: dict[str, Any]) -> RunApproval:
     if choice not in CHOICES:
         raise invalid_approval_choice()
     return RunApproval(choice, bool(body.get("all")) or bool(body.get("resolve_all")))
+
+
+RUN_ANSWER_BODY = Obj(
+    name="RunAnswerRequest",
+    props=(Prop("text", Str(description="The answer to the run's pending question"), True),),
+)
+
+
+@dataclass(frozen=True)
+class RunAnswer:
+    text: str
+
+
+def parse_run_answer(raw: dict[str, Any]) -> RunAnswer:
+    return RunAnswer(RUN_ANSWER_BODY.check(raw, "")["text"])

@@ -132,8 +132,14 @@ OPERATIONS: dict[str, Operation] = {
     "run_approval": Operation(
         "Decide a run's pending dangerous-command approval",
         body=approvals.RUN_APPROVAL_BODY,
-        params=runs.RUN_PATH,
+        params=(*runs.RUN_PATH, IDEMPOTENCY_HEADER),
         reply=replies.RUN_APPROVAL,
+    ),
+    "run_answer": Operation(
+        "Answer a suspended run's pending question",
+        body=approvals.RUN_ANSWER_BODY,
+        params=(*runs.RUN_PATH, IDEMPOTENCY_HEADER),
+        reply=replies.RUN_ANSWER,
     ),
     "sessions": Operation("List sessions", params=sessions.LIST_QUERY, reply=replies.SESSION_LIST),
     "session_create": Operation(

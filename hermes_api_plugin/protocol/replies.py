@@ -206,8 +206,9 @@ RUN = Obj(
         Prop("session_id", _TEXT, True, nullable=True),
         Prop("output", _TEXT, True, nullable=True),
         Prop("error", AnyJson(), True),
+        Prop("required_action", Obj((Prop("type", Str(enum=("approval", "question", "client_tool")), True),))),
     ),
-    description="WIRE.md §6.2",
+    description="WIRE.md §6.2, §15.1",
 )
 RUN_STOPPED = Obj((Prop("run_id", _TEXT, True), Prop("status", _TEXT, True)))
 RUN_APPROVAL = Obj(
@@ -216,6 +217,13 @@ RUN_APPROVAL = Obj(
         Prop("run_id", _TEXT, True),
         Prop("choice", Str(enum=("once", "session", "always", "deny")), True),
         Prop("resolved", _INT, True),
+    )
+)
+RUN_ANSWER = Obj(
+    (
+        Prop("object", Str(enum=("hermes.run.answer",)), True),
+        Prop("run_id", _TEXT, True),
+        Prop("answered", _INT, True),
     )
 )
 SESSION = Obj(

@@ -16,7 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from ..core.errors import ApiError, not_found
-from ..core.events import StatusChanged, unanswered_approvals
+from ..core.events import ClientRequest, StatusChanged, required_action, unanswered_approvals
 from ..dialects.record import SseRecord, after_id
 from ..dialects.runs import RunEventsRenderer, run_object
 from ..http.app_keys import LEASES, REMOTE_TURNS, SETTINGS, STORE, TURNS
@@ -83,10 +83,13 @@ class RunView:
     session_id: str
     model: str
     owner: str | None = None  # the gateway process that runs it, when that is another one and it is unsettled
+    required_action: ClientRequest | None = None  # suspended: what it waits for its client to answer (§15.1)
 
 
 def _unsettled_status(journal: Journal) -> str:
-    """The status of a run another gateway runs, from its journal so far (WIRE.md §6.2, §14.2)."""
+    """The status of a run another gateway runs, from its journal so far (WIRE.md §6.2, §14.2, §15.1)."""
+    if required_action(journal.events) is not None:
+        return "requires_action"
     if unanswered_approvals(journal.events):
         return "waiting_for_approval"
     return "running" if any(isinstance(e, StatusChanged) for e in journal.events) else "queued"
@@ -105,7 +108,8 @@ async def _shared(request: web.Request, run: RunRecord, follow: bool) -> RunView
     if finished is not None:
         owner = None
     model = run.model or profile_of(request).model_name
-    return RunView(status, journal, run.created_at, run.session_id, model, owner)
+    action = required_action(journal.events) if finished is None else None
+    return RunView(status, journal, run.created_at, run.session_id, model, owner, action)
 
 
 async def _find(request: web.Request, run_id: str, *, follow: bool = False) -> RunView | None:
@@ -116,11 +120,13 @@ async def _find(request: web.Request, run_id: str, *, follow: bool = False) -> R
     if turn is not None:
         journal = turn.journal
         status = turn.status.value if journal.finished is not None or not turn.stopping else "stopping"
-        if turn.awaiting_approval and not turn.stopping:
+        action = turn.required_action if not turn.stopping else None
+        if action is not None:
+            status = "requires_action"  # WIRE.md §15.1
+        elif turn.awaiting_approval and not turn.stopping:
             status = "waiting_for_approval"  # WIRE.md §14.2
-        return RunView(
-            status, journal, turn.created_at, turn.request.session_id, turn.request.model or profile.model_name
-        )
+        model = turn.request.model or profile.model_name
+        return RunView(status, journal, turn.created_at, turn.request.session_id, model, required_action=action)
     store = app[STORE]
     try:
         run = await store.get_run(profile.scope, run_id) if app[REMOTE_TURNS].shared else None
@@ -166,6 +172,7 @@ async def get_run(request: web.Request) -> web.Response:
             session_id=view.session_id,
             model=view.model,
             renderer=renderer,
+            required_action=view.required_action,
         )
     )
 

@@ -118,17 +118,44 @@ class ApprovalGate(Protocol):
         ...
 
 
+class Suspender(Protocol):
+    """Where a runtime suspends its turn until the client answers (WIRE.md §15.1): the request is journaled, the
+    turn waits (bounded by `api_server.turns.suspend_seconds`), and the answer — or the negative resolution on
+    timeout, stop or drain — is journaled before the call returns. Called on the event loop."""
+
+    async def approval(self, command: str, description: str, choices: tuple[str, ...]) -> str:
+        """Ask for a decision on a dangerous command (`command` already redacted): the choice, `deny` when none
+        came. A command never runs on anything but an explicit approval."""
+        ...
+
+    async def question(self, question: str, choices: tuple[str, ...] = ()) -> str | None:
+        """Ask the client a question: its answer, None when none came."""
+        ...
+
+
+class Unanswerable:
+    """The Suspender of a turn no client can answer (a runtime driven without a registry): every request resolves
+    negatively at once, unjournaled."""
+
+    async def approval(self, command: str, description: str, choices: tuple[str, ...]) -> str:
+        return "deny"
+
+    async def question(self, question: str, choices: tuple[str, ...] = ()) -> str | None:
+        return None
+
+
 class AgentTurn:
-    """One agent execution: its request, the callbacks of its sink, and its interrupt switch.
+    """One agent execution: its request, the callbacks of its sink, its suspender and its interrupt switch.
 
     Callbacks may be invoked from any thread. `interrupt()` is thread-safe and idempotent.
     """
 
-    def __init__(self, request: TurnRequest, sink: TurnSink) -> None:
+    def __init__(self, request: TurnRequest, sink: TurnSink, suspender: Suspender | None = None) -> None:
         self.request = request
         # Attached here, by whoever builds the turn, rather than installed by a hook: a pluggy hook has one
         # slot per callback, which a second plugin implementing it would overwrite (or be overwritten in).
         self._callbacks = TurnCallbacks.of(sink, request)
+        self._suspender: Suspender = suspender if suspender is not None else Unanswerable()
         # Set by a runtime that can wait for approvals, while the turn runs; None: no approval can be pending
         self.approvals: ApprovalGate | None = None
         self._interrupted = threading.Event()
@@ -140,6 +167,11 @@ class AgentTurn:
     def callbacks(self) -> TurnCallbacks:
         """Where the runtime reports the turn's events (read-only: fixed when the turn was built)."""
         return self._callbacks
+
+    @property
+    def suspensions(self) -> Suspender:
+        """Where the runtime suspends the turn for the client's answer (fixed when the turn was built)."""
+        return self._suspender
 
     @property
     def interrupted(self) -> bool:

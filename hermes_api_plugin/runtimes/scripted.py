@@ -1,5 +1,10 @@
 """The scripted runtime: replays a YAML script of reasoning / tool / text / commentary steps in real time.
 
+Two steps suspend the turn for its client (WIRE.md §15.5): `approval: <command>` runs the `terminal` tool on a
+dangerous command — approved, it "runs" (its result `Ran terminal: <command>`); denied or unanswered, it reports the
+denial as the tool's error — and `question: <text>` asks; its answer (or `no answer`) replaces `{answer}` in the
+text, final and commentary steps after it.
+
 Offline default of the reference gateway, fixture of the tests, load generator of the benchmarks. It is
 labelled `scripted` everywhere and never pretends to be a model.
 """
@@ -23,7 +28,24 @@ from ..core.events import TurnStatus, Usage
 from .base import AgentTurn, TurnResult
 from .host_data import HostData
 
-STEP_KINDS = ("reasoning", "text", "commentary", "tool", "sleep", "fail", "exhaust_budget", "usage", "final", "compact")
+STEP_KINDS = (
+    "reasoning",
+    "text",
+    "commentary",
+    "tool",
+    "sleep",
+    "fail",
+    "exhaust_budget",
+    "usage",
+    "final",
+    "compact",
+    "approval",
+    "question",
+)
+_TEXT_STEPS = ("reasoning", "text", "commentary", "fail", "exhaust_budget", "final", "compact", "approval", "question")
+APPROVAL_CHOICES = ("once", "session", "always", "deny")
+APPROVAL_DESCRIPTION = "dangerous command (scripted)"
+NO_ANSWER = "no answer"  # what a question's answer reads as when none came (WIRE.md §15.1)
 
 
 class ScriptError(ValueError):
@@ -66,10 +88,10 @@ def _check_step(step: Any, where: str) -> Mapping[str, Any]:
     kind, value = next(iter(step.items()))
     if kind not in STEP_KINDS:
         raise ScriptError(f"{where}: unknown step {kind!r}; expected one of {', '.join(STEP_KINDS)}")
-    if kind in ("reasoning", "text", "commentary", "fail", "exhaust_budget", "final", "compact") and not isinstance(
-        value, str
-    ):
+    if kind in _TEXT_STEPS and not isinstance(value, str):
         raise ScriptError(f"{where}.{kind}: expected a string")
+    if kind in ("approval", "question") and not value.strip():
+        raise ScriptError(f"{where}.{kind}: expected a non-empty string")
     if kind == "sleep" and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
         raise ScriptError(f"{where}.sleep: expected a non-negative number of seconds")
     if kind == "tool":
@@ -183,9 +205,12 @@ class ScriptedRuntime:
             )
         usage = Usage()
         answer: list[str] = []  # text since the last tool: the final answer
+        replied: str | None = None  # the last question's answer: replaces {answer} in the steps after it
         try:
             for step in script_turn.steps:
                 kind, value = next(iter(step.items()))
+                if replied is not None and kind in ("text", "final", "commentary"):
+                    value = value.replace("{answer}", replied)
                 if kind == "usage":
                     usage = Usage(int(value.get("prompt_tokens", 0)), int(value.get("completion_tokens", 0)))
                 elif kind == "reasoning":
@@ -203,6 +228,12 @@ class ScriptedRuntime:
                 elif kind == "tool":
                     answer.clear()
                     await self._tool(turn, value)
+                elif kind == "approval":
+                    answer.clear()
+                    await self._approval(turn, value)
+                elif kind == "question":
+                    given = await turn.suspensions.question(value)
+                    replied = given if given is not None else NO_ANSWER
                 elif kind == "sleep":
                     await asyncio.sleep(float(value))
                 elif kind == "fail":
@@ -235,6 +266,16 @@ class ScriptedRuntime:
             return  # still running when the next steps (e.g. fail, exhaust_budget) end the turn
         await asyncio.sleep(float(spec.get("seconds", 0)))
         turn.callbacks.tool_complete(call_id, name, spec.get("result", ""), bool(spec.get("is_error", False)))
+
+    async def _approval(self, turn: AgentTurn, command: str) -> None:
+        """A dangerous command: the terminal tool waits for its approval, as Hermes' guard does inside the tool."""
+        call_id = f"call_{uuid.uuid4().hex[:24]}"
+        turn.callbacks.tool_start(call_id, "terminal", {"command": command})
+        choice = await turn.suspensions.approval(command, APPROVAL_DESCRIPTION, APPROVAL_CHOICES)
+        if choice == "deny":
+            turn.callbacks.tool_complete(call_id, "terminal", f"Command denied: {command}", True)
+        else:
+            turn.callbacks.tool_complete(call_id, "terminal", f"Ran terminal: {command}", False)
 
     def _log_execution(self, turn: AgentTurn, script_turn: ScriptTurn | None) -> None:
         request = turn.request

@@ -18,6 +18,8 @@ from ..core.events import (
     ApprovalResponded,
     Commentary,
     Compacted,
+    QuestionAnswered,
+    QuestionAsked,
     ReasoningDelta,
     TextDelta,
     ToolCompleted,
@@ -75,7 +77,17 @@ class DeltaRun:
 
 # What a callback enqueues: delta runs, finished events for commentary and compaction, raw records for
 # tools (their ids are normalised on the loop, where the set of running tools lives).
-Pending = DeltaRun | Commentary | Compacted | ApprovalRequested | ApprovalResponded | ToolStart | ToolEnd
+Pending = (
+    DeltaRun
+    | Commentary
+    | Compacted
+    | ApprovalRequested
+    | ApprovalResponded
+    | QuestionAsked
+    | QuestionAnswered
+    | ToolStart
+    | ToolEnd
+)
 
 
 class CallbackSink:
@@ -125,6 +137,12 @@ class CallbackSink:
     def on_approval_response(self, choice: str) -> None:
         # Through the same queue as the request, so the decision is journaled after it whichever thread decides.
         self._enqueue(ApprovalResponded(choice))
+
+    def on_suspension(self, event: ApprovalRequested | ApprovalResponded | QuestionAsked | QuestionAnswered) -> None:
+        """A suspension's request or answer (turns/suspension.py, on the loop thread): journaled at once, after what
+        the agent reported before it, so the run's status has changed when the caller goes on (WIRE.md §15.1)."""
+        self._enqueue(event)
+        self.flush()
 
     def close(self) -> None:
         """Stop accepting callbacks and convert what is pending (called on the loop thread)."""

@@ -3,8 +3,10 @@
 Watched journals are written to the store in one transaction per flush, covering every journal with
 new events. A stream that must not show an event before it is durable awaits `durable(journal)`,
 which joins the next group commit; otherwise a timer flushes `interval` seconds after the first
-unsaved append, and a terminal record flushes at once. A flush the store fails keeps its events unsaved
-and is retried, backing off, even when no event follows (a journal that ended while the database was down).
+unsaved append, and a terminal record flushes at once — so does a request to the client (WIRE.md
+§15.1): a suspended turn may wait many minutes, and a restart or another gateway must see what it
+waits for. A flush the store fails keeps its events unsaved and is retried, backing off, even when
+no event follows (a journal that ended while the database was down).
 On a shared store the interval is shorter (SHARED_INTERVAL_S): gateways following a turn another one runs
 read its rows when they commit.
 """
@@ -16,7 +18,15 @@ import logging
 import time
 from collections.abc import Sequence
 
-from ..core.events import ToolCompleted, ToolStarted, TurnEvent, TurnFinished, TurnStatus
+from ..core.events import (
+    ApprovalRequested,
+    QuestionAsked,
+    ToolCompleted,
+    ToolStarted,
+    TurnEvent,
+    TurnFinished,
+    TurnStatus,
+)
 from ..store.base import StoreError
 from ..store.roles import JournalStore
 from .journal import Journal, decode_journal, encode_events
@@ -57,7 +67,7 @@ class JournalSaver:
 
     def _on_extend(self, journal: Journal) -> None:
         self._dirty.add(id(journal))
-        if journal.finished is not None:
+        if journal.finished is not None or isinstance(journal.events[-1], (ApprovalRequested, QuestionAsked)):
             self._schedule(0.0)
         elif self._timer is None:
             self._schedule(self.interval)

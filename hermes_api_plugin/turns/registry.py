@@ -20,14 +20,14 @@ from dataclasses import dataclass, replace
 from ..core.content import Message
 from ..core.errors import draining, rate_limited
 from ..core.events import (
-    ApprovalResponded,
     StatusChanged,
     TextDelta,
     TurnEvent,
     TurnFinished,
     TurnStatus,
     TurnTranscript,
-    unanswered_approvals,
+    negative_answer,
+    unanswered_requests,
 )
 from ..core.redact import redact
 from ..runtimes.base import AgentRuntime, AgentTurn, TurnHooks, TurnRequest, TurnResult, drive_turn
@@ -37,6 +37,7 @@ from .held import HeldTurn
 from .journal import Journal
 from .locks import KeyedLocks
 from .recent import RecentTurns
+from .suspension import DEFAULT_SUSPEND_S, TurnSuspensions
 from .turn import HistoryLoader, Persister, Turn
 
 log = logging.getLogger("hermes_api_plugin")
@@ -62,7 +63,8 @@ class TurnRegistry:
     """Admits turns (cap, drain), queues turns per session, runs them and settles them exactly once.
 
     `transcripts` persists a settled turn's transcript into its session (the session store is the
-    registry's dependency, not something it reaches for).
+    registry's dependency, not something it reaches for). `suspend_s` bounds how long a suspended turn waits for
+    its client's answer (`api_server.turns.suspend_seconds`, WIRE.md §15.1).
     """
 
     def __init__(
@@ -74,6 +76,7 @@ class TurnRegistry:
         max_concurrent: int,
         secret_values: tuple[str, ...] = (),
         recent: RecentTurns[Turn] | None = None,
+        suspend_s: float = DEFAULT_SUSPEND_S,
     ) -> None:
         self.runtime = runtime
         self.transcripts = transcripts
@@ -81,6 +84,7 @@ class TurnRegistry:
         self.max_concurrent = max_concurrent
         self.draining = False
         self._secrets = secret_values
+        self.suspend_s = suspend_s
         self._active: dict[str, Turn] = {}
         self.recent: RecentTurns[Turn] = recent or RecentTurns()  # settled turns, still readable
         self._queues: KeyedLocks[str] = KeyedLocks()  # one lock per session; users = unsettled turns
@@ -143,9 +147,13 @@ class TurnRegistry:
         if queue_key is not None:
             queued = self._queues.users(queue_key) > 0
             self._queues.enter(queue_key)
+        suspensions = TurnSuspensions(loop, sink, self.suspend_s)
+        agent_turn = AgentTurn(request, sink, suspensions)  # it reports to its sink whatever plugins do in the hooks
+        agent_turn.on_interrupt(suspensions.interrupted)
         turn = Turn(
-            AgentTurn(request, sink),  # the turn reports to its sink whatever plugins do in the turn hooks
+            agent_turn,
             sink,
+            suspensions,
             journal,
             queue_key=queue_key,
             queued=queued,
@@ -230,8 +238,9 @@ class TurnRegistry:
 
     def _closing_events(self, turn: Turn, outcome: TurnResult) -> list[TurnEvent]:
         turn.sink.close()
-        # A request the turn ended without a decision was denied: its command never ran (WIRE.md §14.2).
-        events: list[TurnEvent] = [ApprovalResponded("deny") for _ in unanswered_approvals(turn.journal.events)]
+        # A request the turn ended without an answer was resolved negatively: an approval denied, its command never
+        # ran (WIRE.md §14.2); a question without an answer (§15.1).
+        events: list[TurnEvent] = [negative_answer(asked) for asked in unanswered_requests(turn.journal.events)]
         events += turn.sink.stop_open_tools()
         if outcome.final_text and outcome.status is not TurnStatus.CANCELLED:
             streamed = TurnTranscript().feed_all(turn.journal.events).answer

@@ -10,10 +10,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
 from ..core.content import Message
-from ..core.events import TurnFinished, TurnStatus, unanswered_approvals
+from ..core.events import ClientRequest, TurnFinished, TurnStatus, required_action, unanswered_approvals
 from ..runtimes.base import AgentTurn, TurnRequest
 from .callback_sink import CallbackSink
 from .journal import Journal, journal_bytes
+from .suspension import TurnSuspensions
 
 SETTLED_TURN_BYTES = 2048  # a settled turn's own objects (ids, request fields, callback sink), besides its journal
 _RELEASED_INPUT = Message("user", ())  # a settled turn's input, once released (its journal keeps what it said)
@@ -29,6 +30,7 @@ class Turn:
         self,
         agent_turn: AgentTurn,
         sink: CallbackSink,
+        suspensions: TurnSuspensions,
         journal: Journal,
         *,
         queue_key: str | None,
@@ -40,6 +42,7 @@ class Turn:
         self.run_id = agent_turn.request.turn_id
         self.agent_turn = agent_turn
         self.sink = sink
+        self.suspensions = suspensions  # where the client's answers reach the turn while it is suspended (§15.1)
         self.journal = journal
         self.queue_key = queue_key
         self.queued_at_admission = queued  # an earlier turn on the session was unsettled at admission
@@ -80,6 +83,11 @@ class Turn:
     def awaiting_approval(self) -> bool:
         """Unsettled, with an approval request still waiting for its decision (WIRE.md §14.2)."""
         return self.journal.finished is None and bool(unanswered_approvals(self.journal.events))
+
+    @property
+    def required_action(self) -> ClientRequest | None:
+        """Unsettled and suspended: the request it waits for its client to answer (WIRE.md §15.1)."""
+        return required_action(self.journal.events) if self.journal.finished is None else None
 
     @property
     def stopping(self) -> bool:

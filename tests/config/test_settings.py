@@ -191,6 +191,18 @@ def test_the_lease_seconds_default_to_15_and_are_checked(tmp_path: Path) -> None
         assert any("api_server.store.lease_seconds" in p for p in s.problems) is problem
 
 
+def test_the_suspend_seconds_default_to_900_and_are_checked(tmp_path: Path) -> None:
+    """Issue 22: `api_server.turns.suspend_seconds` (a number, 0.01 s – 7 days) bounds a suspended turn's wait."""
+    assert load_settings(tmp_path / "none", environ={}).turns_suspend_seconds == 900.0
+    for value, expected, problem in ((60, 60.0, False), (0.5, 0.5, False), (0, 900.0, True), ("soon", 900.0, True)):
+        (tmp_path / str(value)).mkdir()
+        s = load_settings(
+            home_with(tmp_path / str(value), "", {"api_server": {"turns": {"suspend_seconds": value}}}), {}
+        )
+        assert s.turns_suspend_seconds == expected
+        assert any("api_server.turns.suspend_seconds" in p for p in s.problems) is problem
+
+
 def test_the_settled_turn_bounds_default_and_are_checked(tmp_path: Path) -> None:
     """Issue 20, defect 2: `api_server.turns.max_recent` (0–1 000 000) and `max_recent_bytes` (0–2**40), integers,
     bound the settled turns kept in memory; a bad value falls back to its default and is reported by key path."""

@@ -28,6 +28,7 @@ BODIES: dict[str, tuple[dict[str, Any], ...]] = {
     "responses": ({"input": "hello"}, {"input": "hello", "stream": True}, {"input": "hello", "background": True}),
     "runs": ({"input": "hello"},),
     "run_approval": ({"choice": "deny"},),
+    "run_answer": ({"text": "main"},),
     "session_create": ({"title": "fuzz"},),
     "session_update": ({"title": "fuzz"},),
     "session_fork": ({},),

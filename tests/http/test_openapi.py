@@ -27,6 +27,7 @@ PARSERS: dict[str, tuple[Any, dict[str, Any]]] = {
     "session_fork": (sessions.parse_session_fork, {}),
     "session_chat": (lambda b: sessions.parse_session_chat(b, PROVIDERS), {"message": "hi"}),
     "run_approval": (approvals.parse_run_approval, {"choice": "once"}),
+    "run_answer": (approvals.parse_run_answer, {"text": "main"}),
     "job_create": (jobs.parse_create, {"name": "n", "schedule": "30m"}),
     "job_update": (jobs.parse_update, {"enabled": False}),
     "cron_fire": (jobs.parse_fire, {"job_id": "0123456789ab"}),

@@ -201,6 +201,8 @@ async def test_execution_log_gets_one_line_per_turn(tmp_path: Path) -> None:
         ("options: {chunk_chars: 0}\nturns: [{steps: []}]\n", "chunk_chars"),
         ("turns: [{steps: [{tool: {args: {}}}]}]\n", "tool"),
         ("turns: [{steps: [{sleep: -1}]}]\n", "sleep"),
+        ("turns: [{steps: [{approval: {command: ls}}]}]\n", "turns[0].steps[0].approval: expected a string"),
+        ("turns: [{steps: [{question: ' '}]}]\n", "turns[0].steps[0].question: expected a non-empty string"),
         (":\n  - [", "not valid YAML"),
     ],
 )
@@ -213,3 +215,23 @@ def test_malformed_scripts_are_rejected_with_the_place(tmp_path: Path, body: str
 def test_missing_script_names_the_file(tmp_path: Path) -> None:
     with pytest.raises(ScriptError, match="missing.yaml"):
         load_script(tmp_path / "missing.yaml")
+
+
+async def test_suspending_steps_resolve_negatively_without_a_client(tmp_path: Path) -> None:
+    """WIRE §15.5 with no registry (nothing can answer): the approval is denied — the terminal tool reports the
+    denial as its error, the command never runs — and the question's `{answer}` reads `no answer`."""
+    script = load_script(
+        write(
+            tmp_path,
+            "options: {delay_ms: 0, chunk_chars: 100}\nturns: [{steps: [{approval: 'rm -rf build/'},"
+            " {question: 'Which branch?'}, {text: 'Deploying {answer}.'}]}]\n",
+        )
+    )
+    turn, sink = make_turn("go")
+    result = await ScriptedRuntime(script).run(turn)
+    assert result.status is TurnStatus.COMPLETED and result.final_text == "Deploying no answer."
+    assert sink.calls == [
+        ("tool_start", "terminal", {"command": "rm -rf build/"}),
+        ("tool_complete", "terminal", "Command denied: rm -rf build/", True),
+        ("text", "Deploying no answer."),
+    ]

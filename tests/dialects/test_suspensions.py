@@ -1,0 +1,112 @@
+"""Suspension records from event lists alone (WIRE.md §15.1, §15.4): which request a journal waits for, the run
+events and session stream records of questions, the run object's `required_action`, and durable round trips."""
+
+from __future__ import annotations
+
+from hermes_api_plugin.core.events import (
+    ApprovalRequested,
+    ApprovalResponded,
+    QuestionAnswered,
+    QuestionAsked,
+    StatusChanged,
+    TextDelta,
+    TurnEvent,
+    TurnFinished,
+    TurnStatus,
+    event_from_json,
+    event_to_json,
+    negative_answer,
+    required_action,
+    unanswered_requests,
+)
+from hermes_api_plugin.dialects.chat_completions import ChatRenderer
+from hermes_api_plugin.dialects.runs import RunEventsRenderer, run_object
+from hermes_api_plugin.dialects.sessions import SessionStreamRenderer
+from tests.helpers import RUN
+
+HELD = ApprovalRequested("rm -rf /tmp/x", "recursive delete", ("once", "deny"))  # §14.2: held, not suspended
+SUSPENDED = ApprovalRequested("rm -rf build/", "recursive delete", ("once", "session", "deny"), suspended=True)
+ASKED = QuestionAsked("Which branch?", ("main", "release"))
+TURN: list[TurnEvent] = [
+    StatusChanged(TurnStatus.RUNNING),
+    ASKED,
+    QuestionAnswered("main"),
+    TextDelta("Deploying main."),
+    TurnFinished(TurnStatus.COMPLETED),
+]
+
+
+def test_answers_pair_with_the_oldest_request_of_their_kind() -> None:
+    events: list[TurnEvent] = [HELD, ASKED, SUSPENDED]
+    assert unanswered_requests(events) == [HELD, ASKED, SUSPENDED]
+    assert unanswered_requests([*events, QuestionAnswered(None)]) == [HELD, SUSPENDED]
+    assert unanswered_requests([*events, ApprovalResponded("once")]) == [ASKED, SUSPENDED]
+    assert (
+        unanswered_requests([*events, QuestionAnswered("x"), ApprovalResponded("deny"), ApprovalResponded("x")]) == []
+    )
+
+
+def test_only_a_question_or_a_suspended_approval_is_a_required_action() -> None:
+    assert required_action([HELD]) is None  # a held approval is `waiting_for_approval`, not a suspension
+    assert required_action([HELD, SUSPENDED]) == SUSPENDED
+    assert required_action([HELD, ASKED]) == ASKED
+    assert required_action(TURN) is None
+    assert negative_answer(SUSPENDED) == ApprovalResponded("deny")
+    assert negative_answer(ASKED) == QuestionAnswered(None)
+
+
+def test_new_events_round_trip_through_the_durable_form() -> None:
+    for event in (SUSPENDED, HELD, ASKED, QuestionAsked("Why?"), QuestionAnswered("main"), QuestionAnswered(None)):
+        assert event_from_json(event_to_json(event)) == event
+    old = event_to_json(HELD)
+    del old["suspended"]  # a journal written before suspensions existed still reads back
+    assert event_from_json(old) == HELD
+
+
+def test_run_events_and_the_run_object() -> None:
+    renderer = RunEventsRenderer(RUN, [5.0] * len(TURN))
+    payloads = [r.data for r in renderer.render(TURN[:2])]
+    assert payloads[-1] == {
+        "event": "question.request",
+        "run_id": RUN,
+        "timestamp": 5.0,
+        "question": "Which branch?",
+        "choices": ["main", "release"],
+    }
+    run = run_object(
+        RUN,
+        status="requires_action",
+        created_at=1.0,
+        updated_at=5.0,
+        session_id="s1",
+        model="hermes-agent",
+        renderer=renderer,
+        required_action=ASKED,
+    )
+    assert run["required_action"] == {"type": "question", "question": "Which branch?", "choices": ["main", "release"]}
+    assert run["last_event"] == "question.request"
+    payloads += [r.data for r in renderer.render(TURN[2:])]
+    assert [p["event"] for p in payloads][-3:] == ["question.responded", "message.delta", "run.completed"]
+    assert payloads[-3]["answer"] == "main"
+    settled = run_object(
+        RUN,
+        status="completed",
+        created_at=1.0,
+        updated_at=5.0,
+        session_id="s1",
+        model="hermes-agent",
+        renderer=renderer,
+    )
+    assert "required_action" not in settled and settled["output"] == "Deploying main."
+    approval = RunEventsRenderer(RUN, [5.0]).render([SUSPENDED])[0].data
+    assert approval["event"] == "approval.request" and approval["command"] == "rm -rf build/"
+
+
+def test_session_streams_name_question_events_and_chat_is_unaffected() -> None:
+    records = SessionStreamRenderer("s1", RUN, [5.0] * len(TURN)).render(TURN)
+    named = [(r.event, r.data) for r in records if r.event and r.event.startswith("question.")]
+    assert [n for n, _ in named] == ["question.request", "question.responded"]
+    assert named[0][1]["question"] == "Which branch?" and named[1][1]["answer"] == "main"
+    chat = ChatRenderer(completion_id="chatcmpl-x", created=1, model="hermes-agent")
+    chat.render(TURN)  # chat's own dialect of questions comes later (§15.2): the answer is what it was
+    assert chat.completion()["choices"][0]["message"]["content"] == "Deploying main."

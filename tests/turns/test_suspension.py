@@ -1,0 +1,163 @@
+"""Suspended turns (WIRE.md §15.1): TurnSuspensions over a real callback sink and journal — an answer resolves a
+request once, no answer within the (injected) suspend time, an interrupt or a decline resolves it negatively —, the
+registry resolving a suspended turn negatively on stop and drain, and the journal saver committing a request at once."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+from hermes_api_plugin.core.events import (
+    ApprovalRequested,
+    ApprovalResponded,
+    QuestionAnswered,
+    QuestionAsked,
+    TextDelta,
+    ToolCompleted,
+    TurnFinished,
+    TurnStatus,
+    required_action,
+)
+from hermes_api_plugin.runtimes.scripted import ScriptedRuntime, load_script
+from hermes_api_plugin.store import MemoryStore
+from hermes_api_plugin.turns import Journal, TurnRegistry
+from hermes_api_plugin.turns.callback_sink import CallbackSink
+from hermes_api_plugin.turns.durable import JournalSaver
+from hermes_api_plugin.turns.suspension import TurnSuspensions
+from hermes_api_plugin.turns.transcripts import session_transcripts
+from tests.helpers import wait_for_async
+
+from .support import gateway_hooks, open_store, request, started
+
+SUSPEND_SCRIPT = Path(__file__).parents[1] / "scripts" / "suspend.yaml"
+CHOICES = ("once", "session", "deny")
+
+
+def suspensions(suspend_s: float = 30.0) -> tuple[TurnSuspensions, Journal]:
+    journal = Journal()
+    return TurnSuspensions(
+        asyncio.get_running_loop(), CallbackSink(asyncio.get_running_loop(), journal), suspend_s
+    ), journal
+
+
+async def asked(journal: Journal) -> None:
+    await wait_for_async(lambda: required_action(journal.events) is not None, what="the request")
+
+
+async def test_an_answer_resolves_the_question_once() -> None:
+    waits, journal = suspensions()
+    task = asyncio.ensure_future(waits.question("Which branch?", ("main",)))
+    await asked(journal)
+    assert waits.pending == 1 and journal.events == [QuestionAsked("Which branch?", ("main",))]
+    assert waits.answer("main") is True
+    assert journal.events[-1] == QuestionAnswered("main")  # journaled before the answer returns
+    assert waits.answer("release") is False  # answered once: a second answer finds nothing pending
+    assert await task == "main" and waits.pending == 0
+    assert waits.resolve("once", True) == 0  # no approval pends either
+
+
+async def test_approvals_resolve_oldest_first_or_all() -> None:
+    waits, journal = suspensions()
+    first = asyncio.ensure_future(waits.approval("rm a", "delete", CHOICES))
+    second = asyncio.ensure_future(waits.approval("rm b", "delete", CHOICES))
+    await wait_for_async(lambda: waits.pending == 2, what="two requests")
+    assert journal.events[0] == ApprovalRequested("rm a", "delete", CHOICES, suspended=True)
+    assert waits.answer("yes") is False  # an approval is no question
+    assert waits.resolve("once", False) == 1
+    assert await first == "once" and not second.done()
+    assert waits.resolve("session", True) == 1
+    assert await second == "session"
+    assert [e for e in journal.events if isinstance(e, ApprovalResponded)] == [
+        ApprovalResponded("once"),
+        ApprovalResponded("session"),
+    ]
+
+
+async def test_no_answer_within_the_suspend_time_is_negative() -> None:
+    waits, journal = suspensions(suspend_s=0.01)  # the injected bound: no test waits 900 s
+    assert await waits.approval("rm -rf /", "delete", CHOICES) == "deny"
+    assert await waits.question("Which branch?") is None
+    assert journal.events[1::2] == [ApprovalResponded("deny"), QuestionAnswered(None)]
+    assert waits.pending == 0
+
+
+async def test_an_interrupt_from_another_thread_declines_pending_and_later_requests() -> None:
+    waits, journal = suspensions()
+    task = asyncio.ensure_future(waits.approval("rm -rf /", "delete", CHOICES))
+    await asked(journal)
+    thread = threading.Thread(target=waits.interrupted)
+    thread.start()
+    thread.join()
+    assert await asyncio.wait_for(task, 5) == "deny"
+    assert await asyncio.wait_for(waits.question("Still there?"), 5) is None  # over: resolved at once
+    assert journal.events[-1] == QuestionAnswered(None) and waits.pending == 0
+
+
+async def test_decline_and_a_cancelled_wait_resolve_negatively_once() -> None:
+    waits, journal = suspensions()
+    task = asyncio.ensure_future(waits.question("Which branch?"))
+    await asked(journal)
+    assert waits.decline() == 1 and await task is None
+    cancelled = asyncio.ensure_future(waits.approval("rm -rf /", "delete", CHOICES))
+    await wait_for_async(lambda: waits.pending == 1, what="the request")
+    cancelled.cancel()  # the runtime's playback stopped while it waited
+    await asyncio.gather(cancelled, return_exceptions=True)
+    assert waits.resolve("once", True) == 0  # too late: it never runs
+    answers = [e for e in journal.events if isinstance(e, (ApprovalResponded, QuestionAnswered))]
+    assert answers == [QuestionAnswered(None), ApprovalResponded("deny")]
+
+
+async def suspend_registry(suspend_s: float = 30.0) -> TurnRegistry:
+    runtime = ScriptedRuntime(load_script(SUSPEND_SCRIPT))
+    return TurnRegistry(
+        runtime, session_transcripts(await open_store()), gateway_hooks(), max_concurrent=10, suspend_s=suspend_s
+    )
+
+
+async def test_stop_and_drain_deny_a_suspended_approval_and_settle_cancelled() -> None:
+    reg = await suspend_registry()
+    stopped = started(reg.admit(request("delete the build", session="s1", run="run_stop")))
+    drained = started(reg.admit(request("deploy", session="s2", run="run_drain")))
+    for turn in (stopped, drained):
+        await wait_for_async(lambda turn=turn: turn.required_action is not None, what="the suspension")
+    assert isinstance(stopped.required_action, ApprovalRequested) and isinstance(drained.required_action, QuestionAsked)
+    reg.stop("run_stop")
+    assert (await asyncio.wait_for(stopped.wait(), 5)).status is TurnStatus.CANCELLED
+    await asyncio.wait_for(reg.drain(grace_s=5), 10)
+    assert (await asyncio.wait_for(drained.wait(), 5)).status is TurnStatus.CANCELLED
+    stop_events, drain_events = stopped.journal.events, drained.journal.events
+    assert [e for e in stop_events if isinstance(e, ApprovalResponded)] == [ApprovalResponded("deny")]
+    assert [e for e in drain_events if isinstance(e, QuestionAnswered)] == [QuestionAnswered(None)]
+    for events in (stop_events, drain_events):
+        assert isinstance(events[-1], TurnFinished) and required_action(events) is None
+    # the denied command never ran: its terminal tool was stopped by the end of the turn
+    assert [(e.name, e.stopped) for e in stop_events if isinstance(e, ToolCompleted)] == [("terminal", True)]
+
+
+async def test_the_registry_bounds_the_wait_with_its_suspend_time() -> None:
+    reg = await suspend_registry(suspend_s=0.05)
+    turn = started(reg.admit(request("deploy", run="run_timeout")))
+    finished = await asyncio.wait_for(turn.wait(), 10)
+    assert finished.status is TurnStatus.COMPLETED
+    assert [e for e in turn.journal.events if isinstance(e, QuestionAnswered)] == [QuestionAnswered(None)]
+
+
+async def test_a_request_to_the_client_is_made_durable_at_once() -> None:
+    """A suspended turn may wait many minutes: its request is committed at once, not after the saver's interval, so
+    a restart (W-15.4) or another gateway sees what it waits for."""
+    store = MemoryStore()
+    await store.open()
+    saver = JournalSaver(store, interval=3600.0)  # only an immediate flush can store anything in this test
+    journal = Journal()
+    saver.watch("run_1", journal)
+    journal.extend([TextDelta("Cleaning up.")])
+    await asyncio.sleep(0.05)
+    assert await store.load_journal("run_1") == []  # ordinary events wait for the interval
+    journal.extend([ApprovalRequested("rm -rf build/", "delete", CHOICES, suspended=True)])
+    stored = await wait_for_async(lambda: store.load_journal("run_1"), until=lambda events: len(events) == 2)
+    assert len(stored) == 2
+    journal.extend([QuestionAsked("Which branch?")])
+    await wait_for_async(lambda: store.load_journal("run_1"), until=lambda events: len(events) == 3)
+    await saver.close()
+    await store.close()
