@@ -46,7 +46,12 @@ def _imports(path: Path) -> set[str]:
 
 def _suite_modules() -> list[Path]:
     """Every module of the test suite: test modules, support modules, conftest.py files, packages."""
-    return sorted(p for p in TESTS.rglob("*.py") if "node_modules" not in p.parts)
+    # not the clients' installed packages (tests/clients/node/node_modules, the Python 3.13 venv tests/clients/.venv313)
+    return sorted(
+        p
+        for p in TESTS.rglob("*.py")
+        if not any(part == "node_modules" or part.startswith(".") for part in p.relative_to(TESTS).parts)
+    )
 
 
 def _dotted(path: Path) -> str:
