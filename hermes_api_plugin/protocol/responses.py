@@ -270,6 +270,7 @@ def _convert(items: Sequence[Any], outputs: dict[str, str | None], response_id: 
     calls: set[str] = set()  # call ids of this input's function_call items
     answered: set[str] = set()  # call ids whose output this input already gave the agent
     ignored = False
+    server_result_last = False  # the last message so far is the result of a tool the server ran (its stored output)
     for i, item in enumerate(items):
         param = f"input[{i}]"
         own_id = _input_item_id(response_id, i)
@@ -281,6 +282,7 @@ def _convert(items: Sequence[Any], outputs: dict[str, str | None], response_id: 
         kind = "message" if kind is None else kind  # `type` absent or null
         if kind == "reasoning":
             continue
+        server_result_last = False
         if kind == "message":
             role = item.get("role")
             if role not in ("user", "assistant", "system", "developer"):
@@ -316,6 +318,7 @@ def _convert(items: Sequence[Any], outputs: dict[str, str | None], response_id: 
             answered.add(call_id)
             text = output if output is not None else _output_text(item.get("output"))
             messages.append(text_message("tool", text, tool_call_id=call_id))
+            server_result_last = output is not None
         elif kind == "mcp_call":
             name, arguments = item.get("name"), item.get("arguments") or "{}"
             if not isinstance(name, str) or not isinstance(arguments, str):
@@ -328,8 +331,10 @@ def _convert(items: Sequence[Any], outputs: dict[str, str | None], response_id: 
             stored.append({**item, "id": own_id.replace("msg_", "mcp_", 1)})
         else:
             raise invalid_parameter(f"'{param}' has an unsupported type {kind!r}", param)
-    if ignored and not (messages and messages[-1].role == "user"):
-        messages.append(text_message("user", NOTHING_NEW))  # nothing new but ignored results: never 400 (§15.3)
+    if (ignored or server_result_last) and not (messages and messages[-1].role == "user"):
+        # Nothing new but results of the server's own calls — ignored, or a resent call + output pair (the Vercel AI
+        # SDK's agent loop resends the whole history with its tool error last): never 400 (§15.3).
+        messages.append(text_message("user", NOTHING_NEW))
     if not messages or messages[-1].role != "user" or not messages[-1].visible:
         raise invalid_request(
             "missing_user_message", "The last input item must be a user message with text or an image", "input"

@@ -198,6 +198,32 @@ async def test_a_resent_history_ending_in_a_result_for_a_server_call_is_not_refu
     ]
 
 
+async def test_a_resent_history_ending_in_the_servers_own_call_and_result_is_answered_not_refused(
+    api: TestClient, auth: dict[str, str]
+) -> None:
+    """§15.3, as the Vercel AI SDK's agent loop sends it: the user message, the server's call and the SDK's own tool
+    error for it last (no answer in between, no previous_response_id). The pair is history with the stored output,
+    nothing new arrived, so the agent is told so instead of 400 missing_user_message. A client's own call and
+    result last (a call id the server never ran) is still refused: that is not the server's to ignore."""
+    _, first = await create(api, auth, "use tool")
+    call = next(i for i in first["output"] if i["type"] == "function_call")
+    resent = [
+        {"role": "user", "content": "use tool"},
+        {"type": "function_call", "call_id": call["call_id"], "name": call["name"], "arguments": call["arguments"]},
+        {"type": "function_call_output", "call_id": call["call_id"], "output": "NoSuchToolError: terminal"},
+    ]
+    _, reply = await create(api, auth, resent)
+    assert reply["status"] == "completed"
+    assert history_of(execution_for(api, NOTHING_NEW))[-1] == ("tool", "README.md\nsrc/", "tool_call_id")
+
+    own = {"type": "function_call", "call_id": "call_client_1", "name": "lookup", "arguments": "{}"}
+    result = {"type": "function_call_output", "call_id": "call_client_1", "output": "42"}
+    body = {"model": "hermes-agent", "input": [{"role": "user", "content": "x"}, own, result]}
+    async with api.post(RESPONSES, json=body, headers=auth) as resp:
+        assert resp.status == 400
+        assert (await resp.json())["error"]["code"] == "missing_user_message"
+
+
 async def test_mcp_call_items_sent_back_are_history(api: TestClient, auth: dict[str, str]) -> None:
     """§15.3: an agent loop that resends the whole conversation (the Agents SDK's to_input_list) sends the mcp_call
     items it was given: accepted as history (the call and its output), never executed, never 400."""
