@@ -6,7 +6,8 @@ it as its own route would, and the answering gateway replies as the owner would.
 - an approval through B: the command runs once, on A, and A's journal shows the decision; a keyed retry on either
   gateway replays, never decides again; the same key with another decision conflicts;
 - a question answered through B resumes A's turn with the answer;
-- through B, a run with nothing of the kind pending, or settled, gets the same 409 codes as on its owner.
+- through B, a run with nothing of the kind pending, or settled, gets the same 409 codes as on its owner;
+- the owner checks the forwarded credential scope again; an owner that does not reply leaves the run suspended.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from hermes_api_plugin.http.app_keys import TURNS
+from hermes_api_plugin.http.app_keys import LEASES, REMOTE_TURNS, SCOPE, TURNS
+from hermes_api_plugin.turns.answers import APPROVAL, ClientAnswer
+from hermes_api_plugin.turns.suspension import Keyed
 from tests.helpers import RUNS, assert_error_envelope, fetch, serve_app
 from tests.live import write_home
 from tests.routes.support import read_events, settled, start_run, suspended, terminal_results
@@ -109,3 +112,40 @@ async def test_w_15_4_b_answering_a_run_with_nothing_pending_gets_the_owners_409
         assert_error_envelope(unasked, 409, "question_not_pending", type="conflict_error")
     events = await read_events(a, auth, run_id)
     assert not any(p["event"] == "approval.responded" for p in events.payloads)
+
+
+async def test_w_15_4_a_forwarded_answer_applies_only_in_the_scope_that_admitted_the_run(
+    replicas: tuple[TestClient, TestClient], auth: dict[str, str]
+) -> None:
+    """W-15.4: the owner checks the forwarded scope again — an answer naming another credential scope finds no run
+    to answer (a forwarded decision is exactly as authorised as a local one); in the run's own scope it applies."""
+    a, b = replicas
+    run_id = await start_run(a, auth, "delete the build")
+    await suspended(b, auth, run_id)
+    owner, remote = a.server.app[LEASES].owner, b.server.app[REMOTE_TURNS]
+    approve = ClientAnswer(APPROVAL, choice="once")
+    assert await remote.forward_answer(owner, run_id, "another-scope", approve) is None
+    assert (await suspended(a, auth, run_id))["required_action"]["type"] == "approval", "nothing was decided"
+    assert await remote.forward_answer(owner, run_id, a.server.app[SCOPE], approve) == (Keyed.APPLIED, 1)
+    done = await settled(a, auth, run_id)
+    assert done["status"] == "completed"
+    assert terminal_results((await read_events(a, auth, run_id)).payloads) == [False]
+
+
+async def test_w_15_4_an_owner_that_does_not_reply_leaves_the_run_suspended_and_b_answers_409(
+    replicas: tuple[TestClient, TestClient], auth: dict[str, str]
+) -> None:
+    """W-15.4: when the owner cannot be reached (its feed listener is gone; its lease is still alive), B waits a
+    bounded time for the reply, then answers 409 approval_not_active, as for a run with no live approval session."""
+    a, b = replicas
+    run_id = await start_run(a, auth, "delete the build")
+    await suspended(b, auth, run_id)
+    feed = a.server.app[REMOTE_TURNS].feed
+    assert feed is not None
+    await feed.close()  # A hears nothing any more
+    b.server.app[REMOTE_TURNS].answer_wait_s = 0.3
+    unheard = await post(b, auth, f"{RUNS}/{run_id}/approval", {"choice": "once"})
+    assert_error_envelope(unheard, 409, "approval_not_active", type="conflict_error")
+    assert (await suspended(a, auth, run_id))["required_action"]["type"] == "approval", "nothing was decided"
+    assert (await post(a, auth, f"{RUNS}/{run_id}/approval", {"choice": "deny"})).status == 200
+    assert (await settled(a, auth, run_id))["status"] == "completed"
