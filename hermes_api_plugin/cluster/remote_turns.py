@@ -17,21 +17,39 @@ One follower task per followed turn (however many clients watch it):
 No timer polls the journal: the follower reads only when woken. A follower nobody follows for IDLE_S ends (its
 journal stays as it was for whoever still holds it). Stop requests for turns this gateway owns arrive through
 the same feed (`stop_requested`) and stop the turn locally, as `POST /v1/runs/{id}/stop` on the owner would.
+
+A client's answer to a turn another gateway runs (an approval decision, a question's answer: WIRE.md §15.1, W-15.4)
+travels the same way, and its outcome comes back over the feed:
+
+    gateway B (took the answer)                          gateway A (runs the turn)
+    scope checked (the run record) · owner's lease alive
+    forward_answer ── {id, from, turn, scope, kind, answer, key} ──▶ answer_requested: the turn, in that scope?
+                                                                      apply_answer (turns/answers.py), as locally
+    B replies as A would  ◀── {id, outcome, count} ──────────────── reply
+
+A reply rather than reading the journal for the `.responded` record: only the owner knows what its answer did — how
+many requests a decision resolved, whether a key replayed or conflicts, whether this answer or another one resolved
+the request. The owner applies every answer to its turns, so a keyed answer is applied once whichever gateways it
+is sent to. No reply within ANSWER_WAIT_S (the owner is gone or unreachable) is an answer nothing pends for.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Protocol
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from typing import Any, Protocol
 
 from ..core.events import TurnEvent
-from ..store.base import Feed, StoreError
+from ..store.base import FEED_MESSAGE_MAX, Feed, StoreError
 from ..store.roles import JournalStore, LeaseStore
 from ..turns import Journal, TurnRegistry
+from ..turns.answers import APPROVAL, QUESTION, ClientAnswer, apply_answer
 from ..turns.durable import close_journal
 from ..turns.journal import decode_events
+from ..turns.suspension import Keyed
 from .leases import LeaseKeeper
 
 log = logging.getLogger("hermes_api_plugin")
@@ -39,6 +57,7 @@ log = logging.getLogger("hermes_api_plugin")
 IDLE_S = 10.0  # a follower nobody follows ends after this long
 RETRY_S = 1.0  # a read that failed (the store is down) is tried again this soon, or when the feed reconnects
 GRACE_S = 0.5  # past the owner's lease expiry before its lease is read again
+ANSWER_WAIT_S = 5.0  # the owner's reply to a forwarded answer normally comes within milliseconds
 
 
 class RemoteTurnStore(JournalStore, LeaseStore, Protocol):
@@ -166,6 +185,8 @@ class RemoteTurns:
         self.feed: Feed | None = store.feed()
         self._followers: dict[str, _Follower] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._answers: dict[str, asyncio.Future[tuple[Keyed, int] | None]] = {}  # forwarded, awaiting the reply
+        self.answer_wait_s = ANSWER_WAIT_S
 
     @property
     def shared(self) -> bool:
@@ -190,12 +211,15 @@ class RemoteTurns:
         if follower is None:
             follower = _Follower(self, turn_id, owner)
             self._followers[turn_id] = follower
-            task = asyncio.get_running_loop().create_task(self._run(follower), name=f"follow {turn_id}")
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._spawn(self._run(follower), f"follow {turn_id}")
         follower.idle_since = None  # the caller is about to follow it: IDLE_S to start before it may end
         await asyncio.shield(follower.first_read)
         return follower.journal
+
+    def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        task = asyncio.get_running_loop().create_task(work, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _run(self, follower: _Follower) -> None:
         try:
@@ -214,6 +238,69 @@ class RemoteTurns:
             raise StoreError("this store has no feed to reach other gateways")
         await self.feed.request_stop(owner, turn_id)
 
+    async def forward_answer(
+        self, owner: str, turn_id: str, scope: str, answer: ClientAnswer
+    ) -> tuple[Keyed, int] | None:
+        """Have the gateway that runs `turn_id` apply `answer` as its own route would; what came of it, or None when
+        the owner is gone, did not reply in time or runs no such turn in `scope` (StoreError when the store fails or
+        the answer is too long to forward)."""
+        if self.feed is None:
+            raise StoreError("this store has no feed to reach other gateways")
+        if not self.leases.alive(await self.store.get_lease(owner)):
+            return None
+        request_id = secrets.token_hex(8)
+        message = json.dumps(
+            {
+                "id": request_id,
+                "from": self.leases.owner,
+                "turn": turn_id,
+                "scope": scope,
+                "kind": answer.kind,
+                "choice": answer.choice,
+                "all": answer.resolve_all,
+                "text": answer.text,
+                "key": answer.key,
+            },
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+        if len(message.encode()) > FEED_MESSAGE_MAX:
+            raise StoreError("the answer is too long to forward to the gateway that runs the run")
+        replied: asyncio.Future[tuple[Keyed, int] | None] = asyncio.get_running_loop().create_future()
+        self._answers[request_id] = replied  # before sending: the reply may come before forward_answer returns
+        try:
+            await self.feed.forward_answer(owner, message)
+            return await asyncio.wait_for(replied, self.answer_wait_s)
+        except TimeoutError:
+            return None
+        finally:
+            del self._answers[request_id]
+
+    def _apply_forwarded(self, fields: dict[str, object]) -> tuple[Keyed, int] | None:
+        """Apply an answer forwarded to this gateway to its own turn, when that turn runs here in the scope named."""
+        turn = self.registry.get(str(fields["turn"]))
+        if turn is None or turn.request.scope != fields["scope"] or fields["kind"] not in (APPROVAL, QUESTION):
+            return None
+        key = fields.get("key")
+        answer = ClientAnswer(
+            str(fields["kind"]),
+            choice=str(fields.get("choice") or ""),
+            resolve_all=fields.get("all") is True,
+            text=str(fields.get("text") or ""),
+            key=key if isinstance(key, str) else None,
+        )
+        return apply_answer(turn, answer)
+
+    async def _reply(self, to: str, request_id: str, outcome: tuple[Keyed, int] | None) -> None:
+        assert self.feed is not None
+        reply = {"id": request_id, "outcome": None, "count": 0}
+        if outcome is not None:
+            reply["outcome"], reply["count"] = outcome[0].value, outcome[1]
+        try:
+            await self.feed.reply_answer(to, json.dumps(reply, separators=(",", ":")))
+        except StoreError as exc:
+            log.warning("[API Server] could not reply to the answer gateway %s forwarded: %s", to, exc)
+
     # -- FeedSink ---------------------------------------------------------------------------------------------
     def journal_written(self, turn_id: str, end: int) -> None:
         follower = self._followers.get(turn_id)
@@ -223,6 +310,33 @@ class RemoteTurns:
     def stop_requested(self, owner: str, turn_id: str) -> None:
         if owner == self.leases.owner and self.registry.stop(turn_id) is not None:
             log.info("[API Server] run %s stopped at the request of another gateway", turn_id)
+
+    def answer_requested(self, owner: str, message: str) -> None:
+        if owner != self.leases.owner:
+            return  # another gateway's turn: every gateway hears every notification
+        try:
+            fields = json.loads(message)
+            request_id, to = str(fields["id"]), str(fields["from"])
+            outcome = self._apply_forwarded(fields)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            log.warning("[API Server] ignored a malformed answer forwarded by another gateway")
+            return
+        if outcome is not None:
+            log.info("[API Server] run %s answered through another gateway (%s)", fields["turn"], fields["kind"])
+        self._spawn(self._reply(to, request_id, outcome), f"reply {request_id}")
+
+    def answer_replied(self, to: str, message: str) -> None:
+        if to != self.leases.owner:
+            return
+        try:
+            fields = json.loads(message)
+            replied = self._answers.get(str(fields["id"]))
+            outcome = None if fields["outcome"] is None else (Keyed(fields["outcome"]), int(fields["count"]))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            log.warning("[API Server] ignored a malformed reply from another gateway")
+            return
+        if replied is not None and not replied.done():
+            replied.set_result(outcome)
 
     def reconnected(self) -> None:
         for follower in self._followers.values():

@@ -7,6 +7,10 @@ the answers to questions. A settled or unknown-here run has no approval session 
 that waits for nothing of the kind, 409 `approval_not_pending` / `question_not_pending`. Each body (and the
 `Idempotency-Key`) is checked before the turn is touched. A keyed answer is applied once: its retry gets the first
 reply again with `Idempotency-Replayed: true`, the same key with another answer 409 `admission_conflict` (§15.1).
+
+A run another gateway runs (a shared store) is answered there: the answer is forwarded through the store's feed —
+after the same scope check as a stop — and applied by the owner exactly as its own route would
+(turns/answers.py, cluster/remote_turns.py); this gateway replies with what came of it (W-15.4).
 """
 
 from __future__ import annotations
@@ -14,13 +18,17 @@ from __future__ import annotations
 from aiohttp import web
 
 from ..core.errors import ApiError
+from ..http.app_keys import REMOTE_TURNS
 from ..http.middleware import read_json
+from ..http.profiles import profile_of
 from ..protocol.approvals import parse_run_answer, parse_run_approval
 from ..protocol.common import idempotency_key
-from ..submission.idempotency import conflict
+from ..store.base import StoreError
+from ..submission.idempotency import conflict, error_for, store_failure
+from ..turns.answers import APPROVAL, QUESTION, ClientAnswer, apply_answer
 from ..turns.suspension import Keyed
 from .replies import json_response
-from .runs import found_run, live_turn
+from .runs import RunView, found_run, live_turn
 
 
 def approval_not_active(run_id: str) -> ApiError:
@@ -43,16 +51,28 @@ def _replayed(outcome: Keyed) -> dict[str, str]:
     return {"Idempotency-Replayed": "true"} if outcome is Keyed.REPLAYED else {}
 
 
+async def _applied(request: web.Request, run_id: str, view: RunView, answer: ClientAnswer) -> tuple[Keyed, int] | None:
+    """Apply the answer to the run's turn, here or on the gateway that runs it; None when no turn takes answers."""
+    turn = live_turn(request, run_id)
+    if turn is not None:
+        return apply_answer(turn, answer)
+    if view.owner is None:
+        return None
+    try:  # another gateway runs it (W-15.4); view.owner is set only for a run of this scope
+        return await request.app[REMOTE_TURNS].forward_answer(view.owner, run_id, profile_of(request).scope, answer)
+    except StoreError as exc:
+        raise error_for(store_failure(exc)) from None
+
+
 async def run_approval(request: web.Request) -> web.Response:
-    run_id, _ = await found_run(request)  # 404 run_not_found before the body, as upstream
+    run_id, view = await found_run(request)  # 404 run_not_found before the body, as upstream
     key = idempotency_key(request.headers)
     decision = parse_run_approval(await read_json(request))
-    turn = live_turn(request, run_id)
-    if turn is None:
+    answer = ClientAnswer(APPROVAL, choice=decision.choice, resolve_all=decision.resolve_all, key=key)
+    applied = await _applied(request, run_id, view, answer)
+    if applied is None:
         raise approval_not_active(run_id)
-    gate = turn.agent_turn.approvals or turn.suspensions
-    answer = f"{decision.choice} {decision.resolve_all}"
-    outcome, resolved = turn.suspensions.keyed(key, answer, lambda: gate.resolve(decision.choice, decision.resolve_all))
+    outcome, resolved = applied
     headers = _replayed(outcome)
     if resolved <= 0:
         raise approval_not_pending(run_id)
@@ -63,14 +83,13 @@ async def run_approval(request: web.Request) -> web.Response:
 
 
 async def run_answer(request: web.Request) -> web.Response:
-    run_id, _ = await found_run(request)  # 404 run_not_found before the body, as the approval
+    run_id, view = await found_run(request)  # 404 run_not_found before the body, as the approval
     key = idempotency_key(request.headers)
-    answer = parse_run_answer(await read_json(request))
-    turn = live_turn(request, run_id)
-    if turn is None:
+    text = parse_run_answer(await read_json(request)).text
+    applied = await _applied(request, run_id, view, ClientAnswer(QUESTION, text=text, key=key))
+    if applied is None:
         raise question_not_pending(run_id)
-    suspensions = turn.suspensions
-    outcome, answered = suspensions.keyed(key, answer.text, lambda: int(suspensions.answer(answer.text)))
+    outcome, answered = applied
     headers = _replayed(outcome)
     if answered <= 0:
         raise question_not_pending(run_id)

@@ -12,6 +12,8 @@ from typing import Any, Literal, Protocol, TypedDict
 
 from ..core.content import Message
 
+FEED_MESSAGE_MAX = 7000  # bytes of one forwarded message: PostgreSQL's NOTIFY payloads stay under 8000 bytes
+
 
 class StoreError(RuntimeError):
     """The backing store failed (cannot open, disk full, corrupt file)."""
@@ -118,6 +120,15 @@ class FeedSink(Protocol):
         """A gateway asked `owner` to stop `turn_id` (WIRE.md §6.4)."""
         ...
 
+    def answer_requested(self, owner: str, message: str) -> None:
+        """A gateway forwarded a client's answer for a turn `owner` runs (WIRE.md §15.1); `message` is the
+        cluster's own encoding."""
+        ...
+
+    def answer_replied(self, to: str, message: str) -> None:
+        """The owner of a turn replied to the answer that the gateway `to` forwarded."""
+        ...
+
     def reconnected(self) -> None:
         """The feed listens again after losing its connection: notifications may have been missed."""
         ...
@@ -134,6 +145,14 @@ class Feed(Protocol):
 
     async def request_stop(self, owner: str, turn_id: str) -> None:
         """Ask the gateway `owner` to stop `turn_id` (delivered to its sink's `stop_requested`)."""
+        ...
+
+    async def forward_answer(self, owner: str, message: str) -> None:
+        """Hand `message` (at most FEED_MESSAGE_MAX bytes) to the gateway `owner` (its sink's `answer_requested`)."""
+        ...
+
+    async def reply_answer(self, to: str, message: str) -> None:
+        """Reply `message` to the gateway `to` that forwarded an answer (its sink's `answer_replied`)."""
         ...
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 from multidict import CIMultiDictProxy
 
-from tests.helpers import CHAT, JSON_TYPE, RUN_ID, RUN_TERMINALS, RUNS, Reply, chat_body, fetch
+from tests.helpers import CHAT, JSON_TYPE, RUN_ID, RUN_TERMINALS, RUNS, Reply, chat_body, fetch, wait_for_async
 
 SESSIONS = "/api/sessions"
 SESSION_KEYS = {
@@ -211,6 +211,20 @@ async def get_run(api: TestClient, auth: dict[str, str], run_id: str) -> dict[st
     # `required_action` is there exactly while the run is suspended (WIRE.md §15.1)
     assert set(body) == RUN_KEYS | ({"required_action"} if body["status"] == "requires_action" else set()), body
     return body  # type: ignore[no-any-return]
+
+
+async def suspended(api: TestClient, auth: dict[str, str], run_id: str) -> dict[str, Any]:
+    """The run once it reports `requires_action` (its GET object, WIRE.md §15.1)."""
+    return await wait_for_async(  # type: ignore[no-any-return]
+        lambda: get_run(api, auth, run_id),
+        until=lambda run: run["status"] == "requires_action",
+        what="the run to suspend",
+    )
+
+
+def terminal_results(payloads: list[dict[str, Any]]) -> list[bool]:
+    """The `error` flags of the run's terminal tool completions: False is a command that ran."""
+    return [p["error"] for p in payloads if p["event"] == "tool.completed" and p["tool"] == "terminal"]
 
 
 async def settled(api: TestClient, auth: dict[str, str], run_id: str) -> dict[str, Any]:

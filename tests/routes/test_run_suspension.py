@@ -12,28 +12,14 @@ from aiohttp.test_utils import TestClient
 from tests.conftest import ApiFactory
 from tests.helpers import RUNS, assert_error_envelope, fetch, wait_for_async
 
-from .support import check_run_events, get_run, read_events, settled, start_run
+from .support import check_run_events, get_run, read_events, settled, start_run, suspended, terminal_results
 
 COMMAND = "rm -rf build/"
 SUSPEND = "suspend.yaml"
 
 
-async def suspended(api: TestClient, auth: dict[str, str], run_id: str) -> dict[str, Any]:
-    """The run once it reports `requires_action` (its GET object)."""
-    return await wait_for_async(  # type: ignore[no-any-return]
-        lambda: get_run(api, auth, run_id),
-        until=lambda run: run["status"] == "requires_action",
-        what="the run to suspend",
-    )
-
-
 async def post(api: TestClient, auth: dict[str, str], path: str, body: Any) -> Any:
     return await fetch(api, "POST", path, json=body, headers=auth)
-
-
-def terminal_results(payloads: list[dict[str, Any]]) -> list[bool]:
-    """The `error` flags of the run's terminal tool completions: False is a command that ran."""
-    return [p["error"] for p in payloads if p["event"] == "tool.completed" and p["tool"] == "terminal"]
 
 
 async def test_w_15_1_an_approved_command_runs_once_and_the_run_resumes(

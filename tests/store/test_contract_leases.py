@@ -105,6 +105,8 @@ class Sink(FeedSink):
     def __init__(self) -> None:
         self.journals: list[tuple[str, int]] = []
         self.stops: list[tuple[str, str]] = []
+        self.answers: list[tuple[str, str]] = []
+        self.replies: list[tuple[str, str]] = []
         self.reconnects = 0
         self.woken = asyncio.Event()
 
@@ -114,6 +116,14 @@ class Sink(FeedSink):
 
     def stop_requested(self, owner: str, turn_id: str) -> None:
         self.stops.append((owner, turn_id))
+        self.woken.set()
+
+    def answer_requested(self, owner: str, message: str) -> None:
+        self.answers.append((owner, message))
+        self.woken.set()
+
+    def answer_replied(self, to: str, message: str) -> None:
+        self.replies.append((to, message))
         self.woken.set()
 
     def reconnected(self) -> None:
@@ -128,7 +138,8 @@ async def test_the_feed_carries_journal_writes_and_stop_requests_between_stores(
     open_backend: BackendFactory,
 ) -> None:
     """PostgreSQL: a journal write on one store wakes the feed of another on the same database when it commits, with
-    the turn and the end of what was written; a stop request reaches every listener. SQLite: no feed."""
+    the turn and the end of what was written; a stop request, a forwarded answer and its reply reach every listener.
+    SQLite: no feed."""
     first = await open_backend()
     feed = first.store.feed()
     if feed is None:
@@ -145,6 +156,13 @@ async def test_the_feed_carries_journal_writes_and_stop_requests_between_stores(
     await feed.request_stop("boot-owner", "run_a")
     await sink.next()
     assert sink.stops == [("boot-owner", "run_a")]
+    message = '{"text":"a b ünïcode"}'  # the message is the cluster's: carried as is, spaces and all
+    await feed.forward_answer("boot-owner", message)
+    await sink.next()
+    assert sink.answers == [("boot-owner", message)]
+    await feed.reply_answer("boot-other", '{"id":"r1"}')
+    await sink.next()
+    assert sink.replies == [("boot-other", '{"id":"r1"}')]
     await feed.close()
 
 

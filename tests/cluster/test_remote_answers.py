@@ -1,0 +1,151 @@
+"""Answers to a suspended run that land on a gateway other than its owner (WIRE.md §15.1, W-15.4): two gateways on one
+PostgreSQL database, in one process, each the real API app with its own boot id, lease, registry and feed listener
+(as tests/cluster/test_remote_turns.py). The answer travels to the owner through the store's feed, the owner applies
+it as its own route would, and the answering gateway replies as the owner would. Nothing is mocked.
+
+- an approval through B: the command runs once, on A, and A's journal shows the decision; a keyed retry on either
+  gateway replays, never decides again; the same key with another decision conflicts;
+- a question answered through B resumes A's turn with the answer;
+- through B, a run with nothing of the kind pending, or settled, gets the same 409 codes as on its owner;
+- the owner checks the forwarded credential scope again; an owner that does not reply leaves the run suspended.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient
+
+from hermes_api_plugin.http.app_keys import LEASES, REMOTE_TURNS, SCOPE, TURNS
+from hermes_api_plugin.turns.answers import APPROVAL, ClientAnswer
+from hermes_api_plugin.turns.suspension import Keyed
+from tests.helpers import RUNS, assert_error_envelope, fetch, serve_app
+from tests.live import write_home
+from tests.routes.support import read_events, settled, start_run, suspended, terminal_results
+
+
+@pytest.fixture
+async def replicas(postgres_url: str, aiohttp_client: Any, tmp_path: Path) -> tuple[TestClient, TestClient]:
+    # postgres_url first: its database is dropped after the apps' clean shutdown, not under it
+    env = {"API_SERVER_STORE_URL": postgres_url}
+    a = await serve_app(aiohttp_client, write_home(tmp_path / "a", env=env, script="suspend.yaml"))
+    b = await serve_app(aiohttp_client, write_home(tmp_path / "b", env=env, script="suspend.yaml"))
+    return a, b
+
+
+async def post(api: TestClient, auth: dict[str, str], path: str, body: Any, key: str | None = None) -> Any:
+    headers = {**auth, "Idempotency-Key": key} if key is not None else auth
+    return await fetch(api, "POST", path, json=body, headers=headers)
+
+
+async def test_w_15_4_an_approval_through_b_runs_the_command_once_on_a(
+    replicas: tuple[TestClient, TestClient], auth: dict[str, str]
+) -> None:
+    """W-15.4: a run A runs suspends at an approval; B sees it requires_action, B's decision reaches A, which resumes
+    the same turn: the command runs once, on A; A's journal shows the one decision. B's reply is the owner's reply;
+    its keyed retry (on B or on A) replays without deciding again; the key with another decision conflicts."""
+    a, b = replicas
+    run_id = await start_run(a, auth, "delete the build")
+    run = await suspended(b, auth, run_id)
+    assert run["required_action"]["type"] == "approval" and run["required_action"]["command"] == "rm -rf build/"
+    key = "k-" + secrets.token_hex(8)
+    reply = await post(b, auth, f"{RUNS}/{run_id}/approval", {"choice": "approve"}, key)
+    assert reply.status == 200 and reply.json() == {
+        "object": "hermes.run.approval_response",
+        "run_id": run_id,
+        "choice": "once",
+        "resolved": 1,
+    }
+    assert "Idempotency-Replayed" not in reply.headers
+    for gateway in (b, a):  # a keyed retry anywhere is told it was applied — and applies nothing
+        retry = await post(gateway, auth, f"{RUNS}/{run_id}/approval", {"choice": "once"}, key)
+        assert retry.status == 200 and retry.json() == reply.json()
+        assert retry.headers["Idempotency-Replayed"] == "true"
+    other = await post(b, auth, f"{RUNS}/{run_id}/approval", {"choice": "deny"}, key)
+    assert_error_envelope(other, 409, "admission_conflict")
+    done = await settled(a, auth, run_id)
+    assert done["status"] == "completed" and done["output"] == "Done with the build directory."
+    events = await read_events(a, auth, run_id)
+    assert [p["choice"] for p in events.payloads if p["event"] == "approval.responded"] == ["once"]
+    assert terminal_results(events.payloads) == [False]  # ran, once
+    assert b.server.app[TURNS].get(run_id) is None and b.server.app[TURNS].find(run_id) is None, "B never ran it"
+
+
+async def test_w_15_4_a_question_answered_through_b_resumes_the_turn_on_a(
+    replicas: tuple[TestClient, TestClient], auth: dict[str, str]
+) -> None:
+    """W-15.4: a question A's run asks is answered through B; A's turn goes on with the answer."""
+    a, b = replicas
+    run_id = await start_run(a, auth, "deploy")
+    run = await suspended(b, auth, run_id)
+    assert run["required_action"] == {"type": "question", "question": "Which branch?", "choices": []}
+    reply = await post(b, auth, f"{RUNS}/{run_id}/answer", {"text": "main"})
+    assert reply.status == 200 and reply.json() == {"object": "hermes.run.answer", "run_id": run_id, "answered": 1}
+    twice = await post(b, auth, f"{RUNS}/{run_id}/answer", {"text": "release"})  # answered once, never twice
+    assert_error_envelope(twice, 409, "question_not_pending", type="conflict_error")
+    done = await settled(a, auth, run_id)
+    assert done["status"] == "completed" and done["output"] == "Deploying main."
+    events = await read_events(b, auth, run_id)
+    assert [p["answer"] for p in events.payloads if p["event"] == "question.responded"] == ["main"]
+
+
+async def test_w_15_4_b_answering_a_run_with_nothing_pending_gets_the_owners_409(
+    replicas: tuple[TestClient, TestClient], auth: dict[str, str]
+) -> None:
+    """W-15.4: through B, an approval for a run of A that waits for a question is 409 approval_not_pending (what A
+    says); once the run settled, 409 approval_not_active and question_not_pending, as on A. Nothing was decided."""
+    a, b = replicas
+    run_id = await start_run(a, auth, "deploy")
+    await suspended(b, auth, run_id)
+    wrong = await post(b, auth, f"{RUNS}/{run_id}/approval", {"choice": "once"})
+    assert_error_envelope(wrong, 409, "approval_not_pending", type="conflict_error")
+    assert (await post(a, auth, f"{RUNS}/{run_id}/answer", {"text": "main"})).status == 200
+    done = await settled(a, auth, run_id)
+    assert done["output"] == "Deploying main."
+    for gateway in (b, a):
+        late = await post(gateway, auth, f"{RUNS}/{run_id}/approval", {"choice": "once"})
+        assert_error_envelope(late, 409, "approval_not_active", type="conflict_error")
+        unasked = await post(gateway, auth, f"{RUNS}/{run_id}/answer", {"text": "again"})
+        assert_error_envelope(unasked, 409, "question_not_pending", type="conflict_error")
+    events = await read_events(a, auth, run_id)
+    assert not any(p["event"] == "approval.responded" for p in events.payloads)
+
+
+async def test_w_15_4_a_forwarded_answer_applies_only_in_the_scope_that_admitted_the_run(
+    replicas: tuple[TestClient, TestClient], auth: dict[str, str]
+) -> None:
+    """W-15.4: the owner checks the forwarded scope again — an answer naming another credential scope finds no run
+    to answer (a forwarded decision is exactly as authorised as a local one); in the run's own scope it applies."""
+    a, b = replicas
+    run_id = await start_run(a, auth, "delete the build")
+    await suspended(b, auth, run_id)
+    owner, remote = a.server.app[LEASES].owner, b.server.app[REMOTE_TURNS]
+    approve = ClientAnswer(APPROVAL, choice="once")
+    assert await remote.forward_answer(owner, run_id, "another-scope", approve) is None
+    assert (await suspended(a, auth, run_id))["required_action"]["type"] == "approval", "nothing was decided"
+    assert await remote.forward_answer(owner, run_id, a.server.app[SCOPE], approve) == (Keyed.APPLIED, 1)
+    done = await settled(a, auth, run_id)
+    assert done["status"] == "completed"
+    assert terminal_results((await read_events(a, auth, run_id)).payloads) == [False]
+
+
+async def test_w_15_4_an_owner_that_does_not_reply_leaves_the_run_suspended_and_b_answers_409(
+    replicas: tuple[TestClient, TestClient], auth: dict[str, str]
+) -> None:
+    """W-15.4: when the owner cannot be reached (its feed listener is gone; its lease is still alive), B waits a
+    bounded time for the reply, then answers 409 approval_not_active, as for a run with no live approval session."""
+    a, b = replicas
+    run_id = await start_run(a, auth, "delete the build")
+    await suspended(b, auth, run_id)
+    feed = a.server.app[REMOTE_TURNS].feed
+    assert feed is not None
+    await feed.close()  # A hears nothing any more
+    b.server.app[REMOTE_TURNS].answer_wait_s = 0.3
+    unheard = await post(b, auth, f"{RUNS}/{run_id}/approval", {"choice": "once"})
+    assert_error_envelope(unheard, 409, "approval_not_active", type="conflict_error")
+    assert (await suspended(a, auth, run_id))["required_action"]["type"] == "approval", "nothing was decided"
+    assert (await post(a, auth, f"{RUNS}/{run_id}/approval", {"choice": "deny"})).status == 200
+    assert (await settled(a, auth, run_id))["status"] == "completed"
