@@ -193,13 +193,7 @@ def negative_answer(asked: ClientRequest) -> ApprovalResponded | QuestionAnswere
 
 def unanswered_approvals(events: list[TurnEvent]) -> list[ApprovalRequested]:
     """The approval requests of a journal still waiting for their decision, oldest first."""
-    waiting: list[ApprovalRequested] = []
-    for event in events:
-        if isinstance(event, ApprovalRequested):
-            waiting.append(event)
-        elif isinstance(event, ApprovalResponded) and waiting:
-            waiting.pop(0)
-    return waiting
+    return [asked for asked in unanswered_requests(events) if isinstance(asked, ApprovalRequested)]
 
 
 class TurnTranscript:
