@@ -127,6 +127,25 @@ class QuestionAnswered:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCallRequested:
+    """The agent called a tool its client declared (WIRE.md §15.2, §15.3): the turn is suspended until the client
+    returns the call's output. `arguments` is the JSON text the agent produced."""
+
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallAnswered:
+    """The client's output of its tool call `call_id`; None: none came (timeout, stop, drain, the conversation moved
+    on) and the agent sees the tool fail."""
+
+    call_id: str
+    output: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class StatusChanged:
     """The turn left the queue and started running."""
 
@@ -154,20 +173,29 @@ TurnEvent = Union[
     ApprovalResponded,
     QuestionAsked,
     QuestionAnswered,
+    ToolCallRequested,
+    ToolCallAnswered,
     StatusChanged,
     TurnFinished,
 ]
 
-ClientRequest = Union[ApprovalRequested, QuestionAsked]  # what a turn can wait for from its client
+ClientRequest = Union[ApprovalRequested, QuestionAsked, ToolCallRequested]  # what a turn can wait for from its client
+ClientAnswer = Union[ApprovalResponded, QuestionAnswered, ToolCallAnswered]  # the answers, in the journal
 
 
 def unanswered_requests(events: list[TurnEvent]) -> list[ClientRequest]:
-    """The approval requests and questions of a journal still waiting for their answer, oldest first. Answers pair
-    with the oldest unanswered request of their kind (FIFO, as Hermes resolves them)."""
+    """The approval requests, questions and client tool calls of a journal still waiting for their answer, oldest
+    first. A tool call's output pairs with its call id; the other answers with the oldest unanswered request of their
+    kind (FIFO, as Hermes resolves them)."""
     waiting: list[ClientRequest] = []
     for event in events:
-        if isinstance(event, (ApprovalRequested, QuestionAsked)):
+        if isinstance(event, (ApprovalRequested, QuestionAsked, ToolCallRequested)):
             waiting.append(event)
+        elif isinstance(event, ToolCallAnswered):
+            for i, asked in enumerate(waiting):
+                if isinstance(asked, ToolCallRequested) and asked.call_id == event.call_id:
+                    del waiting[i]
+                    break
         elif isinstance(event, (ApprovalResponded, QuestionAnswered)):
             kind = ApprovalRequested if isinstance(event, ApprovalResponded) else QuestionAsked
             for i, asked in enumerate(waiting):
@@ -178,17 +206,30 @@ def unanswered_requests(events: list[TurnEvent]) -> list[ClientRequest]:
 
 
 def required_action(events: list[TurnEvent]) -> ClientRequest | None:
-    """The request a suspended turn waits for (WIRE.md §15.1): its oldest unanswered question or suspended
-    approval; None when the turn is not suspended (a held approval, §14.2, is not a suspension)."""
+    """The request a suspended turn waits for (WIRE.md §15.1): its oldest unanswered question, client tool call or
+    suspended approval; None when the turn is not suspended (a held approval, §14.2, is not a suspension)."""
     for asked in unanswered_requests(events):
-        if isinstance(asked, QuestionAsked) or asked.suspended:
+        if suspends(asked):
             return asked
     return None
 
 
-def negative_answer(asked: ClientRequest) -> ApprovalResponded | QuestionAnswered:
-    """The answer a request gets when none came (WIRE.md §15.1): an approval is denied, a question has no answer."""
-    return ApprovalResponded("deny") if isinstance(asked, ApprovalRequested) else QuestionAnswered(None)
+def suspends(event: TurnEvent) -> bool:
+    """Whether the event is a request that suspends its turn (WIRE.md §15.1): a delivery in the client's dialect ends
+    with it, and the client's next request answers it. A held approval (§14.2) does not."""
+    if isinstance(event, ApprovalRequested):
+        return event.suspended
+    return isinstance(event, (QuestionAsked, ToolCallRequested))
+
+
+def negative_answer(asked: ClientRequest) -> ClientAnswer:
+    """The answer a request gets when none came (WIRE.md §15.1): an approval is denied, a question has no answer, a
+    client tool call has no output."""
+    if isinstance(asked, ApprovalRequested):
+        return ApprovalResponded("deny")
+    if isinstance(asked, ToolCallRequested):
+        return ToolCallAnswered(asked.call_id, None)
+    return QuestionAnswered(None)
 
 
 def unanswered_approvals(events: list[TurnEvent]) -> list[ApprovalRequested]:
@@ -201,7 +242,7 @@ class TurnTranscript:
 
     Reasoning bursts are joined with a blank line (each burst after the first starts with `\\n\\n`); the
     final answer is the text after the last tool event (tools stopped by the end of the turn do not
-    count); `any_text` means answer text was delivered.
+    count; a client tool call is a tool); `any_text` means answer text was delivered.
     """
 
     __slots__ = ("_answer", "_in_burst", "_reasoning", "any_text", "finished")
@@ -227,7 +268,9 @@ class TurnTranscript:
             self._in_burst = False
             self._answer.append(event.text)
             self.any_text = True
-        elif isinstance(event, ToolStarted) or (isinstance(event, ToolCompleted) and not event.stopped):
+        elif isinstance(event, (ToolStarted, ToolCallRequested)) or (
+            isinstance(event, ToolCompleted) and not event.stopped
+        ):
             self._in_burst = False
             self._answer.clear()
         elif isinstance(event, (ToolCompleted, Commentary)):

@@ -9,21 +9,24 @@ drops the completion of a tool that never started.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, get_args
 
 from ..core.events import (
     ApprovalRequested,
     ApprovalResponded,
+    ClientAnswer,
     ClientRequest,
     QuestionAnswered,
     QuestionAsked,
+    ToolCallRequested,
     ToolCompleted,
     ToolStarted,
     TurnEvent,
     TurnTranscript,
 )
 
-ClientExchange = ApprovalRequested | ApprovalResponded | QuestionAsked | QuestionAnswered
+ClientExchange = ClientRequest | ClientAnswer
+CLIENT_EXCHANGES = get_args(ClientRequest) + get_args(ClientAnswer)  # for isinstance: the requests and answers
 
 
 class SseRecord(NamedTuple):
@@ -41,9 +44,11 @@ def after_id(records: Sequence[SseRecord], last_seen: int) -> list[SseRecord]:
 
 def request_fields(asked: ClientRequest) -> dict[str, Any]:
     """What a request to the client says: an approval's command, description and choices (WIRE §14.2), a question
-    and its options (§15.4)."""
+    and its options, a client tool call's id, name and arguments (§15.4)."""
     if isinstance(asked, ApprovalRequested):
         return {"command": asked.command, "description": asked.description, "choices": list(asked.choices)}
+    if isinstance(asked, ToolCallRequested):
+        return {"call_id": asked.call_id, "name": asked.name, "arguments": asked.arguments}
     return {"question": asked.question, "choices": list(asked.choices)}
 
 
@@ -54,9 +59,13 @@ def exchange_record(event: ClientExchange) -> tuple[str, dict[str, Any]]:
         return "approval.request", request_fields(event)
     if isinstance(event, QuestionAsked):
         return "question.request", request_fields(event)
+    if isinstance(event, ToolCallRequested):
+        return "tool_call.request", request_fields(event)
     if isinstance(event, ApprovalResponded):
         return "approval.responded", {"choice": event.choice}
-    return "question.responded", {"answer": event.answer}
+    if isinstance(event, QuestionAnswered):
+        return "question.responded", {"answer": event.answer}
+    return "tool_call.responded", {"call_id": event.call_id, "output": event.output}
 
 
 class NumberedFold:

@@ -11,13 +11,11 @@ from typing import Any
 
 from ..core.events import (
     ApprovalRequested,
-    ApprovalResponded,
     ClientRequest,
     Commentary,
-    QuestionAnswered,
-    QuestionAsked,
     ReasoningDelta,
     TextDelta,
+    ToolCallRequested,
     ToolCompleted,
     ToolStarted,
     TurnEvent,
@@ -25,7 +23,7 @@ from ..core.events import (
     TurnStatus,
     Usage,
 )
-from .record import NumberedFold, SseRecord, exchange_record, request_fields
+from .record import CLIENT_EXCHANGES, NumberedFold, SseRecord, exchange_record, request_fields
 
 
 def run_usage(usage: Usage) -> dict[str, int]:
@@ -78,7 +76,7 @@ class RunEventsRenderer(NumberedFold):
                 duration=round(event.duration_ms / 1000, 3),
                 error=event.is_error,
             )
-        elif isinstance(event, (ApprovalRequested, ApprovalResponded, QuestionAsked, QuestionAnswered)):
+        elif isinstance(event, CLIENT_EXCHANGES):
             name, exchange = exchange_record(event)
             self._record(records, name, at, **exchange)
         elif isinstance(event, TurnFinished):
@@ -94,6 +92,8 @@ class RunEventsRenderer(NumberedFold):
 def required_action_object(asked: ClientRequest) -> dict[str, Any]:
     """A suspended run's `required_action` (WIRE.md §15.1): `type` and what the request says."""
     kind = "approval" if isinstance(asked, ApprovalRequested) else "question"
+    if isinstance(asked, ToolCallRequested):
+        kind = "client_tool"
     return {"type": kind, **request_fields(asked)}
 
 

@@ -11,11 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..core.events import (
-    ApprovalRequested,
-    ApprovalResponded,
     Commentary,
-    QuestionAnswered,
-    QuestionAsked,
     ReasoningDelta,
     TextDelta,
     ToolCompleted,
@@ -23,7 +19,7 @@ from ..core.events import (
     TurnEvent,
     TurnFinished,
 )
-from .record import NumberedFold, SseRecord, exchange_record
+from .record import CLIENT_EXCHANGES, NumberedFold, SseRecord, exchange_record
 from .runs import run_usage, terminal_fields
 
 
@@ -76,7 +72,7 @@ class SessionStreamRenderer(NumberedFold):
         elif isinstance(event, Commentary):
             if not event.already_streamed:
                 self._record(records, "assistant.commentary", at, message_id=self.message_id, text=event.text)
-        elif isinstance(event, (ApprovalRequested, ApprovalResponded, QuestionAsked, QuestionAnswered)):
+        elif isinstance(event, CLIENT_EXCHANGES):
             name, exchange = exchange_record(event)
             self._record(records, name, at, **exchange)
         elif isinstance(event, TurnFinished):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..core.client_tools import CHOOSE_AUTO, ClientTool, ToolChoice
 from ..core.content import Message
 from ..core.events import TurnStatus, Usage
 from .host_data import HostData
@@ -56,6 +57,12 @@ class TurnRequest:
     profile_home: Path | None = None
     # the credential scope that admitted the turn (WIRE §1.3): only it may see, follow, stop or approve the run
     scope: str = ""
+    # the function tools the client lends the agent for this turn, and its tool_choice (WIRE §15.2, §15.3)
+    client_tools: tuple[ClientTool, ...] = ()
+    tool_choice: ToolChoice = CHOOSE_AUTO
+    # WIRE §14.2 / §15.2: an approval holds the turn's open stream (`api_server.approvals.chat: hold`,
+    # `X-Hermes-Approvals: hold`) instead of suspending the turn for an answer in the client's dialect
+    hold_approvals: bool = False
 
 
 @dataclass(frozen=True)
@@ -132,6 +139,11 @@ class Suspender(Protocol):
         """Ask the client a question: its answer, None when none came."""
         ...
 
+    async def tool_call(self, call_id: str, name: str, arguments: str) -> str | None:
+        """Call a tool the client declared (`arguments`: JSON text): its output, None when none came (the agent
+        sees the tool fail)."""
+        ...
+
 
 class Unanswerable:
     """The Suspender of a turn no client can answer (a runtime driven without a registry): every request resolves
@@ -141,6 +153,9 @@ class Unanswerable:
         return "deny"
 
     async def question(self, question: str, choices: tuple[str, ...] = ()) -> str | None:
+        return None
+
+    async def tool_call(self, call_id: str, name: str, arguments: str) -> str | None:
         return None
 
 

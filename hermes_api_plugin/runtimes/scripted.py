@@ -3,7 +3,9 @@
 Two steps suspend the turn for its client (WIRE.md §15.5): `approval: <command>` runs the `terminal` tool on a
 dangerous command — approved, it "runs" (its result `Ran terminal: <command>`); denied or unanswered, it reports the
 denial as the tool's error — and `question: <text>` asks; its answer (or `no answer`) replaces `{answer}` in the
-text, final and commentary steps after it.
+text, final and commentary steps after it. A request that lends the agent function tools (and a `tool_choice` other
+than `none`) makes the default turn — or any turn, when the choice requires a tool — call the first tool offered with
+arguments valid for its schema (schema_example.py), then answer with the tool's output.
 
 Offline default of the reference gateway, fixture of the tests, load generator of the benchmarks. It is
 labelled `scripted` everywhere and never pretends to be a model.
@@ -24,9 +26,11 @@ from typing import Any
 
 import yaml
 
+from ..core.client_tools import AUTO, ClientTool
 from ..core.events import TurnStatus, Usage
 from .base import AgentTurn, TurnResult
 from .host_data import HostData
+from .schema_example import example_arguments
 
 STEP_KINDS = (
     "reasoning",
@@ -199,6 +203,9 @@ class ScriptedRuntime:
         script_turn = self.script.pick(request.input.text)
         if self.script.execution_log is not None:
             await asyncio.to_thread(self._log_execution, turn, script_turn)
+        offered = request.tool_choice.offered(request.client_tools)
+        if offered and (script_turn is None or script_turn.match is None or request.tool_choice.mode != AUTO):
+            return await self._client_tool(turn, offered[0])
         if script_turn is None:
             return TurnResult(
                 TurnStatus.FAILED, error_code="agent_error", error_message="The script has no turn for this input"
@@ -266,6 +273,15 @@ class ScriptedRuntime:
             return  # still running when the next steps (e.g. fail, exhaust_budget) end the turn
         await asyncio.sleep(float(spec.get("seconds", 0)))
         turn.callbacks.tool_complete(call_id, name, spec.get("result", ""), bool(spec.get("is_error", False)))
+
+    async def _client_tool(self, turn: AgentTurn, tool: ClientTool) -> TurnResult:
+        """Call a tool the client lent the agent and answer with its output (WIRE.md §15.5)."""
+        await self._stream(f"The client lent me {tool.name}; calling it.", turn.callbacks.reasoning)
+        arguments = json.dumps(example_arguments(tool.parameters), ensure_ascii=False, separators=(",", ":"))
+        output = await turn.suspensions.tool_call(f"call_{uuid.uuid4().hex[:24]}", tool.name, arguments)
+        answer = f"{tool.name} returned: {output}" if output is not None else f"{tool.name} gave no output."
+        await self._stream(answer, turn.callbacks.text)
+        return TurnResult(TurnStatus.COMPLETED, answer)
 
     async def _approval(self, turn: AgentTurn, command: str) -> None:
         """A dangerous command: the terminal tool waits for its approval, as Hermes' guard does inside the tool."""

@@ -16,10 +16,10 @@ from typing import Any, NamedTuple
 from ..core.events import (
     ApprovalRequested,
     ApprovalResponded,
+    ClientAnswer,
+    ClientRequest,
     Commentary,
     Compacted,
-    QuestionAnswered,
-    QuestionAsked,
     ReasoningDelta,
     TextDelta,
     ToolCompleted,
@@ -77,17 +77,7 @@ class DeltaRun:
 
 # What a callback enqueues: delta runs, finished events for commentary and compaction, raw records for
 # tools (their ids are normalised on the loop, where the set of running tools lives).
-Pending = (
-    DeltaRun
-    | Commentary
-    | Compacted
-    | ApprovalRequested
-    | ApprovalResponded
-    | QuestionAsked
-    | QuestionAnswered
-    | ToolStart
-    | ToolEnd
-)
+Pending = DeltaRun | Commentary | Compacted | ClientRequest | ClientAnswer | ToolStart | ToolEnd
 
 
 class CallbackSink:
@@ -138,7 +128,7 @@ class CallbackSink:
         # Through the same queue as the request, so the decision is journaled after it whichever thread decides.
         self._enqueue(ApprovalResponded(choice))
 
-    def on_suspension(self, event: ApprovalRequested | ApprovalResponded | QuestionAsked | QuestionAnswered) -> None:
+    def on_suspension(self, event: ClientRequest | ClientAnswer) -> None:
         """A suspension's request or answer (turns/suspension.py, on the loop thread): journaled at once, after what
         the agent reported before it, so the run's status has changed when the caller goes on (WIRE.md §15.1)."""
         self._enqueue(event)

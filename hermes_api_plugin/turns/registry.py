@@ -147,7 +147,7 @@ class TurnRegistry:
         if queue_key is not None:
             queued = self._queues.users(queue_key) > 0
             self._queues.enter(queue_key)
-        suspensions = TurnSuspensions(loop, sink, self.suspend_s)
+        suspensions = TurnSuspensions(loop, sink, self.suspend_s, hold_approvals=request.hold_approvals)
         agent_turn = AgentTurn(request, sink, suspensions)  # it reports to its sink whatever plugins do in the hooks
         agent_turn.on_interrupt(suspensions.interrupted)
         turn = Turn(
