@@ -61,6 +61,9 @@ class Settings:
     # api_server.responses.tool_items: on | hosted — how a new Response renders the server's own tools when neither
     # the request (client function tools, X-Hermes-Tool-Items: hosted) asks for hosted (WIRE.md §15.3)
     responses_tool_items: str = "on"
+    # api_server.approvals.chat: ask | hold — how chat and session chat deliver an approval when the request does not
+    # say (X-Hermes-Approvals): ask ends the delivery with the question, hold keeps the stream open (WIRE.md §15.2)
+    approvals_chat: str = "ask"
     direct_model_requests: bool = False
     model_options: tuple[Mapping[str, Any], ...] = ()
     interim_assistant_messages: bool = True
@@ -354,6 +357,7 @@ def load_settings(hermes_home: Path | None = None, environ: Mapping[str, str] | 
         responses_max_stored=r.integer(None, "api_server.responses.max_stored", 10000, 1),
         tool_output_max_chars=r.integer(None, "api_server.responses.tool_output_max_chars", 16000, 1),
         responses_tool_items=r.choice("api_server.responses.tool_items", "on", frozenset({"on", "hosted"})),
+        approvals_chat=r.choice("api_server.approvals.chat", "ask", frozenset({"ask", "hold"})),
         direct_model_requests=r.boolean(None, "api_server.direct_model_requests", False),
         model_options=model_options,
         interim_assistant_messages=interim,

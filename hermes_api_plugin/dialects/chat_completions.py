@@ -2,6 +2,12 @@
 
 Pure: no aiohttp, no I/O. The stream and the JSON body come from the same fold, so they always agree
 (WIRE.md §3).
+
+A delivery ends where its turn suspends for the client (WIRE.md §15.2): an approval question or the agent's question as
+the assistant message's text with `finish_reason: "stop"`, or the client tool calls as `tool_calls` with
+`finish_reason: "tool_calls"` — the turn itself goes on once the client's next message answers. A renderer that
+resumes a turn after such an answer is `prime`d with what the journal held before, so that the tools and approvals it
+finishes are the ones it knows.
 """
 
 from __future__ import annotations
@@ -11,8 +17,11 @@ from typing import Any
 from ..core.events import (
     ApprovalRequested,
     ApprovalResponded,
+    ClientRequest,
+    QuestionAsked,
     ReasoningDelta,
     TextDelta,
+    ToolCallRequested,
     ToolCompleted,
     ToolStarted,
     TurnEvent,
@@ -21,6 +30,7 @@ from ..core.events import (
     TurnTranscript,
     Usage,
 )
+from .prompts import approval_prompt, question_prompt
 from .record import SseRecord
 
 TOOL_PROGRESS_EVENT = "hermes.tool.progress"
@@ -87,6 +97,21 @@ class ChatRenderer:
         self._tools: dict[str, ToolStarted] = {}
         self._approvals: list[ApprovalRequested] = []  # waiting for their decision, oldest first
         self.run_id: str | None = None  # known once the turn is admitted or found; approval records carry it
+        self.paused: ClientRequest | None = None  # the request this delivery ended at (WIRE.md §15.2)
+        self._said = ""  # the request's text, after the answer so far (approval and question)
+        self._calls: tuple[ToolCallRequested, ...] = ()  # the client tool calls it ended with
+
+    def prime(self, events: list[TurnEvent]) -> None:
+        """Know the tools and approvals of what the journal held before a resumed delivery, without rendering it."""
+        for event in events:
+            if isinstance(event, ToolStarted):
+                self._tools[event.call_id] = event
+            elif isinstance(event, ToolCompleted):
+                self._tools.pop(event.call_id, None)
+            elif isinstance(event, ApprovalRequested):
+                self._approvals.append(event)
+            elif isinstance(event, ApprovalResponded) and self._approvals:
+                self._approvals.pop(0)
 
     def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
         return {
@@ -122,6 +147,10 @@ class ChatRenderer:
             elif isinstance(event, ApprovalRequested):
                 self._approvals.append(event)
                 records.append(SseRecord(APPROVAL_REQUEST_EVENT, self._approval(event, None)))
+                if event.suspended:
+                    return self._pause(records, event, events)
+            elif isinstance(event, (QuestionAsked, ToolCallRequested)):
+                return self._pause(records, event, events)
             elif isinstance(event, ApprovalResponded) and self._approvals:
                 asked = self._approvals.pop(0)
                 records.append(SseRecord(APPROVAL_RESPONDED_EVENT, self._approval(asked, event.choice)))
@@ -133,6 +162,41 @@ class ChatRenderer:
             elif isinstance(event, TurnFinished):
                 records.append(SseRecord(None, self.finish_chunk(event)))
         return records
+
+    def _pause(self, records: list[SseRecord], asked: ClientRequest, events: list[TurnEvent]) -> list[SseRecord]:
+        """End the delivery at a request to the client: its text, or the tool calls the agent made together."""
+        self.paused = asked
+        if isinstance(asked, ToolCallRequested):
+            at = events.index(asked)
+            self._calls = tuple(suspended_calls(events, at))
+            for index, call in enumerate(self._calls):
+                head = {"index": index, "id": call.call_id, "type": "function"}
+                head["function"] = {"name": call.name, "arguments": ""}
+                records.append(SseRecord(None, self._chunk({"tool_calls": [head]})))
+                records.extend(
+                    SseRecord(None, self._chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
+                    for piece in _pieces(call.arguments)
+                    if piece
+                )
+            reason = "tool_calls"
+        else:
+            text = approval_prompt(asked) if isinstance(asked, ApprovalRequested) else question_prompt(asked)
+            self._said = ("\n\n" if self.transcript.answer.strip() else "") + text
+            records.extend(SseRecord(None, self._chunk({"content": p})) for p in _pieces(self._said))
+            reason = "stop"
+        chunk = self._chunk({}, reason)
+        chunk["usage"] = usage_dict(Usage())
+        chunk["hermes"] = self._suspended_fields()
+        records.append(SseRecord(None, chunk))
+        return records
+
+    def _suspended_fields(self) -> dict[str, Any]:
+        """The root `hermes` object of a delivery that ended at a request: the turn waits for its answer."""
+        asked = self.paused
+        kind = "approval" if isinstance(asked, ApprovalRequested) else "question"
+        if isinstance(asked, ToolCallRequested):
+            kind = "client_tool"
+        return {"completed": False, "suspended": kind, "run_id": self.run_id}
 
     def _approval(self, asked: ApprovalRequested, choice: str | None) -> dict[str, Any]:
         """A chunk-shaped approval record with the Open WebUI status object (WIRE.md §14.2, as §3.4)."""
@@ -168,8 +232,37 @@ class ChatRenderer:
         chunk.update(extra)
         return chunk
 
+    def fold(self, events: list[TurnEvent]) -> None:
+        """Fold events into the JSON body, up to a request that ends the delivery (`paused`)."""
+        for i, event in enumerate(events):
+            self.transcript.feed(event)
+            if isinstance(event, (QuestionAsked, ToolCallRequested)) or (
+                isinstance(event, ApprovalRequested) and event.suspended
+            ):
+                self.paused = event
+                if isinstance(event, ToolCallRequested):
+                    self._calls = tuple(suspended_calls(events, i))
+                else:
+                    text = approval_prompt(event) if isinstance(event, ApprovalRequested) else question_prompt(event)
+                    self._said = ("\n\n" if self.transcript.answer.strip() else "") + text
+                return
+
+    def is_paused(self) -> bool:
+        return self.paused is not None
+
+    @property
+    def said(self) -> str:
+        """The text this delivery ended with after the answer so far: the approval question or the agent's."""
+        return self._said
+
+    def paused_at(self, events: list[TurnEvent], start: int) -> int:
+        """The journal position of the request this delivery ended at."""
+        return next(i for i in range(start, len(events)) if events[i] is self.paused)
+
     def completion(self) -> dict[str, Any]:
-        """The non-streaming `chat.completion` body; the turn must have settled."""
+        """The non-streaming `chat.completion` body; the turn must have settled, or suspended (`paused`)."""
+        if self.paused is not None:
+            return self._paused_completion()
         finished = self.transcript.finished
         assert finished is not None, "completion() needs a settled turn"
         reason, extra = finish_fields(finished, self.transcript.any_text)
@@ -186,3 +279,37 @@ class ChatRenderer:
         }
         body.update(extra)
         return body
+
+    def _paused_completion(self) -> dict[str, Any]:
+        """The body of a delivery that ended at a request to the client (WIRE.md §15.2)."""
+        answer = self.transcript.answer
+        message: dict[str, Any] = {"role": "assistant", "content": answer + self._said}
+        reason = "stop"
+        if self._calls:
+            message["content"] = answer or None
+            message["tool_calls"] = [
+                {"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in self._calls
+            ]
+            reason = "tool_calls"
+        if self.transcript.reasoning is not None:
+            message["reasoning_content"] = self.transcript.reasoning
+        return {
+            "id": self.completion_id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": reason}],
+            "usage": usage_dict(Usage()),
+            "hermes": self._suspended_fields(),
+        }
+
+
+def suspended_calls(events: list[TurnEvent], at: int) -> list[ToolCallRequested]:
+    """The client tool calls the agent made together: the run of them starting at `events[at]`."""
+    calls: list[ToolCallRequested] = []
+    for event in events[at:]:
+        if not isinstance(event, ToolCallRequested):
+            break
+        calls.append(event)
+    return calls

@@ -32,7 +32,7 @@ class SessionStreamRenderer(NumberedFold):
         self.run_id = run_id
         self.message_id = "msg_" + hashlib.sha256(run_id.encode()).hexdigest()[:24]
 
-    def _record(self, records: list[SseRecord], name: str, at: float, **fields: Any) -> None:
+    def _record(self, records: list[SseRecord], name: str, at: float, /, **fields: Any) -> None:
         payload = {
             "event": name,
             "session_id": self.session_id,

@@ -5,6 +5,10 @@ The third step of every work-creating POST (parse → submit → deliver), drive
 (`HeldTurn`): it starts only once its head is written, and a head that cannot be written (the client is
 already gone) cancels it — the `async with` block guarantees one or the other. Attaches and replays
 only watch: their client going away never affects the turn.
+
+A delivery covers the journal from the surface's `start` (0, or just after the request a resumed turn was answered
+at) to the terminal record — or to a request that suspends the turn (WIRE.md §15.1): the surface's renderer then
+reports `paused`, and the delivery ends cleanly in its dialect's way while the turn waits for the client's answer.
 """
 
 from __future__ import annotations
@@ -19,8 +23,8 @@ from aiohttp import web
 from ..core.errors import client_gone
 from ..core.events import TurnEvent
 from ..dialects.record import SseRecord
-from ..submission.submit import Existing, NewTurn
-from ..surfaces.surface import Delivery, Render, Surface
+from ..submission.submit import Existing, NewTurn, Resumed
+from ..surfaces.surface import Delivery, Render, Surface, never_paused
 from ..turns import HeldTurn, Journal, Turn
 from .app_keys import SETTINGS
 from .sse import EarlyJson, SseStream
@@ -44,30 +48,45 @@ async def pump(
     render: Render,
     keepalive: float,
     before_send: Callable[[], Awaitable[None]] | None = None,
+    *,
+    start: int = 0,
+    paused: Callable[[], bool] = never_paused,
 ) -> bool:
-    """Render and write the journal from its start until its terminal record; False when the client left.
+    """Render and write the journal from `start` until its terminal record, or until the renderer is `paused` at a
+    request to the client; False when the client left.
 
     `before_send` runs before each batch is written (e.g. waiting until the batch is durable).
     """
-    async for batch in journal.follow(0, idle_timeout=keepalive):
+    async for batch in journal.follow(start, idle_timeout=keepalive):
         if batch is None:
             alive = await stream.keepalive()
         else:
             if before_send is not None:
                 await before_send()
             alive = await stream.send(render(batch))
+            if alive and paused():
+                return True
         if not alive:
             return False
     return True
 
 
 async def await_settled(
-    reply: EarlyJson, journal: Journal, fold: Callable[[list[TurnEvent]], object], keepalive: float
+    reply: EarlyJson,
+    journal: Journal,
+    fold: Callable[[list[TurnEvent]], object],
+    keepalive: float,
+    *,
+    start: int = 0,
+    paused: Callable[[], bool] = never_paused,
 ) -> bool:
-    """Fold the journal until it settles, padding the reply while idle; False when the client left."""
-    async for batch in journal.follow(0, idle_timeout=keepalive):
+    """Fold the journal from `start` until it settles or the fold is `paused` at a request to the client, padding
+    the reply while idle; False when the client left."""
+    async for batch in journal.follow(start, idle_timeout=keepalive):
         if batch is not None:
             fold(batch)
+            if paused():
+                return True
         elif not await reply.pad():
             return False
     return True
@@ -115,7 +134,17 @@ async def deliver(
                     sse = await open_stream(request, surface.headers(), surface.first())
                 if held is not None:
                     held.start()
-                if await pump(sse, journal, surface.render, keepalive, before_send=surface.before_send):
+                if await pump(
+                    sse,
+                    journal,
+                    surface.render,
+                    keepalive,
+                    before_send=surface.before_send,
+                    start=surface.start,
+                    paused=surface.paused,
+                ):
+                    if surface.paused():
+                        await surface.suspended()  # before the end is written: the client may answer at once
                     await (sse.done() if surface.done_marker else sse.close())
                 elif turn is not None:
                     on_client_gone(request, turn, keep)
@@ -123,7 +152,9 @@ async def deliver(
             reply = await _head(EarlyJson.open(request, surface.headers()))
             if held is not None:
                 held.start()
-            if await await_settled(reply, journal, surface.fold, keepalive):
+            if await await_settled(reply, journal, surface.fold, keepalive, start=surface.start, paused=surface.paused):
+                if surface.paused():
+                    await surface.suspended()
                 await reply.finish(surface.body())
             elif turn is not None:
                 on_client_gone(request, turn, keep)
@@ -135,10 +166,13 @@ async def deliver(
 
 
 async def deliver_outcome(
-    request: web.Request, outcome: NewTurn[Any] | Existing, surface: Surface[Any]
+    request: web.Request, outcome: NewTurn[Any] | Existing | Resumed, surface: Surface[Any]
 ) -> web.StreamResponse:
     """The turn a submission found: this request's new one (held until its head is out; `outcome.head` is a keyed chat
-    stream's early head) or the keyed one a retry attaches to or replays."""
+    stream's early head), the suspended one it answered (watched from where it resumes, WIRE.md §15.1), or the keyed
+    one a retry attaches to or replays."""
+    if isinstance(outcome, Resumed):
+        return await deliver(request, outcome.turn.journal, None, surface)
     if isinstance(outcome, Existing):
         surface.replaying(outcome)
         return await deliver(request, outcome.journal, None, surface)

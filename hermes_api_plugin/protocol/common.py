@@ -146,6 +146,19 @@ TOOL_ITEMS_HEADER = Param(
     "delivery; hosted: server tools as mcp_call items (create only; a stored response keeps the mode it was created "
     "with). Any case; other values: on (§1.6, §15.3)",
 )
+# X-Hermes-Approvals (§15.2): `ask` ends the delivery with the approval question, answered by the next message; `hold`
+# keeps §14.2's open stream, decided through POST /v1/runs/{id}/approval. Absent or another value: the configured mode.
+APPROVAL_MODES = ("ask", "hold")
+_CONFIGURED = "configured"
+_APPROVALS = Keyword(values=APPROVAL_MODES, default=_CONFIGURED, max_length=HEADER_MAX)
+APPROVALS_HEADER = Param(
+    "X-Hermes-Approvals",
+    _APPROVALS,
+    "header",
+    description="ask: an approval ends the delivery with its question, the next message (/approve, /deny, yes, no) "
+    "answers it; hold: the stream stays open until POST /v1/runs/{id}/approval decides. Any case; absent or other "
+    "values: api_server.approvals.chat (§15.2)",
+)
 LAST_EVENT_ID_HEADER = Param(
     "Last-Event-ID", Str(), "header", description="Resume after this record id; any other value: from the start"
 )
@@ -157,6 +170,11 @@ class HermesHeaders:
     session_key: str | None
     tool_progress: bool  # X-Hermes-Tool-Progress (chat)
     tool_items: str = "on"  # X-Hermes-Tool-Items (Responses): on | off | hosted (TOOL_ITEMS_MODES)
+    approvals: str | None = None  # X-Hermes-Approvals: ask | hold (APPROVAL_MODES); None: the configured mode
+
+    def holds_approvals(self, configured: str) -> bool:
+        """Whether an approval keeps this request's stream open (§14.2) rather than ending its delivery (§15.2)."""
+        return (self.approvals or configured) == "hold"
 
     @property
     def tool_items_shown(self) -> bool:
@@ -171,7 +189,7 @@ def check_session_id(sid: str, param: str) -> None:
 
 
 def parse_hermes_headers(headers: Mapping[str, str]) -> HermesHeaders:
-    """Validate X-Hermes-Session-Id / -Session-Key / -Tool-Progress / -Tool-Items (WIRE.md §1.6)."""
+    """Validate X-Hermes-Session-Id / -Session-Key / -Tool-Progress / -Tool-Items / -Approvals (WIRE.md §1.6)."""
     sid = headers.get("X-Hermes-Session-Id")
     if sid is not None:
         check_session_id(sid, "X-Hermes-Session-Id")
@@ -179,7 +197,10 @@ def parse_hermes_headers(headers: Mapping[str, str]) -> HermesHeaders:
     if key is not None and (_SESSION_KEY.check(key, "X-Hermes-Session-Key") and _CONTROL.search(key)):
         raise _SESSION_KEY.fail("X-Hermes-Session-Key", _SESSION_KEY.message)
     progress = headers.get("X-Hermes-Tool-Progress", "").strip().lower() != "off"
-    return HermesHeaders(sid, key, progress, tool_items_mode(headers))
+    approvals: str | None = _APPROVALS.check(headers.get("X-Hermes-Approvals", ""), "X-Hermes-Approvals")
+    if approvals == _CONFIGURED:
+        approvals = None
+    return HermesHeaders(sid, key, progress, tool_items_mode(headers), approvals)
 
 
 def tool_items_mode(headers: Mapping[str, str]) -> str:

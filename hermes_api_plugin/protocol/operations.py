@@ -11,6 +11,7 @@ from typing import Any
 
 from . import approvals, chat, jobs, replies, responses, runs, sessions
 from .common import (
+    APPROVALS_HEADER,
     IDEMPOTENCY_HEADER,
     LAST_EVENT_ID_HEADER,
     SESSION_ID_HEADER,
@@ -80,7 +81,7 @@ OPERATIONS: dict[str, Operation] = {
     "chat_completions": Operation(
         "Chat Completions (JSON, or SSE with reasoning_content and hermes.tool.progress)",
         body=chat.CHAT_BODY,
-        params=(*_TURN_HEADERS, SESSION_ID_HEADER, TOOL_PROGRESS_HEADER),
+        params=(*_TURN_HEADERS, SESSION_ID_HEADER, TOOL_PROGRESS_HEADER, APPROVALS_HEADER),
         reply=replies.CHAT_COMPLETION,
         sse=True,
         links=_RUN_OF_TURN,

@@ -32,7 +32,7 @@ from ..protocol.responses import (
 from ..store.base import StoredResponse, StoreError
 from ..submission.conversations import response_not_found
 from ..submission.idempotency import error_for, store_failure
-from ..submission.submit import Existing, NewTurn, Refusal, Submission, refusal_error
+from ..submission.submit import Existing, NewTurn, Refusal, Resumed, Submission, refusal_error
 from ..surfaces.responses import ResponsesSurface
 from ..surfaces.surface import run_headers
 from ..turns import Journal
@@ -56,9 +56,12 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     return await deliver_outcome(request, outcome, surface)
 
 
-async def _as_it_stands(outcome: NewTurn[None] | Existing, surface: ResponsesSurface) -> web.Response:
-    """A background Response asked for as JSON, new or attached: the object as it stands; a new turn runs on,
+async def _as_it_stands(outcome: NewTurn[None] | Existing | Resumed, surface: ResponsesSurface) -> web.Response:
+    """A background Response asked for as JSON, new, resumed or attached: the object as it stands; a new turn runs on,
     detached (a replayed one has settled: it is delivered as any other)."""
+    if isinstance(outcome, Resumed):
+        surface.fold(list(outcome.turn.journal.events[outcome.start :]))
+        return json_response(surface.body(), headers=surface.headers())
     if isinstance(outcome, Existing):
         surface.replaying(outcome)
         surface.fold(list(outcome.journal.events))

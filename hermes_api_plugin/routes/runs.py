@@ -59,6 +59,7 @@ async def create_run(request: web.Request) -> web.Response:
         async with outcome.held:  # started at once; were anything to fail first, the turn is cancelled, not kept
             turn = start_detached(outcome.held)
         return json_response({"run_id": turn.run_id, "status": "started"}, status=202, headers=surface.headers())
+    assert isinstance(outcome, Existing)  # a run never resumes another: answers have their own endpoints
     return await _replayed(request, outcome, surface)
 
 

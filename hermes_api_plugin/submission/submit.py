@@ -6,15 +6,17 @@
 resolves everything a new turn needs as a `TurnPlan`) and returns a typed outcome:
 
     NewTurn    admitted, reserved, stored; its agent work is held until the delivery writes the head
+    Resumed    the request answers a suspended turn (WIRE.md §15.1): the answer is applied and the delivery continues
+               that turn's journal after the request it answered (a keyed one reserves its key for that turn first)
     Existing   the key's turn: `attach` to the live one — here, or on another gateway (its journal followed
                through the shared store, cluster/remote_turns.py) — or `replay` of the recorded journal
     Refusal    nothing executes: admission_conflict | unknown_execution | admission_expired | storage_unavailable |
                running_elsewhere (another live process runs it and the store cannot follow it: SQLite)
 
-Order (WIRE.md §5.3): drain check → key lookup → (new only) plan → cap → admission → optional early head
-(keyed chat streams) → reservation → session-key binding → the surface's `admitted` step. A failure after
-admission cancels the held turn, so it settles and frees its slot. The key's lock covers lookup to
-reservation only, never delivery: a retry arriving while the turn runs attaches at once.
+Order (WIRE.md §5.3): drain check → key lookup → (new only) the suspended turn the request answers, if any → plan →
+cap → admission → optional early head (keyed chat streams) → reservation → session-key binding → the surface's
+`admitted` step. A failure after admission cancels the held turn, so it settles and frees its slot. The key's lock
+covers lookup to reservation only, never delivery: a retry arriving while the turn runs attaches at once.
 
 On a shared store (PostgreSQL) every turn is durable whether keyed or not: its journal is group-committed and a run
 record (`RunRecord`) names its owner, so any gateway can read, follow and stop it (routes/runs.py). A keyed retry
@@ -135,6 +137,31 @@ class Planner(Protocol):
         """The surface's step once its turn is admitted and reserved (e.g. store the in-progress Response)."""
         ...
 
+    async def resumes(self, waiting: Sequence[Turn]) -> Resume | None:
+        """The suspended turn among `waiting` (this scope's) that this request answers, and how (WIRE.md §15.1); None:
+        the request is a new turn — after resolving negatively what it leaves unanswered (the conversation moved on)."""
+        ...
+
+    def resuming(self, turn: Turn, start: int) -> None:
+        """Deliver `turn` from journal position `start`, the request answered (called before `reply`)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Resume:
+    """A request's answer to a suspended turn: `apply()` gives it to the turn and says how many requests it resolved."""
+
+    turn: Turn
+    apply: Callable[[], int]
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """The suspended turn a request answered, delivered from `start` (just after the request it answered)."""
+
+    turn: Turn
+    start: int
+
 
 @dataclass(frozen=True)
 class NewTurn(Generic[H]):
@@ -160,7 +187,7 @@ class Refusal(Generic[H]):
     head: H | None = None  # the early head already written, where the refusal must be reported
 
 
-Submission = NewTurn[H] | Existing | Refusal[H]
+Submission = NewTurn[H] | Existing | Resumed | Refusal[H]
 
 
 class Submitter:
@@ -218,6 +245,9 @@ class Submitter:
         slot = await self.slot(surface.name, surface.key, surface.identity, surface.target(), surface.large)
         self.registry.check_draining()
         if slot is None:
+            resume = await surface.resumes(self.registry.waiting(self.scope))
+            if resume is not None:
+                return self._resume(resume, surface)
             new: NewTurn[H] | Refusal[H] | Decision = await self._new(None, False, surface, None)
             assert not isinstance(new, Decision)  # only a reservation can lose a race
             return new
@@ -227,11 +257,57 @@ class Submitter:
             except StoreError as exc:
                 return Refusal(store_failure(exc))
             if decision.verdict == "new":
+                resume = await surface.resumes(self.registry.waiting(self.scope))
+                if resume is not None:
+                    return await self._resume_keyed(resume, surface, slot, decision.free_expired)
                 outcome = await self._new(slot, decision.free_expired, surface, early_head)
                 if not isinstance(outcome, Decision):
                     return outcome
                 decision = outcome  # another gateway reserved the key first: its record decides
         return await self._existing(decision)
+
+    def _resume(self, resume: Resume, surface: Planner) -> Resumed:
+        """Answer a suspended turn and deliver it from just after the request it answered."""
+        turn = resume.turn
+        start = turn.resume_position()
+        surface.resuming(turn, start)
+        resume.apply()  # 0 when a timeout or stop resolved it first: the delivery shows what the turn does instead
+        return Resumed(turn, start)
+
+    async def _resume_keyed(
+        self, resume: Resume, surface: Planner, slot: Slot, replace_expired: bool
+    ) -> Resumed | Refusal[H]:
+        """A keyed answer: its key is reserved for the turn it answers before the answer is applied, so a retry attaches
+        to that turn from the same position (its reply records it) and never answers again. The turn's settlement then
+        settles this key too, its journal kept durable for the retries that replay it."""
+        turn = resume.turn
+        surface.resuming(turn, turn.resume_position())
+        try:
+            holder = await self.admissions.reserve(slot, turn.run_id, surface.reply(turn).to_json(), replace_expired)
+        except StoreError as exc:
+            return Refusal(store_failure(exc))
+        if holder is not None:
+            return Refusal("admission_conflict")
+        if not turn.settles_keys:
+            turn.persist = self._settling(turn.persist)
+            turn.settles_keys = True
+            if not self.journals.watching(turn.journal):
+                self.journals.watch(turn.run_id, turn.journal)
+        return self._resume(resume, surface)
+
+    def _settling(self, inner: Persister | None) -> Persister:
+        """A turn's persistence, then its keys settled after its whole journal is durable (the keyed answer of a turn
+        admitted without a key)."""
+        journals, admissions = self.journals, self.admissions
+
+        async def persist(turn: Turn, finished: TurnFinished) -> None:
+            if inner is not None:
+                await inner(turn, finished)
+            if not turn.writes_journal:
+                await journals.write_now(turn.run_id, turn.journal, [finished], at=turn.finished_at)
+            await admissions.settle(turn.run_id)
+
+        return persist
 
     def _live(self, run_id: str) -> bool:
         return self.registry.get(run_id) is not None
@@ -326,6 +402,8 @@ class Submitter:
             raise
         if slot is not None or p.durable or self.remote_turns.shared:
             self.journals.watch(turn.run_id, turn.journal)
+        turn.settles_keys = slot is not None
+        turn.writes_journal = slot is not None or self.remote_turns.shared
         return NewTurn(held, head)
 
     def _run_record(self, surface: str, turn: Turn) -> RunRecord:

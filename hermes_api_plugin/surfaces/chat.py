@@ -1,26 +1,41 @@
 """The chat completions surface (WIRE.md §3): a chat request's turn plan — its session (explicit, derived, or the
 conversation it continues: submission/continuity.py), history and queueing — its `ChatReply`, and its delivery as
-chat.completion chunks or one chat.completion body (dialects/chat_completions.py)."""
+chat.completion chunks or one chat.completion body (dialects/chat_completions.py).
+
+Turn-taking (WIRE.md §15.2): a delivery ends where its turn suspends for the client, and the surface then records
+the conversation as the client now holds it (`Turn.answer_key`). The client's next request of that conversation —
+found by its session header, by that key, or by the `tool_call_id`s of its trailing tool messages — answers the turn:
+an approval command (`/approve`, `/deny`, Hermes' plain words) decides the approval, any message answers a question,
+tool messages return the tool calls' outputs. Any other message leaves the request unanswered (denied, no answer, no
+output) and is a new turn."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..config.settings import Settings
-from ..core.content import Message
-from ..core.events import TurnFinished, TurnStatus
+from ..core.content import Message, TextPart
+from ..core.events import (
+    ApprovalRequested,
+    QuestionAsked,
+    TextDelta,
+    TurnFinished,
+    TurnStatus,
+)
 from ..core.offload import LARGE_MESSAGES, off_loop
 from ..core.transcript import turn_messages
 from ..dialects.chat_completions import ChatRenderer
+from ..dialects.prompts import chosen
 from ..dialects.record import SseRecord
+from ..protocol.approval_commands import approval_command, offered
 from ..protocol.chat import ChatRequest
 from ..protocol.common import new_completion_id
 from ..submission.continuity import ConversationIndex, index_key, resolve
 from ..submission.conversations import Conversations
-from ..submission.submit import Existing, TurnPlan, turn_request
+from ..submission.submit import Existing, Resume, TurnPlan, turn_request
 from ..turns import HistoryLoader, Persister, Turn
 from .surface import Fold, Posted, Render, run_headers
 
@@ -33,18 +48,28 @@ class ChatReply:
     created: int
     model: str
     session_id: str | None  # None: a record without one (the live session is named instead)
+    start: int = 0  # an answer to a suspended turn: the journal position its delivery resumed at (WIRE.md §15.1)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        stored: dict[str, Any] = {
             "completion_id": self.completion_id,
             "created": self.created,
             "model": self.model,
             "session_id": self.session_id,
         }
+        if self.start:
+            stored["start"] = self.start
+        return stored
 
     @classmethod
     def from_json(cls, stored: Mapping[str, Any]) -> ChatReply:
-        return cls(stored["completion_id"], stored["created"], stored["model"], stored.get("session_id"))
+        return cls(
+            stored["completion_id"],
+            stored["created"],
+            stored["model"],
+            stored.get("session_id"),
+            stored.get("start", 0),
+        )
 
 
 class ChatSurface:
@@ -76,6 +101,8 @@ class ChatSurface:
         self._run_id: str | None = None
         self._replayed = False
         self._reply_session: str | None = None
+        self._turn: Turn | None = None
+        self.start = 0  # the journal position this delivery begins at
 
     def _renderer(self, completion_id: str, created: int, model: str) -> ChatRenderer:
         return ChatRenderer(
@@ -106,13 +133,18 @@ class ChatSurface:
             history = self.conversations.session_history(self.session_id)
         elif self.settings.chat_continuity == "auto":
             history, persist = await self._continuity()
-        request = turn_request(
-            self.session_id,
-            chat.input,
-            chat.selection,
-            system_prompt=chat.system_prompt,
-            metadata=chat.metadata,
-            session_key=self.hermes.session_key,
+        request = replace(
+            turn_request(
+                self.session_id,
+                chat.input,
+                chat.selection,
+                system_prompt=chat.system_prompt,
+                metadata=chat.metadata,
+                session_key=self.hermes.session_key,
+            ),
+            client_tools=chat.client_tools,
+            tool_choice=chat.tool_choice,
+            hold_approvals=self.hermes.holds_approvals(self.settings.approvals_chat),
         )
         return TurnPlan(request, history=history, queued=explicit, persist=persist)
 
@@ -149,23 +181,75 @@ class ChatSurface:
 
     def reply(self, turn: Turn) -> ChatReply:
         r = self.renderer
-        return ChatReply(r.completion_id, r.created, r.model, self.session_id)
+        return ChatReply(r.completion_id, r.created, r.model, self.session_id, self.start)
 
     async def admitted(self, turn: Turn) -> None:
         pass
+
+    async def resumes(self, waiting: Sequence[Turn]) -> Resume | None:
+        chat = self.chat
+        if chat.tool_results:
+            outputs = {result.call_id: result.output for result in chat.tool_results}
+            calling = next((t for t in waiting if outputs.keys() & set(t.suspensions.pending_calls())), None)
+            if calling is not None:
+                suspensions = calling.suspensions
+                return Resume(calling, lambda: sum(suspensions.tool_output(c, o) for c, o in outputs.items()))
+            return None  # results no turn waits for: the agent continues with them as a new turn
+        turn = await self._conversation_turn(waiting)
+        return self._answer(turn) if turn is not None else None
+
+    async def _conversation_turn(self, waiting: Sequence[Turn]) -> Turn | None:
+        """The suspended turn of this request's conversation: its session's, or the one its history ends at."""
+        if not waiting:
+            return None
+        if self.hermes.session_id is not None:
+            return next((t for t in waiting if t.request.session_id == self.hermes.session_id), None)
+        key = await self._key(self.chat.history)
+        return next((t for t in waiting if t.answer_key == key), None) if key is not None else None
+
+    async def _key(self, messages: Sequence[Message]) -> str | None:
+        scope, system = self.conversations.scope, self.chat.system_prompt
+        return await off_loop(lambda: index_key(scope, system, messages), len(messages) > LARGE_MESSAGES)
+
+    def _answer(self, turn: Turn) -> Resume | None:
+        """This message as the answer to what `turn` waits for; None (after resolving it negatively) when it is not
+        one: a message that is no approval command while an approval waits, or no tool output while a call does."""
+        asked = turn.required_action
+        suspensions = turn.suspensions
+        text = self.chat.input.text
+        if isinstance(asked, QuestionAsked):
+            return Resume(turn, lambda: int(suspensions.answer(chosen(asked, text))))
+        if isinstance(asked, ApprovalRequested):
+            command = approval_command(text)
+            gate = turn.agent_turn.approvals or suspensions
+            if command is not None:
+                decided = offered(command, asked.choices)
+                return Resume(turn, lambda: gate.resolve(decided.choice, decided.resolve_all))
+            gate.resolve("deny", True)  # the conversation moved on: a dangerous command never runs unapproved
+        suspensions.decline()
+        return None
+
+    def resuming(self, turn: Turn, start: int) -> None:
+        self.renderer.prime(turn.journal.events[:start])
+        self.start = start
+        self.delivering(turn)
 
     # Delivery
 
     def delivering(self, turn: Turn) -> None:
         self._run_id = self.renderer.run_id = turn.run_id
+        self._turn = turn
 
     def replaying(self, existing: Existing) -> None:
-        """The original ids, from the journal's start; a replay names the session its reply recorded."""
+        """The original ids, from where the original delivery began; a replay names the session its reply recorded."""
         reply = ChatReply.from_json(existing.record.reply)
         self.renderer = self._renderer(reply.completion_id, reply.created, reply.model)
+        self.renderer.prime(existing.journal.events[: reply.start])
+        self.start = reply.start
         self._run_id = self.renderer.run_id = existing.run_id
         self._replayed = True
         self._reply_session = None if existing.kind == "attach" else reply.session_id
+        self._turn = existing.turn
 
     @property
     def stream(self) -> bool:
@@ -181,7 +265,28 @@ class ChatSurface:
 
     @property
     def fold(self) -> Fold:
-        return self.renderer.transcript.feed_all
+        return self.renderer.fold
+
+    @property
+    def paused(self) -> Callable[[], bool]:
+        return self.renderer.is_paused
+
+    async def suspended(self) -> None:
+        """The delivery ended at a request to the client: the conversation as the client now holds it — what it sent,
+        and the assistant message this delivery ended with — is what its answer will be recognised by."""
+        turn = self._turn
+        if turn is None or self.hermes.session_id is not None or self.chat.tool_results:
+            return
+        renderer = self.renderer
+        if self.stream:  # every text the stream carried, as the client joined it
+            events = turn.journal.events
+            end = renderer.paused_at(events, self.start)
+            shown = "".join(e.text for e in events[self.start : end] if isinstance(e, TextDelta))
+        else:  # the answer since the last tool, as a JSON reply carries it
+            shown = renderer.transcript.answer
+        said = shown + renderer.said
+        held = [*self.chat.history, self.chat.input, Message("assistant", (TextPart(said),))]
+        turn.answer_key = await self._key(held)
 
     @property
     def before_send(self) -> Callable[[], Awaitable[None]] | None:

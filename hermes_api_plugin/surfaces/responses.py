@@ -20,10 +20,10 @@ from ..protocol.responses import ResponsesRequest, hosted_tools, resolve_input
 from ..store.base import Eviction, StoredResponse
 from ..store.roles import ResponseStore
 from ..submission.conversations import Conversations, extended, fixed_history
-from ..submission.submit import Existing, TurnPlan, turn_request
+from ..submission.submit import Existing, Resume, TurnPlan, turn_request
 from ..turns import HistoryLoader, Journal, Persister, Turn
 from ..turns.durable import JournalSaver
-from .surface import Fold, Posted, Render, run_headers
+from .surface import Fold, Posted, Render, never_paused, run_headers
 
 log = logging.getLogger("hermes_api_plugin")
 
@@ -193,6 +193,13 @@ class ResponsesSurface:
         assert self.head is not None
         return ResponsesReply(self.head, self.commentary, turn.queued_at_admission, self.session_id, self.hosted)
 
+    async def resumes(self, waiting: Sequence[Turn]) -> Resume | None:
+        """Not yet: a Response does not end at a suspension (issue 22, §15.3)."""
+        return None
+
+    def resuming(self, turn: Turn, start: int) -> None:
+        raise AssertionError("never resumes")
+
     async def admitted(self, turn: Turn) -> None:
         """A stored Response is stored in progress once admitted (WIRE.md §4.5)."""
         record = self._record
@@ -248,6 +255,15 @@ class ResponsesSurface:
     @property
     def fold(self) -> Fold:
         return self.render
+
+    start = 0  # from the journal's start (a delivery here does not yet end at a suspension)
+
+    @property
+    def paused(self) -> Callable[[], bool]:
+        return never_paused
+
+    async def suspended(self) -> None:
+        pass
 
     @property
     def before_send(self) -> Callable[[], Awaitable[None]] | None:

@@ -16,7 +16,7 @@ from ..protocol.common import new_session_id
 from ..protocol.runs import RunRequest
 from ..store.base import IdempotencyRecord
 from ..submission.conversations import Conversations, extended
-from ..submission.submit import TurnPlan, turn_request
+from ..submission.submit import Resume, TurnPlan, turn_request
 from ..turns import HistoryLoader, Turn
 from .chat import ChatReply
 from .responses import ResponsesReply
@@ -99,6 +99,14 @@ class RunSurface:
 
     def reply(self, turn: Turn) -> RunReply:
         return RunReply(turn.request.session_id, self.model)
+
+    async def resumes(self, waiting: Sequence[Turn]) -> Resume | None:
+        """A run is answered through /v1/runs/{id}/approval, /answer and /tool_outputs (WIRE.md §15.4), never by a
+        new run."""
+        return None
+
+    def resuming(self, turn: Turn, start: int) -> None:
+        raise AssertionError("never resumes")
 
     async def admitted(self, turn: Turn) -> None:
         pass

@@ -5,7 +5,7 @@ Hermes session goes on there), its history the session's transcript — its `Ses
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,9 +14,9 @@ from ..dialects.record import SseRecord, after_id
 from ..dialects.sessions import SessionStreamRenderer
 from ..protocol.sessions import SessionChatRequest
 from ..submission.conversations import Conversations
-from ..submission.submit import Existing, TurnPlan, turn_request
+from ..submission.submit import Existing, Resume, TurnPlan, turn_request
 from ..turns import Journal, Turn
-from .surface import Fold, Posted, Render, run_headers
+from .surface import Fold, Posted, Render, never_paused, run_headers
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,15 @@ class SessionChatSurface:
 
     name = "session_chat"
     done_marker = False
+    start = 0  # from the journal's start (a delivery here does not yet end at a suspension)
+
+    @property
+    def paused(self) -> Callable[[], bool]:
+        return never_paused
+
+    async def suspended(self) -> None:
+        pass
+
     before_send: Callable[[], Awaitable[None]] | None = None
     _render: Render  # the delivery's renderer, its records after the client's Last-Event-ID
 
@@ -100,6 +109,13 @@ class SessionChatSurface:
 
     def reply(self, turn: Turn) -> SessionChatReply:
         return SessionChatReply(self.session_id, self.model)
+
+    async def resumes(self, waiting: Sequence[Turn]) -> Resume | None:
+        """Not yet: a session chat does not end at a suspension (issue 22, §15.2)."""
+        return None
+
+    def resuming(self, turn: Turn, start: int) -> None:
+        raise AssertionError("never resumes")
 
     async def admitted(self, turn: Turn) -> None:
         pass

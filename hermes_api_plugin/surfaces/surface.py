@@ -79,6 +79,23 @@ class Delivery(Protocol):
         """Awaited before each batch is written (a durable journal: until the batch is saved)."""
         ...
 
+    @property
+    def start(self) -> int:
+        """The journal position the delivery begins at: 0, or just after the request a resumed turn was answered at
+        (WIRE.md §15.1)."""
+        ...
+
+    @property
+    def paused(self) -> Callable[[], bool]:
+        """Whether the renderer has reached a request that ends the delivery (the turn suspends, WIRE.md §15.1);
+        asked once per batch."""
+        ...
+
+    async def suspended(self) -> None:
+        """The delivery ended at a request to the client (`paused`): record what the client's answer will find the turn
+        by, before the end of the delivery is written."""
+        ...
+
     def headers(self) -> Mapping[str, str]:
         """The response head's headers."""
         ...
@@ -107,6 +124,11 @@ class Surface(Planner, Delivery, Protocol[R]):
     def replaying(self, existing: Existing) -> None:
         """Deliver the keyed turn a retry found — attached live or replayed — with the ids its stored reply names."""
         ...
+
+
+def never_paused() -> bool:
+    """The `paused` of a delivery that never ends before its turn settles."""
+    return False
 
 
 def run_headers(

@@ -108,6 +108,14 @@ class TurnRegistry:
             return turn
         return self.recent.get(run_id)
 
+    def waiting(self, scope: str) -> list[Turn]:
+        """The unsettled turns of a credential scope that wait for their client (WIRE.md §15.1), oldest first."""
+        return [
+            turn
+            for turn in self._active.values()
+            if turn.may_wait and turn.request.scope == scope and turn.required_action is not None
+        ]
+
     def stop(self, run_id: str) -> Turn | None:
         """Interrupt an unsettled turn (WIRE.md §6.4, §4.8); returns it, or None when none runs."""
         turn = self._active.get(run_id)

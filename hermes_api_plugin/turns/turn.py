@@ -10,7 +10,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
 from ..core.content import Message
-from ..core.events import ClientRequest, TurnFinished, TurnStatus, required_action, unanswered_approvals
+from ..core.events import (
+    ClientRequest,
+    ToolCallRequested,
+    TurnFinished,
+    TurnStatus,
+    required_action,
+    unanswered_approvals,
+)
 from ..runtimes.base import AgentTurn, TurnRequest
 from .callback_sink import CallbackSink
 from .journal import Journal, journal_bytes
@@ -54,6 +61,10 @@ class Turn:
         self.created_at = time.time()
         self.finished_at: float | None = None  # the terminal record's journal time, fixed before it is persisted
         self.started = False
+        self.settles_keys = False  # its settlement settles the idempotency keys that name it (submission/submit.py)
+        self.writes_journal = False  # its settlement writes its whole journal to the store
+        # what the client's next request is recognised by while the turn waits for it (a chat conversation's key)
+        self.answer_key: str | None = None
         self.task: asyncio.Task[None] | None = None
         loop = asyncio.get_running_loop()
         # A held turn waits for its gate (the response head is out) or an interrupt before any agent work.
@@ -88,6 +99,24 @@ class Turn:
     def required_action(self) -> ClientRequest | None:
         """Unsettled and suspended: the request it waits for its client to answer (WIRE.md §15.1)."""
         return required_action(self.journal.events) if self.journal.finished is None else None
+
+    @property
+    def may_wait(self) -> bool:
+        """Unsettled, and something may wait for its client: a cheap test before `required_action` reads the journal."""
+        return self.journal.finished is None and (self.suspensions.pending > 0 or self.agent_turn.approvals is not None)
+
+    def resume_position(self) -> int:
+        """The journal position a delivery resuming this turn begins at: just after the oldest request it waits for
+        (and the client tool calls the agent made together with it), where the delivery before ended."""
+        events = self.journal.events
+        asked = required_action(events)
+        if asked is None:
+            return len(events)
+        at = next(i for i in range(len(events) - 1, -1, -1) if events[i] is asked) + 1
+        if isinstance(asked, ToolCallRequested):
+            while at < len(events) and isinstance(events[at], ToolCallRequested):
+                at += 1
+        return at
 
     @property
     def stopping(self) -> bool:

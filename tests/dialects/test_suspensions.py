@@ -108,5 +108,7 @@ def test_session_streams_name_question_events_and_chat_is_unaffected() -> None:
     assert [n for n, _ in named] == ["question.request", "question.responded"]
     assert named[0][1]["question"] == "Which branch?" and named[1][1]["answer"] == "main"
     chat = ChatRenderer(completion_id="chatcmpl-x", created=1, model="hermes-agent")
-    chat.render(TURN)  # chat's own dialect of questions comes later (§15.2): the answer is what it was
-    assert chat.completion()["choices"][0]["message"]["content"] == "Deploying main."
+    chat.render(TURN)  # §15.2: chat's delivery ends with the question as the assistant's message
+    body = chat.completion()
+    assert body["choices"][0]["message"]["content"] == "Which branch?\n\n1. main\n2. release"
+    assert body["choices"][0]["finish_reason"] == "stop" and body["hermes"]["suspended"] == "question"

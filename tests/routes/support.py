@@ -1,7 +1,7 @@
 """What several route test modules share: the session requests (tests/routes/test_sessions.py,
 test_session_fork.py), a run started and followed to its end (test_runs.py, test_run_approval.py) and a
-non-streamed chat completion (test_chat_stream.py, test_chat_continuity.py) — each checking what every reply of
-its kind must hold.
+chat completion, streamed or not (test_chat_stream.py, test_chat_continuity.py, test_chat_turn_taking.py) — each
+checking what every reply of its kind must hold.
 """
 
 from __future__ import annotations
@@ -13,9 +13,21 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 from multidict import CIMultiDictProxy
 
-from tests.helpers import CHAT, JSON_TYPE, RUN_ID, RUN_TERMINALS, RUNS, Reply, chat_body, fetch, wait_for_async
+from tests.helpers import (
+    CHAT,
+    JSON_TYPE,
+    PROGRESS,
+    RUN_ID,
+    RUN_TERMINALS,
+    RUNS,
+    Reply,
+    chat_body,
+    fetch,
+    wait_for_async,
+)
 
 SESSIONS = "/api/sessions"
+APPROVAL_EVENTS = ("hermes.approval.request", "hermes.approval.responded")  # WIRE.md §14.2
 SESSION_KEYS = {
     "id",
     "source",
@@ -252,3 +264,59 @@ async def json_chat(
         response_headers = resp.headers
     assert RUN_ID.match(response_headers["X-Hermes-Run-Id"])
     return response_headers, reply
+
+
+class ChatStream(Reply):
+    """A chat completion stream: its chunks, the progress records, the finish chunk and the concatenated text."""
+
+    @property
+    def plain(self) -> list[dict[str, Any]]:
+        """Data chunks without an `event:` name (role, reasoning, text, finish)."""
+        return [r.json() for r in self.records if r.event is None and r.data != "[DONE]"]
+
+    @property
+    def progress(self) -> list[dict[str, Any]]:
+        return [r.json() for r in self.records if r.event == PROGRESS]
+
+    @property
+    def finish(self) -> dict[str, Any]:
+        return self.chunks[-1]
+
+    @property
+    def reasoning(self) -> str:
+        return "".join(c["choices"][0]["delta"].get("reasoning_content", "") for c in self.plain)
+
+    @property
+    def content(self) -> str:
+        return "".join(c["choices"][0]["delta"].get("content", "") for c in self.plain)
+
+
+def check_stream_framing(result: ChatStream) -> None:
+    """Rules every chat stream obeys (W-2.2, W-2.5, W-3.4 tail, W-3.6 event names)."""
+    assert result.raw.endswith(b"data: [DONE]\n\n"), result.raw[-200:]
+    assert result.records[-1].data == "[DONE]"
+    assert sum(1 for r in result.records if r.data == "[DONE]") == 1
+    assert all(r.id is None for r in result.records), "chat streams carry no id: lines"
+    assert b"\nid:" not in result.raw and not result.raw.startswith(b"id:")
+    assert b"retry:" not in result.raw
+    assert {r.event for r in result.records} <= {None, PROGRESS, *APPROVAL_EVENTS}
+    finishes = [c for c in result.chunks if c["choices"] and c["choices"][0]["finish_reason"] is not None]
+    assert len(finishes) == 1
+    assert result.chunks[-1]["choices"][0]["finish_reason"] is not None, "the finish chunk is the last data chunk"
+    assert RUN_ID.match(result.headers["X-Hermes-Run-Id"])
+
+
+async def stream_chat(
+    api: TestClient,
+    auth: dict[str, str],
+    text: str | None = None,
+    *,
+    headers: dict[str, str] | None = None,
+    **body: Any,
+) -> ChatStream:
+    async with api.post(CHAT, json=chat_body(text, stream=True, **body), headers={**auth, **(headers or {})}) as resp:
+        assert resp.status == 200, await resp.text()
+        assert resp.headers["Content-Type"].startswith("text/event-stream")
+        result = ChatStream(resp.status, resp.headers, await asyncio.wait_for(resp.read(), 30))
+    check_stream_framing(result)
+    return result

@@ -34,7 +34,6 @@ from tests.helpers import (
     RUN_ID,
     USE_TOOL_ANSWER,
     USE_TOOL_REASONING,
-    Reply,
     SseRecord,
     assert_error_envelope,
     chat_body,
@@ -46,69 +45,13 @@ from tests.helpers import (
 )
 from tests.live import executions
 
-from .support import json_chat
+from .support import ChatStream, check_stream_framing, json_chat, stream_chat
 
 CALL_ID = re.compile(r"^call_[0-9a-f]{24}$")
 DERIVED_SESSION = re.compile(r"^api-[0-9a-f]{16}$")
 
 
 # -- helpers ------------------------------------------------------------------------------------------
-
-
-class ChatStream(Reply):
-    """A chat completion stream: its chunks, the progress records, the finish chunk and the concatenated text."""
-
-    @property
-    def plain(self) -> list[dict[str, Any]]:
-        """Data chunks without an `event:` name (role, reasoning, text, finish)."""
-        return [r.json() for r in self.records if r.event is None and r.data != "[DONE]"]
-
-    @property
-    def progress(self) -> list[dict[str, Any]]:
-        return [r.json() for r in self.records if r.event == PROGRESS]
-
-    @property
-    def finish(self) -> dict[str, Any]:
-        return self.chunks[-1]
-
-    @property
-    def reasoning(self) -> str:
-        return "".join(c["choices"][0]["delta"].get("reasoning_content", "") for c in self.plain)
-
-    @property
-    def content(self) -> str:
-        return "".join(c["choices"][0]["delta"].get("content", "") for c in self.plain)
-
-
-def check_stream_framing(result: ChatStream) -> None:
-    """Rules every chat stream obeys (W-2.2, W-2.5, W-3.4 tail, W-3.6 event names)."""
-    assert result.raw.endswith(b"data: [DONE]\n\n"), result.raw[-200:]
-    assert result.records[-1].data == "[DONE]"
-    assert sum(1 for r in result.records if r.data == "[DONE]") == 1
-    assert all(r.id is None for r in result.records), "chat streams carry no id: lines"
-    assert b"\nid:" not in result.raw and not result.raw.startswith(b"id:")
-    assert b"retry:" not in result.raw
-    assert {r.event for r in result.records} <= {None, PROGRESS}
-    finishes = [c for c in result.chunks if c["choices"] and c["choices"][0]["finish_reason"] is not None]
-    assert len(finishes) == 1
-    assert result.chunks[-1]["choices"][0]["finish_reason"] is not None, "the finish chunk is the last data chunk"
-    assert RUN_ID.match(result.headers["X-Hermes-Run-Id"])
-
-
-async def stream_chat(
-    api: TestClient,
-    auth: dict[str, str],
-    text: str | None = None,
-    *,
-    headers: dict[str, str] | None = None,
-    **body: Any,
-) -> ChatStream:
-    async with api.post(CHAT, json=chat_body(text, stream=True, **body), headers={**auth, **(headers or {})}) as resp:
-        assert resp.status == 200, await resp.text()
-        assert resp.headers["Content-Type"].startswith("text/event-stream")
-        result = ChatStream(resp.status, resp.headers, await asyncio.wait_for(resp.read(), 30))
-    check_stream_framing(result)
-    return result
 
 
 def progress_by_call(result: ChatStream) -> dict[str, list[dict[str, Any]]]:
@@ -722,8 +665,9 @@ async def test_chat_explicit_session_survives_an_app_restart(
 # -- W-3.11 -----------------------------------------------------------------------------------------------
 
 
-async def test_chat_request_tools_never_produce_tool_calls(api: TestClient, auth: dict[str, str]) -> None:
-    """W-3.11: tools/tool_choice are accepted but never yield tool_calls deltas or finish_reason tool_calls."""
+async def test_the_servers_own_tools_never_appear_in_tool_calls(api: TestClient, auth: dict[str, str]) -> None:
+    """W-3.11 as §15.2 amends it (W-15.3): with client tools declared, a turn the agent answers with its own tools
+    streams them as tool progress, never as `tool_calls`; `tool_choice: none` offers the client's tools to no one."""
     tools = [
         {
             "type": "function",
@@ -734,14 +678,13 @@ async def test_chat_request_tools_never_produce_tool_calls(api: TestClient, auth
             },
         }
     ]
-    result = await stream_chat(api, auth, "use tool", tools=tools, tool_choice="required")
-    assert b"tool_calls" not in result.raw
-    assert all("tool_calls" not in c["choices"][0]["delta"] for c in result.chunks)
-    assert result.finish["choices"][0]["finish_reason"] == "stop"
-    assert result.content == USE_TOOL_ANSWER
-    _, reply = await json_chat(
-        api, auth, "use tool", tools=tools, tool_choice={"type": "function", "function": {"name": "get_weather"}}
-    )
+    for choice in ("auto", "none"):
+        result = await stream_chat(api, auth, "use tool", tools=tools, tool_choice=choice)
+        assert b"tool_calls" not in result.raw
+        assert all("tool_calls" not in c["choices"][0]["delta"] for c in result.chunks)
+        assert result.finish["choices"][0]["finish_reason"] == "stop"
+        assert result.content == USE_TOOL_ANSWER
+    _, reply = await json_chat(api, auth, "use tool", tools=tools, tool_choice="none")
     assert "tool_calls" not in reply["choices"][0]["message"]
     assert reply["choices"][0]["finish_reason"] == "stop"
 
