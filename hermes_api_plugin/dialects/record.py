@@ -69,14 +69,16 @@ def exchange_record(event: ClientExchange) -> tuple[str, dict[str, Any]]:
 
 
 class NumberedFold:
-    """The shared walk over a journal; subclasses turn each event into records with `emit`."""
+    """The shared walk over a journal; subclasses turn each event into records with `emit`. A subclass that ends its
+    delivery at a request to the client sets `paused`: the rest of the batch is not rendered."""
 
-    def __init__(self, stamps: Sequence[float]) -> None:
+    def __init__(self, stamps: Sequence[float], start: int = 0) -> None:
         self.stamps = stamps  # stamps[i]: when journal event i was journaled
         self.transcript = TurnTranscript()
         self.last_id = 0
-        self._position = 0
+        self._position = start  # the journal position of the next event (a resumed delivery begins after 0)
         self._tools: dict[str, ToolStarted] = {}
+        self.paused: ClientRequest | None = None
 
     def render(self, events: Sequence[TurnEvent]) -> list[SseRecord]:
         records: list[SseRecord] = []
@@ -89,7 +91,20 @@ class NumberedFold:
             elif isinstance(event, ToolCompleted) and self._tools.pop(event.call_id, None) is None:
                 continue  # an orphan completion is never reported
             self.on_event(records, event, emitted, round(at, 3))
+            if self.paused is not None:
+                break
         return records
+
+    def prime(self, events: Sequence[TurnEvent]) -> None:
+        """Know the tools of what the journal held before a resumed delivery, without rendering it."""
+        for event in events:
+            if isinstance(event, ToolStarted):
+                self._tools[event.call_id] = event
+            elif isinstance(event, ToolCompleted):
+                self._tools.pop(event.call_id, None)
+
+    def is_paused(self) -> bool:
+        return self.paused is not None
 
     def on_event(self, records: list[SseRecord], event: TurnEvent, emitted: str | None, at: float) -> None:
         """Append the records of one event (`emitted`: what the transcript added, e.g. a reasoning delta)."""

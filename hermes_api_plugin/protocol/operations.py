@@ -184,14 +184,14 @@ OPERATIONS: dict[str, Operation] = {
     "session_chat": Operation(
         "Chat on a session (JSON)",
         body=sessions.SESSION_CHAT_BODY,
-        params=(*sessions.SESSION_PATH, *_TURN_HEADERS),
+        params=(*sessions.SESSION_PATH, *_TURN_HEADERS, APPROVALS_HEADER),
         reply=replies.SESSION_CHAT,
         links=_RUN_OF_TURN,
     ),
     "session_chat_stream": Operation(
         "Chat on a session (SSE with named events)",
         body=sessions.SESSION_CHAT_BODY,
-        params=(*sessions.SESSION_PATH, *_TURN_HEADERS, LAST_EVENT_ID_HEADER),
+        params=(*sessions.SESSION_PATH, *_TURN_HEADERS, LAST_EVENT_ID_HEADER, APPROVALS_HEADER),
         sse=True,
     ),
     # Hermes' cron jobs (§14.3)

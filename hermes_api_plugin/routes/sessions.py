@@ -8,7 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from ..core.errors import ApiError, invalid_request, not_found
-from ..http.app_keys import RUNTIME, STORE, TURNS
+from ..http.app_keys import RUNTIME, SETTINGS, STORE, TURNS
 from ..http.delivery import deliver_outcome
 from ..http.middleware import large_body, percent_decodes_to_utf8, read_json, read_parsed
 from ..http.profiles import profile_of
@@ -188,7 +188,8 @@ async def _session_chat(request: web.Request, *, stream: bool) -> web.StreamResp
     post = await _posted_chat(request, stream)
     profile = profile_of(request)
     conversations, model_name = profile.conversations, profile.model_name
-    surface = await SessionChatSurface.on_live_tip(conversations, model_name, post, requested, stream)
+    hold = post.hermes.holds_approvals(request.app[SETTINGS].approvals_chat)
+    surface = await SessionChatSurface.on_live_tip(conversations, model_name, post, requested, stream, hold)
     outcome: Submission[None] = await profile.submitter.submit(surface)
     if isinstance(outcome, Refusal):
         raise refusal_error(outcome)

@@ -19,8 +19,6 @@ from typing import Any
 from ..config.settings import Settings
 from ..core.content import Message, TextPart
 from ..core.events import (
-    ApprovalRequested,
-    QuestionAsked,
     TextDelta,
     TurnFinished,
     TurnStatus,
@@ -28,15 +26,14 @@ from ..core.events import (
 from ..core.offload import LARGE_MESSAGES, off_loop
 from ..core.transcript import turn_messages
 from ..dialects.chat_completions import ChatRenderer
-from ..dialects.prompts import chosen
 from ..dialects.record import SseRecord
-from ..protocol.approval_commands import approval_command, offered
 from ..protocol.chat import ChatRequest
 from ..protocol.common import new_completion_id
 from ..submission.continuity import ConversationIndex, index_key, resolve
 from ..submission.conversations import Conversations
 from ..submission.submit import Existing, Resume, TurnPlan, turn_request
 from ..turns import HistoryLoader, Persister, Turn
+from .chat_answers import chat_answer
 from .surface import Fold, Posted, Render, run_headers
 
 
@@ -196,7 +193,7 @@ class ChatSurface:
                 return Resume(calling, lambda: sum(suspensions.tool_output(c, o) for c, o in outputs.items()))
             return None  # results no turn waits for: the agent continues with them as a new turn
         turn = await self._conversation_turn(waiting)
-        return self._answer(turn) if turn is not None else None
+        return chat_answer(turn, self.chat.input.text) if turn is not None else None
 
     async def _conversation_turn(self, waiting: Sequence[Turn]) -> Turn | None:
         """The suspended turn of this request's conversation: its session's, or the one its history ends at."""
@@ -210,24 +207,6 @@ class ChatSurface:
     async def _key(self, messages: Sequence[Message]) -> str | None:
         scope, system = self.conversations.scope, self.chat.system_prompt
         return await off_loop(lambda: index_key(scope, system, messages), len(messages) > LARGE_MESSAGES)
-
-    def _answer(self, turn: Turn) -> Resume | None:
-        """This message as the answer to what `turn` waits for; None (after resolving it negatively) when it is not
-        one: a message that is no approval command while an approval waits, or no tool output while a call does."""
-        asked = turn.required_action
-        suspensions = turn.suspensions
-        text = self.chat.input.text
-        if isinstance(asked, QuestionAsked):
-            return Resume(turn, lambda: int(suspensions.answer(chosen(asked, text))))
-        if isinstance(asked, ApprovalRequested):
-            command = approval_command(text)
-            gate = turn.agent_turn.approvals or suspensions
-            if command is not None:
-                decided = offered(command, asked.choices)
-                return Resume(turn, lambda: gate.resolve(decided.choice, decided.resolve_all))
-            gate.resolve("deny", True)  # the conversation moved on: a dangerous command never runs unapproved
-        suspensions.decline()
-        return None
 
     def resuming(self, turn: Turn, start: int) -> None:
         self.renderer.prime(turn.journal.events[:start])

@@ -1,12 +1,15 @@
 """The session chat surface (WIRE.md §7.3–§7.4): a turn on a named session — run under its live tip (a compacted
 Hermes session goes on there), its history the session's transcript — its `SessionChatReply`, and its delivery as the
-`/chat` reply or the named-event stream (dialects/sessions.py), where a retry's Last-Event-ID skips what it saw."""
+`/chat` reply or the named-event stream (dialects/sessions.py), where a retry's Last-Event-ID skips what it saw.
+
+Turn-taking (WIRE.md §15.2): a delivery ends where its turn suspends for the client (`run.requires_action`), and the
+session's next message answers it (surfaces/chat_answers.py) — its delivery resumes the same run."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..core.events import TurnEvent
@@ -16,7 +19,8 @@ from ..protocol.sessions import SessionChatRequest
 from ..submission.conversations import Conversations
 from ..submission.submit import Existing, Resume, TurnPlan, turn_request
 from ..turns import Journal, Turn
-from .surface import Fold, Posted, Render, never_paused, run_headers
+from .chat_answers import chat_answer
+from .surface import Fold, Posted, Render, run_headers
 
 
 @dataclass(frozen=True)
@@ -25,13 +29,17 @@ class SessionChatReply:
 
     session_id: str
     model: str
+    start: int = 0  # an answer to a suspended turn: the journal position its delivery resumed at (WIRE.md §15.1)
 
     def to_json(self) -> dict[str, Any]:
-        return {"session_id": self.session_id, "model": self.model}
+        stored: dict[str, Any] = {"session_id": self.session_id, "model": self.model}
+        if self.start:
+            stored["start"] = self.start
+        return stored
 
     @classmethod
     def from_json(cls, stored: Mapping[str, Any]) -> SessionChatReply:
-        return cls(stored["session_id"], stored["model"])
+        return cls(stored["session_id"], stored["model"], stored.get("start", 0))
 
 
 class SessionChatSurface:
@@ -39,15 +47,6 @@ class SessionChatSurface:
 
     name = "session_chat"
     done_marker = False
-    start = 0  # from the journal's start (a delivery here does not yet end at a suspension)
-
-    @property
-    def paused(self) -> Callable[[], bool]:
-        return never_paused
-
-    async def suspended(self) -> None:
-        pass
-
     before_send: Callable[[], Awaitable[None]] | None = None
     _render: Render  # the delivery's renderer, its records after the client's Last-Event-ID
 
@@ -59,6 +58,7 @@ class SessionChatSurface:
         requested: str,
         session_id: str,
         stream: bool,
+        hold_approvals: bool = False,
     ) -> None:
         self.conversations = conversations
         self.chat = posted.body
@@ -70,6 +70,8 @@ class SessionChatSurface:
         self.session_id = session_id  # its live tip: where the turn runs, what the reply names (as upstream)
         self.stream = stream
         self.model = self.chat.selection.model or model_name
+        self.hold_approvals = hold_approvals  # X-Hermes-Approvals / api_server.approvals.chat: hold (§15.2)
+        self.start = 0  # the journal position this delivery begins at
         # the delivery: its headers, renderer, first records, and the last record id its client saw
         self._headers: dict[str, str] = {}
         self._renderer: SessionStreamRenderer | None = None
@@ -83,10 +85,11 @@ class SessionChatSurface:
         posted: Posted[SessionChatRequest],
         requested: str,
         stream: bool,
+        hold_approvals: bool = False,
     ) -> SessionChatSurface:
         """The surface of a turn on `requested`, which runs under the session's live tip."""
         session_id = await conversations.sessions.live_session_id(requested)
-        return cls(conversations, model_name, posted, requested, session_id, stream)
+        return cls(conversations, model_name, posted, requested, session_id, stream, hold_approvals)
 
     def identity(self) -> str:
         return self.chat.identity()
@@ -98,24 +101,29 @@ class SessionChatSurface:
         await self.conversations.placement.check(
             self.requested
         )  # kept by another host: 409, never an empty conversation
-        request = turn_request(
-            self.session_id,
-            self.chat.message,
-            self.chat.selection,
-            system_prompt=self.chat.instructions,
-            session_key=self.session_key,
+        request = replace(
+            turn_request(
+                self.session_id,
+                self.chat.message,
+                self.chat.selection,
+                system_prompt=self.chat.instructions,
+                session_key=self.session_key,
+            ),
+            hold_approvals=self.hold_approvals,
         )
         return TurnPlan(request, history=self.conversations.session_history(self.session_id))
 
     def reply(self, turn: Turn) -> SessionChatReply:
-        return SessionChatReply(self.session_id, self.model)
+        return SessionChatReply(self.session_id, self.model, self.start)
 
     async def resumes(self, waiting: Sequence[Turn]) -> Resume | None:
-        """Not yet: a session chat does not end at a suspension (issue 22, §15.2)."""
-        return None
+        """The session's suspended turn, answered by this message."""
+        turn = next((t for t in waiting if t.request.session_id == self.session_id), None)
+        return chat_answer(turn, self.chat.message.text) if turn is not None else None
 
     def resuming(self, turn: Turn, start: int) -> None:
-        raise AssertionError("never resumes")
+        self.start = start
+        self._deliver(turn.journal, turn.run_id, replayed=False)
 
     async def admitted(self, turn: Turn) -> None:
         pass
@@ -126,19 +134,25 @@ class SessionChatSurface:
         self._deliver(turn.journal, turn.run_id, replayed=False)
 
     def replaying(self, existing: Existing) -> None:
+        self.start = SessionChatReply.from_json(existing.record.reply).start
         self._deliver(existing.journal, existing.run_id, replayed=True)
 
     def _deliver(self, journal: Journal, run_id: str, *, replayed: bool) -> None:
         """A retry's Last-Event-ID skips what it saw; a value that is not a known id (yet) streams from the start
         (WIRE.md §6.3, §7.4)."""
         self._headers = {**run_headers(self.session_id, None, self.session_key, replayed), "X-Hermes-Run-Id": run_id}
-        self._renderer = renderer = SessionStreamRenderer(self.session_id, run_id, journal.stamps)
-        head_at = journal.stamps[0] if journal.stamps else time.time()
+        start, before = self.start, journal.events[: self.start]
+        self._renderer = renderer = SessionStreamRenderer(
+            self.session_id, run_id, journal.stamps, start=start, pauses=True
+        )
+        renderer.prime(before)
+        head_at = journal.stamps[start] if len(journal.stamps) > start else time.time()
         after = self.after
         if after:
-            probe = SessionStreamRenderer(self.session_id, run_id, journal.stamps)
+            probe = SessionStreamRenderer(self.session_id, run_id, journal.stamps, start=start, pauses=True)
+            probe.prime(before)
             probe.head(head_at)
-            probe.render(list(journal.events))
+            probe.render(list(journal.events[start:]))
             if after > probe.last_id:
                 after = 0
         self._first = after_id(renderer.head(head_at), after)
@@ -161,6 +175,14 @@ class SessionChatSurface:
     def fold(self) -> Fold:
         assert self._renderer is not None
         return self._renderer.render
+
+    @property
+    def paused(self) -> Callable[[], bool]:
+        assert self._renderer is not None
+        return self._renderer.is_paused
+
+    async def suspended(self) -> None:
+        pass  # the session's next message finds the turn by its session
 
     def headers(self) -> dict[str, str]:
         return self._headers
