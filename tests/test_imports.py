@@ -223,7 +223,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("core",),
     ("config",),
     ("protocol", "dialects", "store", "hermes.compat"),
-    ("hermes.sessions", "hermes.approvals", "hermes.jobs", "hermes.host"),
+    ("hermes.sessions", "hermes.approvals", "hermes.clarify", "hermes.client_tools", "hermes.jobs", "hermes.host"),
     ("runtimes",),
     ("turns",),
     ("cluster",),

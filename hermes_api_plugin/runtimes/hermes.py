@@ -10,22 +10,30 @@ of Settings is used instead. How a turn gets its agent (its conversation's warm 
 Every hermes-agent name goes through `hermes.compat`, which imports nothing at module level: `run_agent` takes
 seconds to import, loads `$HERMES_HOME/.env` and creates files under `$HERMES_HOME`, so it is imported in a worker
 thread — by `start_warm_up()` right after the runtime is selected, or else by the first turn.
+
+Turn-taking with the client (WIRE.md §15.5): Hermes' `clarify` questions and — unless the request holds its approvals
+(§14.2) — its dangerous-command approvals suspend the turn (`turn.suspensions`, awaited on the event loop while the
+agent's thread blocks), and the function tools the client declared are lent to the agent for the turn
+(`hermes/client_tools.py`); `hermes/clarify.py` and `hermes/approvals.py` map Hermes' callbacks.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..config.settings import Settings
 from ..core.events import TurnStatus
 from ..hermes import compat
-from ..hermes.approvals import TurnApprovals, claim_key, release_key
+from ..hermes.approvals import SuspendedApprovals, TurnApprovals, claim_key, release_key
+from ..hermes.clarify import clarify_callback
+from ..hermes.client_tools import TurnClientTools
 from ..hermes.host import HermesHost
 from ..hermes.sessions import HermesSessionStore
 from .base import AgentTurn, TurnRequest, TurnResult
@@ -37,6 +45,11 @@ from .warm_agents import WarmAgents
 log = logging.getLogger("hermes_api_plugin")
 
 INTERRUPT_GRACE_S = 5.0  # how long an interrupted agent may take to return before the turn settles anyway
+# Hermes' guard waits this much longer than a suspension does, so the suspension's own outcome (its denial on
+# timeout included) is what decides and what the journal says
+SUSPEND_GRACE_S = 5.0
+
+T = TypeVar("T")
 
 
 # -- the runtime -------------------------------------------------------------------------------------
@@ -152,7 +165,7 @@ class HermesRuntime:
                 # The turn's profile (WIRE §14.3) holds for all of it — config, credentials, memory, state.db —
                 # entered in this thread: the scope is context variables, which threads do not inherit.
                 with compat.profiles.profile_scope(turn.request.profile_home):
-                    outcome: TurnResult | BaseException = self._run_blocking(turn, handle)
+                    outcome: TurnResult | BaseException = self._run_blocking(turn, handle, loop)
             except BaseException as exc:
                 outcome = exc
             try:
@@ -200,27 +213,46 @@ class HermesRuntime:
             compat.tls.share_tls_contexts()
         return agent_class
 
-    def _run_blocking(self, turn: AgentTurn, handle: _AgentHandle) -> TurnResult:
+    def _run_blocking(self, turn: AgentTurn, handle: _AgentHandle, loop: asyncio.AbstractEventLoop) -> TurnResult:
         request = turn.request
         agent_class = self._hermes_agent_class()
         if turn.interrupted:
             return TurnResult(TurnStatus.CANCELLED, error_code="cancelled")
-        approvals = _approvals_for(turn)
+        suspend_s = self.settings.turns_suspend_seconds
+        approvals = _approvals_for(turn, loop)
+        client_tools = TurnClientTools(
+            request.tool_choice.offered(request.client_tools),
+            request.tool_choice,
+            lambda call_id, name, arguments: _wait_on_loop(
+                loop, turn.suspensions.tool_call(call_id, name, arguments), suspend_s
+            ),
+        )
         kwargs = self._agent_kwargs(request)
-        kwargs.update(self._callbacks(turn, approvals))
+        kwargs.update(self._callbacks(turn, approvals, client_tools))
         kwargs["event_callback"] = _compaction_relay(handle, turn.callbacks.compaction)
+        kwargs["clarify_callback"] = clarify_callback(
+            lambda question, choices: _wait_on_loop(loop, turn.suspensions.question(question, choices), suspend_s),
+            suspend_s,
+        )
         tokens = compat.sessions.bind_session_vars(request.session_id, request.session_key)
         approval_token = None
+        # a suspended approval waits as long as the suspension (this thread's context only: other turns keep Hermes'
+        # approvals.timeout); a held one waits Hermes' own timeout, as before
+        timeout_token = (
+            None if request.hold_approvals else compat.approvals.raise_approval_timeout(suspend_s + SUSPEND_GRACE_S)
+        )
         lease = None
         outcome: TurnResult | None = None
         try:
             # Bound in this thread (Hermes' guard reads the key from the context) before the agent exists
             approval_token = compat.approvals.bind_approvals(approvals.key, approvals.notify)
             if approval_token is not None:
-                turn.approvals = approvals
+                if isinstance(approvals, TurnApprovals):
+                    turn.approvals = approvals  # held: decided through the runtime's gate; suspended: the suspensions
                 turn.on_interrupt(approvals.close)  # stop, disconnect, drain: a waiting request is denied
             lease = self.agents.acquire(request, kwargs, lambda: agent_class(**kwargs))
             handle.attach(lease.agent)
+            client_tools.lend(lease.agent)
             result = compat.agent.run_conversation(
                 lease.agent,
                 user_message=user_content(request.input),
@@ -229,10 +261,12 @@ class HermesRuntime:
             )
             outcome = outcome_from_result(result, turn.interrupted)
         finally:
+            client_tools.give_back()  # before the agent can be another turn's
             turn.approvals = None
             approvals.close()
             if approval_token is not None:
                 compat.approvals.unbind_approvals(approvals.key, approval_token)
+            compat.approvals.restore_approval_timeout(timeout_token)
             release_key(approvals.key)
             compat.sessions.clear_session_vars(tokens)
             handle.detach()
@@ -241,7 +275,9 @@ class HermesRuntime:
                 self.agents.release(lease, completed=completed)
         return outcome
 
-    def _callbacks(self, turn: AgentTurn, approvals: TurnApprovals) -> dict[str, Any]:
+    def _callbacks(
+        self, turn: AgentTurn, approvals: TurnApprovals | SuspendedApprovals, client_tools: TurnClientTools
+    ) -> dict[str, Any]:
         sink = turn.callbacks
         reasoning, text, tool_complete, interim = sink.reasoning, sink.text, sink.tool_complete, sink.commentary
         callbacks: dict[str, Any] = {}
@@ -250,9 +286,18 @@ class HermesRuntime:
         # None means "a tool call starts now" (the streamed segment ends); the plugin does not need it.
         callbacks["stream_delta_callback"] = lambda delta: delta is not None and text(delta)
         tool_start = sink.tool_start
-        callbacks["tool_start_callback"] = lambda call_id, name, args: tool_start(call_id, name, args)
+
+        # A client tool's call is the client's (WIRE.md §15.2): its suspension journals it, never a server tool's
+        # progress.
+        def started(call_id: Any, name: str, args: Any) -> None:
+            if name not in client_tools.names:
+                tool_start(call_id, name, args)
+
+        callbacks["tool_start_callback"] = started
 
         def completed(call_id: Any, name: str, args: Any, result: Any) -> None:
+            if name in client_tools.names:
+                return
             approvals.report_ended()  # a request that timed out is denied before its tool's result shows
             tool_complete(call_id, name, result, compat.agent.detect_tool_failure(name, result))
 
@@ -340,11 +385,41 @@ def _requested_model(settings: Settings, request: TurnRequest) -> str | None:
     return None
 
 
-def _approvals_for(turn: AgentTurn) -> TurnApprovals:
-    """The turn's approvals (WIRE.md §14.2), keyed by its conversation, reported to the turn's sink."""
+def _approvals_for(turn: AgentTurn, loop: asyncio.AbstractEventLoop) -> TurnApprovals | SuspendedApprovals:
+    """The turn's approvals, keyed by its conversation: held (WIRE.md §14.2, `hold_approvals`), reported to the turn's
+    sink, or suspending the turn for each (§15.1)."""
     request, callbacks = turn.request, turn.callbacks
     key = claim_key(request.session_key or request.session_id, request.turn_id)
-    return TurnApprovals(key, callbacks.approval_request, callbacks.approval_response)
+    if request.hold_approvals:
+        return TurnApprovals(key, callbacks.approval_request, callbacks.approval_response)
+
+    def suspend(command: str, description: str, choices: tuple[str, ...]) -> concurrent.futures.Future[str]:
+        return _submit(loop, turn.suspensions.approval(command, description, choices))
+
+    return SuspendedApprovals(key, suspend)
+
+
+def _submit(loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+    """Run a suspension on the event loop, from the agent's thread (RuntimeError: the loop is gone)."""
+    try:
+        return asyncio.run_coroutine_threadsafe(coroutine, loop)
+    except RuntimeError:
+        coroutine.close()  # never started: no "never awaited" warning
+        raise
+
+
+def _wait_on_loop(loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, T | None], wait_s: float) -> T | None:
+    """Block the agent's thread on a suspension (it resolves itself within `wait_s`, or at once on an interrupt);
+    None when the loop is gone or does not answer in time."""
+    try:
+        future = _submit(loop, coroutine)
+    except RuntimeError:
+        return None
+    try:
+        return future.result(wait_s + SUSPEND_GRACE_S)
+    except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
+        future.cancel()
+        return None
 
 
 def _compaction_relay(handle: _AgentHandle, callback: Callable[[str], None]) -> Callable[..., None]:

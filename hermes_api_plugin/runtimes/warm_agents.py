@@ -36,6 +36,7 @@ PER_TURN = (
     "tool_complete_callback",
     "interim_assistant_callback",
     "event_callback",
+    "clarify_callback",
 )
 _NOT_IDENTITY = frozenset((*PER_TURN, "session_db"))  # one SessionDB per profile: the key already says which
 

@@ -17,6 +17,10 @@ first (`scenario_of`):
   `echo bench-ok`; the call after the tool result streams the `[bench]` reply (10 reasoning, 200 answer deltas).
 - `[bench-zero]`: no tool, no delay: 10 reasoning deltas, then 20 answer deltas, written back to back
   (bench/warm.py's first-reasoning-byte overhead).
+- `[clarify]`: asks Hermes' `clarify` tool `CLARIFY_QUESTION` with `CLARIFY_CHOICES`; the call after its result
+  answers `CLARIFIED` + the user's response the tool returned.
+- `[client-tool]`: when the request offers the client's `CLIENT_TOOL`, calls it with `CLIENT_TOOL_ARGS`; the call
+  after its result answers `CLIENT_TOOL_DONE` + the result; without it, answers `NO_CLIENT_TOOL`.
 
 Every request is recorded in `requests` (with whether the client dropped the stream), so tests can
 assert what the agent did and that nothing was called after an interrupt. Runs in its own thread and
@@ -40,9 +44,26 @@ REASONING_FIRST = ("I should run ", "the command ", "first.")
 REASONING_AFTER = ("The tool ", "answered.")
 ANSWER_PREFIX = "The terminal printed: "
 SUMMARY_TEXT = "Summary: I kept running commands and ran out of iterations."
-TAGS = ("always-tool", "slow-stream", "slow-tool", "danger", "bench", "bench-tool", "bench-zero")
+TAGS = (
+    "always-tool",
+    "slow-stream",
+    "slow-tool",
+    "danger",
+    "bench",
+    "bench-tool",
+    "bench-zero",
+    "clarify",
+    "client-tool",
+)
 DANGER_DONE = "Dangerous command finished: "
 BENCH_DELTAS = 200
+CLARIFY_QUESTION = "Which colour should the report use?"
+CLARIFY_CHOICES = ("red", "blue")
+CLARIFIED = "Clarified: "
+CLIENT_TOOL = "get_weather"
+CLIENT_TOOL_ARGS = {"city": "Paris"}
+CLIENT_TOOL_DONE = "The client's tool said: "
+NO_CLIENT_TOOL = "No client tool offered."
 
 
 @dataclass
@@ -91,6 +112,11 @@ def tool_output(messages: list[dict[str, Any]]) -> str:
                 return content
             return str(data.get("output", content)) if isinstance(data, dict) else content
     return ""
+
+
+def last_tool_result(messages: list[dict[str, Any]]) -> str:
+    """The content of the last tool result in the conversation, as the agent sent it."""
+    return next((_text(m.get("content")) for m in reversed(messages) if m.get("role") == "tool"), "")
 
 
 def turn_requests(provider: ScriptedProvider, marker: str) -> list[Recorded]:
@@ -149,6 +175,18 @@ def plan(record: Recorded, count: int) -> Reply:
         first_user = next(_text(m.get("content")) for m in messages if m.get("role") == "user")
         target = first_user.split("[danger]", 1)[1].split()[0]
         return Reply(tool_calls=((f"call_danger{count:04d}", "terminal", {"command": f"rm -rf {target}"}),))
+    if record.scenario == "clarify":
+        if after_tool:
+            result = json.loads(last_tool_result(messages))
+            return Reply(text=(CLARIFIED + str(result.get("user_response")),))
+        question = {"question": CLARIFY_QUESTION, "choices": list(CLARIFY_CHOICES)}
+        return Reply(tool_calls=((f"call_clarify{count:04d}", "clarify", question),))
+    if record.scenario == "client-tool":
+        if after_tool:
+            return Reply(text=(CLIENT_TOOL_DONE + last_tool_result(messages),))
+        if CLIENT_TOOL not in record.tools:
+            return Reply(text=(NO_CLIENT_TOOL,))
+        return Reply(tool_calls=((f"call_client{count:04d}", CLIENT_TOOL, CLIENT_TOOL_ARGS),))
     if record.scenario == "slow-tool":
         if after_tool:
             return Reply(text=("slept",))

@@ -9,7 +9,8 @@ that call them, and imports only `_core` and the modules below it in this list:
 - `home` — `$HERMES_HOME` and config.yaml as Hermes resolves them;
 - `agent` — `AIAgent`, what `hermes gateway` builds one with, running a turn, warm agents;
 - `sessions` — Hermes' SessionDB and a turn's session context;
-- `approvals` — dangerous-command approvals;
+- `approvals` — dangerous-command approvals (and how long one turn's wait);
+- `client_tools` — the function tools a client lends an agent for one turn;
 - `profiles` — profile multiplexing (`home`);
 - `cron` — cron jobs, the scheduler and the fire webhook (`home`);
 - `tls` — provider TLS contexts shared per CA bundle;
@@ -26,13 +27,14 @@ and creates files under `$HERMES_HOME`, so the callers reach it from worker thre
 
 from __future__ import annotations
 
-from . import agent, approvals, catalog, cron, gateway, home, profiles, sessions, tls
+from . import agent, approvals, catalog, client_tools, cron, gateway, home, profiles, sessions, tls
 from ._core import API_SERVER, HERMES_TOP_LEVEL_MODULES, HermesName
 
 HERMES_NAMES: tuple[HermesName, ...] = (
     *agent.NAMES,
     *sessions.NAMES,
     *approvals.NAMES,
+    *client_tools.NAMES,
     *home.NAMES,
     *gateway.NAMES,
     *catalog.NAMES,
@@ -49,6 +51,7 @@ __all__ = [
     "agent",
     "approvals",
     "catalog",
+    "client_tools",
     "cron",
     "gateway",
     "home",

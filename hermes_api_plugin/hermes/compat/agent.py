@@ -64,6 +64,7 @@ AIAGENT = HermesName(
         "tool_complete_callback",
         "interim_assistant_callback",
         "event_callback",
+        "clarify_callback",
         # passed through from runtime_agent_kwargs() (the keys of hermes-agent 0.19) or the model: section
         "api_key",
         "base_url",
