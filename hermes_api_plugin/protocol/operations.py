@@ -114,7 +114,7 @@ OPERATIONS: dict[str, Operation] = {
     "runs": Operation(
         "Submit a run (202)",
         body=runs.RUN_BODY,
-        params=(*_TURN_HEADERS, SESSION_ID_HEADER),
+        params=(*_TURN_HEADERS, SESSION_ID_HEADER, APPROVALS_HEADER),
         status=202,
         reply=replies.RUN_ACCEPTED,
         links={

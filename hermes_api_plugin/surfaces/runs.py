@@ -8,7 +8,7 @@ admission record (after a restart) names its session and model from it."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..core.content import Message
@@ -65,6 +65,8 @@ class RunSurface:
         self.key = posted.key
         self.large = posted.large
         self.model = self.run.selection.model or model_name
+        # §14.2: `X-Hermes-Approvals: hold` keeps an approval held (waiting_for_approval); a run suspends otherwise
+        self.hold_approvals = posted.hermes.approvals == "hold"
 
     def identity(self) -> str:
         return self.run.identity()
@@ -92,8 +94,11 @@ class RunSurface:
             history = earlier
         else:
             history = conversations.session_history(chain.session_id)
-        request = turn_request(
-            chain.session_id, run.messages[-1], run.selection, system_prompt=run.system, session_key=self.session_key
+        request = replace(
+            turn_request(
+                chain.session_id, run.messages[-1], run.selection, system_prompt=run.system, session_key=self.session_key
+            ),
+            hold_approvals=self.hold_approvals,
         )
         return TurnPlan(request, history=history, inputs=run.messages, bind_key=chain.bind_key)
 

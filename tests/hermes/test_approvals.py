@@ -37,6 +37,11 @@ PATIENT_TIMEOUT_S = 300  # long enough that only the event under test (disconnec
 HOSTS = ("hermes gateway", "reference gateway")
 
 
+# This suite is §14.2's held approvals (issue 13): every request holds them (WIRE §15.2 `X-Hermes-Approvals: hold`);
+# suspended ones, answered in the client's dialect, are tests/hermes/test_turn_taking.py's.
+HOLD = {"X-Hermes-Approvals": "hold"}
+
+
 def home_with_approvals(hermes_home: HomeFactory, timeout_s: int) -> Path:
     """One home both hosts start from: the plugin enabled as a Hermes plugin, any free port, manual approvals."""
     return hermes_home(
@@ -91,7 +96,7 @@ def post(
         gateway.url + path,
         data=json.dumps(body).encode(),
         method="POST",
-        headers={**gateway.headers, **(headers or {}), "Content-Type": "application/json"},
+        headers={**gateway.headers, **HOLD, **(headers or {}), "Content-Type": "application/json"},
     )
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
@@ -136,7 +141,7 @@ class ChatStream:
             gateway.url + path,
             data=json.dumps(body).encode(),
             method="POST",
-            headers={**gateway.headers, **(headers or {}), "Content-Type": "application/json"},
+            headers={**gateway.headers, **HOLD, **(headers or {}), "Content-Type": "application/json"},
         )
         self.until = until
         self.records: list[tuple[str | None, dict[str, Any]]] = []
