@@ -94,12 +94,10 @@ class RunSurface:
             history = earlier
         else:
             history = conversations.session_history(chain.session_id)
-        request = replace(
-            turn_request(
-                chain.session_id, run.messages[-1], run.selection, system_prompt=run.system, session_key=self.session_key
-            ),
-            hold_approvals=self.hold_approvals,
+        asked = turn_request(
+            chain.session_id, run.messages[-1], run.selection, system_prompt=run.system, session_key=self.session_key
         )
+        request = replace(asked, hold_approvals=self.hold_approvals)
         return TurnPlan(request, history=history, inputs=run.messages, bind_key=chain.bind_key)
 
     def reply(self, turn: Turn) -> RunReply:
