@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 from hermes_api_plugin.core.events import (
+    ApprovalRequested,
     Commentary,
+    QuestionAsked,
     ReasoningDelta,
     StatusChanged,
     TextDelta,
+    ToolCallAnswered,
+    ToolCallRequested,
     ToolCompleted,
     ToolStarted,
     TurnFinished,
     TurnStatus,
     TurnTranscript,
     Usage,
+    event_from_json,
+    event_to_json,
+    negative_answer,
+    required_action,
+    suspends,
+    unanswered_requests,
 )
 
 START = ToolStarted("call_1", "terminal", "{}", "ls", "💻", 0.0)
@@ -78,3 +88,22 @@ def test_tools_stopped_by_the_end_of_the_turn_do_not_reset_the_answer() -> None:
         [START, TextDelta("summary"), ToolCompleted("call_1", "terminal", "[interrupted]", True, 3, stopped=True)]
     )
     assert t.answer == "summary"
+
+
+def test_client_tool_calls_pair_with_their_outputs_by_call_id_and_suspend() -> None:
+    """§15.1: a tool call's output answers that call, whatever the order; an unanswered call suspends the turn and
+    resolves to no output; a held approval (§14.2) does not suspend."""
+    first, second = ToolCallRequested("c1", "f", "{}"), ToolCallRequested("c2", "g", "{}")
+    held = ApprovalRequested("rm x", "", ("once",))
+    assert unanswered_requests([first, second, ToolCallAnswered("c2", "ok")]) == [first]
+    assert required_action([held, first]) is first and required_action([held]) is None
+    assert suspends(first) and suspends(QuestionAsked("q")) and not suspends(held)
+    assert suspends(ApprovalRequested("rm x", "", (), suspended=True)) and not suspends(TextDelta("x"))
+    assert negative_answer(first) == ToolCallAnswered("c1", None)
+    assert event_from_json(event_to_json(first)) == first
+    assert event_from_json(event_to_json(ToolCallAnswered("c1", None))) == ToolCallAnswered("c1", None)
+
+
+def test_a_client_tool_call_ends_the_answer_as_a_tool_does() -> None:
+    transcript = TurnTranscript().feed_all([TextDelta("Let me check."), ToolCallRequested("c1", "f", "{}")])
+    assert transcript.answer == "" and transcript.any_text

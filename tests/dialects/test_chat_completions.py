@@ -7,9 +7,13 @@ import json
 import pytest
 
 from hermes_api_plugin.core.events import (
+    ApprovalRequested,
+    ApprovalResponded,
     Commentary,
     ReasoningDelta,
     TextDelta,
+    ToolCallAnswered,
+    ToolCallRequested,
     ToolCompleted,
     ToolStarted,
     TurnFinished,
@@ -176,3 +180,43 @@ def test_completion_omits_reasoning_key_without_reasoning() -> None:
     r = renderer()
     r.transcript.feed_all([TextDelta("x"), TurnFinished(TurnStatus.COMPLETED)])
     assert "reasoning_content" not in r.completion()["choices"][0]["message"]
+
+
+def test_client_tool_calls_end_the_delivery_as_openai_streams_them() -> None:
+    """§15.2: the calls the agent made together, each `index`/`id`/`name` first and its arguments in pieces, then
+    `finish_reason: tool_calls`; events after the request are not this delivery's; the JSON body says the same."""
+    long_args = '{"q":"' + "x" * (MAX_DELTA_CHARS + 10) + '"}'
+    calls = [ToolCallRequested("call_a", "search", long_args), ToolCallRequested("call_b", "get_weather", "{}")]
+    events = [TextDelta("Checking."), *calls, ToolCallAnswered("call_a", "late")]
+    chat = renderer()
+    records = chat.render(list(events))
+    deltas = [r.data["choices"][0]["delta"] for r in records]
+    heads = [d["tool_calls"][0] for d in deltas if "tool_calls" in d and "id" in d["tool_calls"][0]]
+    assert [(h["index"], h["id"], h["function"]) for h in heads] == [
+        (0, "call_a", {"name": "search", "arguments": ""}),
+        (1, "call_b", {"name": "get_weather", "arguments": ""}),
+    ]
+    pieces = [
+        (d["tool_calls"][0]["index"], d["tool_calls"][0]["function"]["arguments"])
+        for d in deltas
+        if "tool_calls" in d and "id" not in d["tool_calls"][0]
+    ]
+    assert "".join(p for i, p in pieces if i == 0) == long_args and [i for i, _ in pieces] == [0, 0, 1]
+    assert records[-1].data["choices"][0]["finish_reason"] == "tool_calls"
+    assert records[-1].data["hermes"] == {"completed": False, "suspended": "client_tool", "run_id": None}
+    body = renderer()
+    body.fold(list(events))
+    message = body.completion()["choices"][0]["message"]
+    assert message["content"] is None and [c["id"] for c in message["tool_calls"]] == ["call_a", "call_b"]
+
+
+def test_a_resumed_delivery_knows_the_tools_that_ran_before_it() -> None:
+    """A renderer primed with the journal before the answer finishes the tool the approval held (Open WebUI shows
+    `Ran terminal: …` after `/approve`) and renders nothing of what it was primed with."""
+    asked = ApprovalRequested("ls", "", ("once", "deny"), suspended=True)
+    resumed = renderer()
+    resumed.prime([START, asked])
+    records = resumed.render([ApprovalResponded("once"), ToolCompleted("call_1", "terminal", "ok", False, 5)])
+    assert [r.event for r in records] == ["hermes.approval.responded", "hermes.tool.progress", "hermes.tool.progress"]
+    assert records[-1].data["event"]["data"]["description"] == "Ran terminal: ls"
+    assert resumed.transcript.answer == "" and not resumed.is_paused()

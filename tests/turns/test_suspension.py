@@ -14,6 +14,8 @@ from hermes_api_plugin.core.events import (
     QuestionAnswered,
     QuestionAsked,
     TextDelta,
+    ToolCallAnswered,
+    ToolCallRequested,
     ToolCompleted,
     TurnFinished,
     TurnStatus,
@@ -161,3 +163,31 @@ async def test_a_request_to_the_client_is_made_durable_at_once() -> None:
     await wait_for_async(lambda: store.load_journal("run_1"), until=lambda events: len(events) == 3)
     await saver.close()
     await store.close()
+
+
+async def test_a_client_tool_call_waits_for_its_output_by_call_id() -> None:
+    """§15.1: the call's output by its id returns to the agent once; an output for another id finds nothing."""
+    waits, journal = suspensions()
+    task = asyncio.ensure_future(waits.tool_call("call_1", "get_weather", '{"city":"Paris"}'))
+    await asked(journal)
+    assert waits.pending_calls() == ("call_1",)
+    assert journal.events == [ToolCallRequested("call_1", "get_weather", '{"city":"Paris"}')]
+    assert waits.tool_output("call_2", "x") is False
+    assert waits.tool_output("call_1", "sunny") is True and waits.tool_output("call_1", "again") is False
+    assert await task == "sunny" and journal.events[-1] == ToolCallAnswered("call_1", "sunny")
+    assert waits.pending_calls() == ()
+
+
+async def test_a_declined_tool_call_returns_no_output_and_held_approvals_do_not_suspend() -> None:
+    waits, journal = suspensions()
+    call = asyncio.ensure_future(waits.tool_call("call_1", "f", "{}"))
+    await asked(journal)
+    assert waits.decline() == 1 and await call is None
+    assert journal.events[-1] == ToolCallAnswered("call_1", None)
+    held = TurnSuspensions(
+        asyncio.get_running_loop(), CallbackSink(asyncio.get_running_loop(), journal), 30.0, hold_approvals=True
+    )
+    approval = asyncio.ensure_future(held.approval("rm x", "", CHOICES))
+    await wait_for_async(lambda: isinstance(journal.events[-1], ApprovalRequested), what="the held request")
+    assert journal.events[-1].suspended is False and required_action(journal.events) is None  # type: ignore[union-attr]
+    assert held.resolve("once", False) == 1 and await approval == "once"
