@@ -12,6 +12,10 @@ conversation's transcript stays as it was and its next continuation still matche
 "Visible" here is what a chat client holds: per exchange, the user's message, and the assistant's text — every text
 the agent streamed in that exchange, concatenated, as the chat completion's content carried it. Whitespace is not
 compared (clients and Hermes trim differently); tool calls, tool results and reasoning are not part of it.
+
+A conversation in which the client answered a suspended turn in its own dialect (WIRE.md §15.2: the approval question
+the delivery ended with, the `/approve` that answered it) holds messages its session's transcript does not: the turn's
+end records the conversation as the client holds it as *answered*, and that exact key alone finds its session.
 """
 
 from __future__ import annotations
@@ -93,18 +97,25 @@ class ConversationIndex:
 
     def __init__(self, capacity: int = 10_000) -> None:
         self.capacity = capacity
-        self._tips: OrderedDict[str, str] = OrderedDict()
+        self._tips: OrderedDict[str, tuple[str, bool]] = OrderedDict()  # key → (session, answered)
 
     def get(self, key: str | None) -> str | None:
+        found = self.find(key)
+        return found[0] if found is not None else None
+
+    def find(self, key: str | None) -> tuple[str, bool] | None:
+        """The session a conversation ends at, and whether it was recorded `answered` (found by its key alone)."""
         if key is None or key not in self._tips:
             return None
         self._tips.move_to_end(key)
         return self._tips[key]
 
-    def record(self, key: str | None, session_id: str) -> None:
+    def record(self, key: str | None, session_id: str, *, answered: bool = False) -> None:
+        """Where a conversation ends now; `answered`: its visible history holds answers to a suspended turn that its
+        session's transcript does not, so its key alone finds it."""
         if key is None:
             return
-        self._tips[key] = session_id
+        self._tips[key] = (session_id, answered)
         self._tips.move_to_end(key)
         while len(self._tips) > self.capacity:
             self._tips.popitem(last=False)
@@ -145,6 +156,11 @@ async def resolve(
         return Resolution(derived if fresh else "api-" + secrets.token_hex(8), continued=False)
     if key is None or any(m.role not in ("user", "assistant") for m in sent):
         return Resolution(derived, continued=False)
+    found = index.find(key)
+    if found is not None and found[1]:
+        stored = await sessions.load_session_messages(found[0])
+        if stored:
+            return Resolution(found[0], continued=True, stored=tuple(stored))
     for candidate in dict.fromkeys(c for c in (index.get(key), derived) if c is not None):
         stored = await sessions.load_session_messages(candidate)
         if await _continues(sent, stored):

@@ -149,10 +149,12 @@ class Planner(Protocol):
 
 @dataclass(frozen=True)
 class Resume:
-    """A request's answer to a suspended turn: `apply()` gives it to the turn and says how many requests it resolved."""
+    """A request's answer to a suspended turn: `apply()` gives it to the turn and says how many requests it resolved;
+    `persist`, the answering surface's own state, is stored when the turn settles (after the turn's own)."""
 
     turn: Turn
     apply: Callable[[], int]
+    persist: Persister | None = None
 
 
 @dataclass(frozen=True)
@@ -271,6 +273,8 @@ class Submitter:
         turn = resume.turn
         start = turn.resume_position()
         surface.resuming(turn, start)
+        if resume.persist is not None:
+            turn.persist = _chained(turn.persist, resume.persist)
         resume.apply()  # 0 when a timeout or stop resolved it first: the delivery shows what the turn does instead
         return Resumed(turn, start)
 
@@ -289,25 +293,18 @@ class Submitter:
         if holder is not None:
             return Refusal("admission_conflict")
         if not turn.settles_keys:
-            turn.persist = self._settling(turn.persist)
+            turn.persist = _chained(turn.persist, self._settle_keys)
             turn.settles_keys = True
             if not self.journals.watching(turn.journal):
                 self.journals.watch(turn.run_id, turn.journal)
         return self._resume(resume, surface)
 
-    def _settling(self, inner: Persister | None) -> Persister:
-        """A turn's persistence, then its keys settled after its whole journal is durable (the keyed answer of a turn
-        admitted without a key)."""
-        journals, admissions = self.journals, self.admissions
-
-        async def persist(turn: Turn, finished: TurnFinished) -> None:
-            if inner is not None:
-                await inner(turn, finished)
-            if not turn.writes_journal:
-                await journals.write_now(turn.run_id, turn.journal, [finished], at=turn.finished_at)
-            await admissions.settle(turn.run_id)
-
-        return persist
+    async def _settle_keys(self, turn: Turn, finished: TurnFinished) -> None:
+        """The keys that name a turn admitted without one (a keyed answer's), settled once its whole journal is
+        durable."""
+        if not turn.writes_journal:
+            await self.journals.write_now(turn.run_id, turn.journal, [finished], at=turn.finished_at)
+        await self.admissions.settle(turn.run_id)
 
     def _live(self, run_id: str) -> bool:
         return self.registry.get(run_id) is not None
@@ -437,6 +434,18 @@ class Submitter:
                 await store.settle_run(turn.run_id, finished.status.value, turn.finished_at or time.time())
 
         return persist
+
+
+def _chained(first: Persister | None, then: Persister) -> Persister:
+    """One persister that runs `first` (when there is one), then `then`."""
+    if first is None:
+        return then
+
+    async def persist(turn: Turn, finished: TurnFinished) -> None:
+        await first(turn, finished)
+        await then(turn, finished)
+
+    return persist
 
 
 def refusal_error(refusal: Refusal[Any]) -> ApiError:

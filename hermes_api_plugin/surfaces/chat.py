@@ -18,11 +18,7 @@ from typing import Any
 
 from ..config.settings import Settings
 from ..core.content import Message, TextPart
-from ..core.events import (
-    TextDelta,
-    TurnFinished,
-    TurnStatus,
-)
+from ..core.events import TextDelta, TurnEvent, TurnFinished, TurnStatus, TurnTranscript
 from ..core.offload import LARGE_MESSAGES, off_loop
 from ..core.transcript import turn_messages
 from ..dialects.chat_completions import ChatRenderer
@@ -193,7 +189,27 @@ class ChatSurface:
                 return Resume(calling, lambda: sum(suspensions.tool_output(c, o) for c, o in outputs.items()))
             return None  # results no turn waits for: the agent continues with them as a new turn
         turn = await self._conversation_turn(waiting)
-        return chat_answer(turn, self.chat.input.text) if turn is not None else None
+        answer = chat_answer(turn, self.chat.input.text) if turn is not None else None
+        if answer is None or self.hermes.session_id is not None or self.settings.chat_continuity != "auto":
+            return answer
+        return replace(answer, persist=self._record_answered)
+
+    async def _record_answered(self, turn: Turn, finished: TurnFinished) -> None:
+        """Issue 14 for an answered turn: once it completed, the conversation as the client holds it — with the
+        question the delivery before ended with and this request's answer, which the session's transcript lacks —
+        finds its session by its exact key (submission/continuity.py)."""
+        if finished.status is not TurnStatus.COMPLETED:
+            return
+        said = self._shown(turn.journal.events[self.start :], len(turn.journal.events) - self.start)
+        held = [*self.chat.history, self.chat.input, Message("assistant", (TextPart(said),))]
+        self.index.record(await self._key(held), turn.request.session_id, answered=True)
+
+    def _shown(self, events: list[TurnEvent], end: int) -> str:
+        """The assistant text this delivery showed of `events[:end]`: every text a stream carried, or the answer since
+        the last tool, as a JSON reply carries it."""
+        if self.stream:
+            return "".join(e.text for e in events[:end] if isinstance(e, TextDelta))
+        return TurnTranscript().feed_all(events[:end]).answer
 
     async def _conversation_turn(self, waiting: Sequence[Turn]) -> Turn | None:
         """The suspended turn of this request's conversation: its session's, or the one its history ends at."""
@@ -257,13 +273,8 @@ class ChatSurface:
         if turn is None or self.hermes.session_id is not None or self.chat.tool_results:
             return
         renderer = self.renderer
-        if self.stream:  # every text the stream carried, as the client joined it
-            events = turn.journal.events
-            end = renderer.paused_at(events, self.start)
-            shown = "".join(e.text for e in events[self.start : end] if isinstance(e, TextDelta))
-        else:  # the answer since the last tool, as a JSON reply carries it
-            shown = renderer.transcript.answer
-        said = shown + renderer.said
+        events = turn.journal.events[self.start :]
+        said = self._shown(events, renderer.paused_at(events, 0)) + renderer.said
         held = [*self.chat.history, self.chat.input, Message("assistant", (TextPart(said),))]
         turn.answer_key = await self._key(held)
 

@@ -79,6 +79,12 @@ async def test_w_15_1_approve_typed_in_the_chat_runs_the_command_once(
     assert terminal_results(await run_events(api, auth, run_id)) == [False]  # ran, exactly once
     assert (await get_run(api, auth, run_id))["status"] == "completed"
 
+    # Issue 14 across the answer: the conversation as the client holds it (the question, `/approve`) goes on in the
+    # same session, though its transcript holds neither
+    third = await stream_chat(api, auth, messages=conversation(ASK, first.content, "/approve", second.content, "hello"))
+    assert third.content == "Hello." and third.headers["X-Hermes-Run-Id"] != run_id
+    assert third.headers["X-Hermes-Session-Id"] == first.headers["X-Hermes-Session-Id"]
+
 
 async def test_w_15_1_deny_or_a_plain_no_never_runs_it_and_a_plain_yes_does(
     make_api: ApiFactory, auth: dict[str, str]
