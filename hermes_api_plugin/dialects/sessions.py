@@ -32,7 +32,8 @@ class SessionStreamRenderer(NumberedFold):
         self.run_id = run_id
         self.message_id = "msg_" + hashlib.sha256(run_id.encode()).hexdigest()[:24]
 
-    def _record(self, records: list[SseRecord], name: str, at: float, **fields: Any) -> None:
+    def _record(self, records: list[SseRecord], name: str, at: float, /, **fields: Any) -> None:
+        # positional-only: a client tool call's fields include its own `name` (WIRE.md §15.4)
         payload = {
             "event": name,
             "session_id": self.session_id,
