@@ -109,6 +109,21 @@ USE_TOOL_REASONING = "I should look at the files first.\n\nTwo entries."
 USE_TOOL_TYPES = ["reasoning", "function_call", "function_call_output", "message", "reasoning", "message"]
 TOOL_RESULT = "README.md\nsrc/"  # what its `ls` printed
 COMMENTARY = "Listed the files."  # what it said between the tool and the answer
+# A function tool a client lends the agent (WIRE.md §15), chat's shape; the scripted runtime calls it with these
+# arguments (valid for its schema, §15.5) and answers "get_weather returned: <output>".
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "unit": {"enum": ["c", "f"]}},
+            "required": ["city"],
+        },
+    },
+}
+WEATHER_ARGUMENTS = '{"city":"example","unit":"c"}'
 EXHAUST_SUMMARY = "I checked 41 of 60 log files; so far the linker step is the only failure."  # "exhaust"
 
 # Responses: the terminal events (exactly one ends a stream, WIRE.md §4.4) and the tool items' types.

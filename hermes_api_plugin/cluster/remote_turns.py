@@ -18,7 +18,8 @@ No timer polls the journal: the follower reads only when woken. A follower nobod
 journal stays as it was for whoever still holds it). Stop requests for turns this gateway owns arrive through
 the same feed (`stop_requested`) and stop the turn locally, as `POST /v1/runs/{id}/stop` on the owner would.
 
-A client's answer to a turn another gateway runs (an approval decision, a question's answer: WIRE.md §15.1, W-15.4)
+A client's answer to a turn another gateway runs (an approval decision, a question's answer, client tool outputs:
+WIRE.md §15.1, §15.4, W-15.4)
 travels the same way, and its outcome comes back over the feed:
 
     gateway B (took the answer)                          gateway A (runs the turn)
@@ -30,7 +31,11 @@ travels the same way, and its outcome comes back over the feed:
 A reply rather than reading the journal for the `.responded` record: only the owner knows what its answer did — how
 many requests a decision resolved, whether a key replayed or conflicts, whether this answer or another one resolved
 the request. The owner applies every answer to its turns, so a keyed answer is applied once whichever gateways it
-is sent to. No reply within ANSWER_WAIT_S (the owner is gone or unreachable) is an answer nothing pends for.
+is sent to. An owner whose lease is gone runs nothing: nothing pends there. But no reply within ANSWER_WAIT_S from
+a live owner (its listener lost the notification, its reply was lost) leaves the outcome unknown — the answer may
+have been applied — so it raises `AnswerUnconfirmed` (the route's 503 with Retry-After), never "nothing pending": a
+keyed retry then reaches the owner again and gets its recorded outcome. The message may be of any length: the
+store's feed carries what a notification cannot hold (a 50 KB tool output) by reference (store/postgres/feed.py).
 """
 
 from __future__ import annotations
@@ -43,10 +48,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, Protocol
 
 from ..core.events import TurnEvent
-from ..store.base import FEED_MESSAGE_MAX, Feed, StoreError
+from ..store.base import Feed, StoreError
 from ..store.roles import JournalStore, LeaseStore
 from ..turns import Journal, TurnRegistry
-from ..turns.answers import APPROVAL, QUESTION, ClientAnswer, apply_answer
+from ..turns.answers import KINDS, TOOL_OUTPUTS, ClientAnswer, apply_answer
 from ..turns.durable import close_journal
 from ..turns.journal import decode_events
 from ..turns.suspension import Keyed
@@ -58,6 +63,10 @@ IDLE_S = 10.0  # a follower nobody follows ends after this long
 RETRY_S = 1.0  # a read that failed (the store is down) is tried again this soon, or when the feed reconnects
 GRACE_S = 0.5  # past the owner's lease expiry before its lease is read again
 ANSWER_WAIT_S = 5.0  # the owner's reply to a forwarded answer normally comes within milliseconds
+
+
+class AnswerUnconfirmed(Exception):
+    """The live owner of a turn did not reply to a forwarded answer in time: it may or may not have applied it."""
 
 
 class RemoteTurnStore(JournalStore, LeaseStore, Protocol):
@@ -242,8 +251,8 @@ class RemoteTurns:
         self, owner: str, turn_id: str, scope: str, answer: ClientAnswer
     ) -> tuple[Keyed, int] | None:
         """Have the gateway that runs `turn_id` apply `answer` as its own route would; what came of it, or None when
-        the owner is gone, did not reply in time or runs no such turn in `scope` (StoreError when the store fails or
-        the answer is too long to forward)."""
+        the owner is gone or runs no such turn in `scope`. AnswerUnconfirmed when the owner did not reply within
+        `answer_wait_s`; StoreError when the store fails."""
         if self.feed is None:
             raise StoreError("this store has no feed to reach other gateways")
         if not self.leases.alive(await self.store.get_lease(owner)):
@@ -259,34 +268,39 @@ class RemoteTurns:
                 "choice": answer.choice,
                 "all": answer.resolve_all,
                 "text": answer.text,
+                "outputs": [list(pair) for pair in answer.outputs],
                 "key": answer.key,
             },
             ensure_ascii=False,
             separators=(",", ":"),
         )
-        if len(message.encode()) > FEED_MESSAGE_MAX:
-            raise StoreError("the answer is too long to forward to the gateway that runs the run")
         replied: asyncio.Future[tuple[Keyed, int] | None] = asyncio.get_running_loop().create_future()
         self._answers[request_id] = replied  # before sending: the reply may come before forward_answer returns
         try:
             await self.feed.forward_answer(owner, message)
             return await asyncio.wait_for(replied, self.answer_wait_s)
         except TimeoutError:
-            return None
+            raise AnswerUnconfirmed(turn_id) from None
         finally:
             del self._answers[request_id]
 
     def _apply_forwarded(self, fields: dict[str, object]) -> tuple[Keyed, int] | None:
         """Apply an answer forwarded to this gateway to its own turn, when that turn runs here in the scope named."""
         turn = self.registry.get(str(fields["turn"]))
-        if turn is None or turn.request.scope != fields["scope"] or fields["kind"] not in (APPROVAL, QUESTION):
+        if turn is None or turn.request.scope != fields["scope"] or fields["kind"] not in KINDS:
             return None
         key = fields.get("key")
+        outputs = (fields.get("outputs") or []) if fields["kind"] == TOOL_OUTPUTS else []
+        if not isinstance(outputs, list) or not all(
+            isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, str) for v in pair) for pair in outputs
+        ):
+            raise ValueError("malformed tool outputs")
         answer = ClientAnswer(
             str(fields["kind"]),
             choice=str(fields.get("choice") or ""),
             resolve_all=fields.get("all") is True,
             text=str(fields.get("text") or ""),
+            outputs=tuple((call_id, output) for call_id, output in outputs),
             key=key if isinstance(key, str) else None,
         )
         return apply_answer(turn, answer)
@@ -302,6 +316,10 @@ class RemoteTurns:
             log.warning("[API Server] could not reply to the answer gateway %s forwarded: %s", to, exc)
 
     # -- FeedSink ---------------------------------------------------------------------------------------------
+    @property
+    def address(self) -> str:
+        return self.leases.owner
+
     def journal_written(self, turn_id: str, end: int) -> None:
         follower = self._followers.get(turn_id)
         if follower is not None and end > len(follower.journal.events):

@@ -54,6 +54,7 @@ class RunEventsRenderer(NumberedFold):
         self.last_event: str | None = None
 
     def _record(self, records: list[SseRecord], name: str, at: float, /, **fields: Any) -> None:
+        # positional-only: a client tool call's fields include its own `name` (WIRE.md §15.4)
         self.emit(records, None, {"event": name, "run_id": self.run_id, "timestamp": at, **fields})
         self.last_event = name
 

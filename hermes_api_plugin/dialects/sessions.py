@@ -49,6 +49,7 @@ class SessionStreamRenderer(NumberedFold):
         self._said = ""  # the question a paused delivery ended with
 
     def _record(self, records: list[SseRecord], name: str, at: float, /, **fields: Any) -> None:
+        # positional-only: a client tool call's fields include its own `name` (WIRE.md §15.4)
         payload = {
             "event": name,
             "session_id": self.session_id,

@@ -160,6 +160,7 @@ def create_app(
     app.router.add_post("/v1/runs/{run_id}/stop", runs.stop_run, name="run_stop")
     app.router.add_post("/v1/runs/{run_id}/approval", approvals.run_approval, name="run_approval")
     app.router.add_post("/v1/runs/{run_id}/answer", approvals.run_answer, name="run_answer")
+    app.router.add_post("/v1/runs/{run_id}/tool_outputs", approvals.run_tool_outputs, name="run_tool_outputs")
     app.router.add_get("/api/sessions", sessions.list_sessions, name="sessions", allow_head=False)
     app.router.add_post("/api/sessions", sessions.create_session, name="session_create")
     app.router.add_get("/api/sessions/{session_id}", sessions.get_session, name="session", allow_head=False)

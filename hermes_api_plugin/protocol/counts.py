@@ -10,3 +10,5 @@ from __future__ import annotations
 
 MAX_MESSAGES = 10_000  # chat `messages`, runs `input`, `conversation_history`
 MAX_INPUT_ITEMS = 10_000  # Responses `input` items
+MAX_TOOLS = 128  # runs `tools`, as OpenAI caps a request's tools
+MAX_TOOL_OUTPUTS = 128  # `POST /v1/runs/{id}/tool_outputs` outputs: one per pending call at most

@@ -142,6 +142,12 @@ OPERATIONS: dict[str, Operation] = {
         params=(*runs.RUN_PATH, IDEMPOTENCY_HEADER),
         reply=replies.RUN_ANSWER,
     ),
+    "run_tool_outputs": Operation(
+        "Return the outputs of a suspended run's client tool calls",
+        body=approvals.RUN_TOOL_OUTPUTS_BODY,
+        params=(*runs.RUN_PATH, IDEMPOTENCY_HEADER),
+        reply=replies.RUN_TOOL_OUTPUTS,
+    ),
     "sessions": Operation("List sessions", params=sessions.LIST_QUERY, reply=replies.SESSION_LIST),
     "session_create": Operation(
         "Create a session",

@@ -226,6 +226,13 @@ RUN_ANSWER = Obj(
         Prop("answered", _INT, True),
     )
 )
+RUN_TOOL_OUTPUTS = Obj(
+    (
+        Prop("object", Str(enum=("hermes.run.tool_outputs",)), True),
+        Prop("run_id", _TEXT, True),
+        Prop("answered", _INT, True, "How many pending client tool calls got their output"),
+    )
+)
 SESSION = Obj(
     name="Session",
     props=(

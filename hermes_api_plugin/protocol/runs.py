@@ -1,4 +1,6 @@
-"""POST /v1/runs: the request (WIRE.md §6.1) and its §5.2 identity."""
+"""POST /v1/runs: the request (WIRE.md §6.1) and its §5.2 identity. A run may lend the agent function tools of its
+client (`tools`, `tool_choice`, §15.4) in either dialect's shape: a call suspends the run until
+`POST /v1/runs/{id}/tool_outputs` returns its output. They are not identity (§5.2: "everything else")."""
 
 from __future__ import annotations
 
@@ -7,8 +9,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from ..core.client_tools import CHOOSE_AUTO, ClientTool, ToolChoice
 from ..core.content import Message
 from ..core.errors import invalid_request
+from .client_tools import CHAT_FUNCTION, RESPONSES_TOOL, TOOL_CHOICE, parse_client_tools, parse_tool_choice
 from .common import (
     CONTENT,
     CONVERSATION_HISTORY,
@@ -21,7 +25,7 @@ from .common import (
     identity_hash,
     parse_model_selection,
 )
-from .counts import MAX_MESSAGES
+from .counts import MAX_MESSAGES, MAX_TOOLS
 from .limits import ID_MAX, short
 from .params import Param
 from .schema import Arr, Either, Obj, Prop, Str
@@ -36,10 +40,24 @@ class RunRequest:
     conversation_history: list[Message] | None
     selection: ModelSelection
     identity: Callable[[], str]  # the §5.2 identity hash, computed when a key asks for it
+    client_tools: tuple[ClientTool, ...] = ()  # the declared function tools (WIRE.md §15.4)
+    tool_choice: ToolChoice = CHOOSE_AUTO
 
 
 RUN_PATH = (Param("run_id", short(ID_MAX, min_length=1), "path"),)
 RUN_MESSAGE = Obj(name="RunInputMessage", props=(Prop("role", Str(enum=HISTORY_ROLES), True), Prop("content", CONTENT)))
+# Either shape (WIRE.md §15.4): Chat Completions' nested `function`, or Responses' flat fields.
+RUN_TOOL = Obj(
+    (
+        RESPONSES_TOOL.props[0],
+        Prop("function", CHAT_FUNCTION, description="The function (chat's shape)"),
+        *RESPONSES_TOOL.props[1:],
+    ),
+    name="RunTool",
+    description="A function tool the client lends the agent for this run (§15.4): chat's shape "
+    '({"type":"function","function":{"name",…}}) or Responses\' flat one ({"type":"function","name",…}); '
+    "other types are ignored",
+)
 RUN_BODY = Obj(
     name="RunCreateRequest",
     props=(
@@ -54,6 +72,13 @@ RUN_BODY = Obj(
         Prop("previous_response_id", short(ID_MAX), description="Continue a stored response's chain"),
         *MODEL_SELECTION,
         Prop("reasoning_effort", EFFORT, description="Alias of model_options.reasoning.effort"),
+        Prop(
+            "tools",
+            Arr(RUN_TOOL, max_items=MAX_TOOLS),
+            description="Function tools the client runs: a call suspends the run (required_action client_tool) "
+            "until POST /v1/runs/{run_id}/tool_outputs",
+        ),
+        Prop("tool_choice", TOOL_CHOICE),
     ),
 )
 
@@ -80,6 +105,8 @@ def parse_run_request(raw: dict[str, Any], header_session: str | None, providers
     session_id = body.get("session_id")  # the SESSION_ID rule, checked with the body
     selection = parse_model_selection(body, providers, alias_effort=body.get("reasoning_effort"))
     previous = body.get("previous_response_id")
+    client_tools = parse_client_tools(body.get("tools"))
+    tool_choice = parse_tool_choice(body.get("tool_choice"), client_tools)
     prompt = "\n".join(s for s in ([instructions] if instructions else []) + system if s) or None
     # WIRE.md §5.2: the identity fields as sent, string input and the effort alias folded.
     sent = raw["input"]
@@ -103,4 +130,6 @@ def parse_run_request(raw: dict[str, Any], header_session: str | None, providers
         conversation_history=conversation_history(body),
         selection=selection,
         identity=identity,
+        client_tools=client_tools,
+        tool_choice=tool_choice,
     )

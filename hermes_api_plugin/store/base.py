@@ -12,8 +12,6 @@ from typing import Any, Literal, Protocol, TypedDict
 
 from ..core.content import Message
 
-FEED_MESSAGE_MAX = 7000  # bytes of one forwarded message: PostgreSQL's NOTIFY payloads stay under 8000 bytes
-
 
 class StoreError(RuntimeError):
     """The backing store failed (cannot open, disk full, corrupt file)."""
@@ -112,6 +110,11 @@ class RunRecord:
 class FeedSink(Protocol):
     """What a gateway does with the notifications of a shared store (its `Feed`)."""
 
+    @property
+    def address(self) -> str:
+        """The gateway's boot id: the answers and replies addressed to it are its own."""
+        ...
+
     def journal_written(self, turn_id: str, end: int) -> None:
         """The journal rows of `turn_id` up to sequence number `end - 1` are committed."""
         ...
@@ -148,7 +151,7 @@ class Feed(Protocol):
         ...
 
     async def forward_answer(self, owner: str, message: str) -> None:
-        """Hand `message` (at most FEED_MESSAGE_MAX bytes) to the gateway `owner` (its sink's `answer_requested`)."""
+        """Hand `message` (of any length) to the gateway `owner` (its sink's `answer_requested`)."""
         ...
 
     async def reply_answer(self, to: str, message: str) -> None:

@@ -34,6 +34,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 from ..cluster.placement import Placement
 from ..cluster.remote_turns import RemoteTurns
 from ..config.settings import Settings
+from ..core.client_tools import CHOOSE_AUTO, ClientTool, ToolChoice
 from ..core.content import Message, canonical_json
 from ..core.errors import ApiError
 from ..core.events import TurnFinished
@@ -80,9 +81,12 @@ def turn_request(
     metadata: Mapping[str, Any] | None = None,
     session_key: str | None = None,
     turn_id: str | None = None,
+    client_tools: tuple[ClientTool, ...] = (),
+    tool_choice: ToolChoice = CHOOSE_AUTO,
 ) -> TurnRequest:
     """The runtime's request for a surface's new turn, its model as the request selected it; `session_key` is
-    X-Hermes-Session-Key (the agent's session key, memory and approval scope)."""
+    X-Hermes-Session-Key (the agent's session key, memory and approval scope); `client_tools` and `tool_choice`
+    the function tools the client lends the agent (WIRE.md §15)."""
     return TurnRequest(
         turn_id=turn_id or new_run_id(),
         session_id=session_id,
@@ -95,6 +99,8 @@ def turn_request(
         reasoning_effort=selection.reasoning_effort,
         metadata=metadata or {},
         session_key=session_key,
+        client_tools=client_tools,
+        tool_choice=tool_choice,
     )
 
 

@@ -95,7 +95,13 @@ class RunSurface:
         else:
             history = conversations.session_history(chain.session_id)
         asked = turn_request(
-            chain.session_id, run.messages[-1], run.selection, system_prompt=run.system, session_key=self.session_key
+            chain.session_id,
+            run.messages[-1],
+            run.selection,
+            system_prompt=run.system,
+            session_key=self.session_key,
+            client_tools=run.client_tools,  # WIRE.md §15.4: a call suspends the run until its tool_outputs
+            tool_choice=run.tool_choice,
         )
         request = replace(asked, hold_approvals=self.hold_approvals)
         return TurnPlan(request, history=history, inputs=run.messages, bind_key=chain.bind_key)

@@ -10,6 +10,8 @@ from hermes_api_plugin.core.events import (
     QuestionAsked,
     StatusChanged,
     TextDelta,
+    ToolCallAnswered,
+    ToolCallRequested,
     TurnEvent,
     TurnFinished,
     TurnStatus,
@@ -112,3 +114,43 @@ def test_session_streams_name_question_events_and_chat_is_unaffected() -> None:
     body = chat.completion()
     assert body["choices"][0]["message"]["content"] == "Which branch?\n\n1. main\n2. release"
     assert body["choices"][0]["finish_reason"] == "stop" and body["hermes"]["suspended"] == "question"
+
+
+def test_client_tool_calls_render_on_run_events_and_session_streams() -> None:
+    """§15.4: `tool_call.request` carries the call's own `name` (beside the event's name) and its `call_id` and
+    `arguments`; `tool_call.responded` the output (null when none came); the run object's required_action says the
+    same. Both renderers take a field called `name` (it once clashed with their own parameter)."""
+    called = ToolCallRequested("call_1", "get_weather", '{"city":"Oslo"}')
+    events: list[TurnEvent] = [StatusChanged(TurnStatus.RUNNING), called, ToolCallAnswered("call_1", None)]
+    renderer = RunEventsRenderer(RUN, [5.0] * len(events))
+    payloads = [r.data for r in renderer.render(events[:2])]
+    assert payloads[-1] == {
+        "event": "tool_call.request",
+        "run_id": RUN,
+        "timestamp": 5.0,
+        "call_id": "call_1",
+        "name": "get_weather",
+        "arguments": '{"city":"Oslo"}',
+    }
+    run = run_object(
+        RUN,
+        status="requires_action",
+        created_at=1.0,
+        updated_at=5.0,
+        session_id="s1",
+        model="hermes-agent",
+        renderer=renderer,
+        required_action=called,
+    )
+    assert run["required_action"] == {
+        "type": "client_tool",
+        "call_id": "call_1",
+        "name": "get_weather",
+        "arguments": '{"city":"Oslo"}',
+    }
+    answered = [r.data for r in renderer.render(events[2:])]
+    assert answered[-1]["event"] == "tool_call.responded" and answered[-1]["output"] is None
+    records = SessionStreamRenderer("s1", RUN, [5.0] * len(events)).render(events)
+    named = [(r.event, r.data) for r in records if r.event and r.event.startswith("tool_call.")]
+    assert [n for n, _ in named] == ["tool_call.request", "tool_call.responded"]
+    assert named[0][1]["name"] == "get_weather" and named[1][1]["call_id"] == "call_1"

@@ -29,6 +29,7 @@ BODIES: dict[str, tuple[dict[str, Any], ...]] = {
     "runs": ({"input": "hello"},),
     "run_approval": ({"choice": "deny"},),
     "run_answer": ({"text": "main"},),
+    "run_tool_outputs": ({"outputs": [{"call_id": "call_fuzz", "output": "42"}]},),
     "session_create": ({"title": "fuzz"},),
     "session_update": ({"title": "fuzz"},),
     "session_fork": ({},),

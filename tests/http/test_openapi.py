@@ -28,6 +28,7 @@ PARSERS: dict[str, tuple[Any, dict[str, Any]]] = {
     "session_chat": (lambda b: sessions.parse_session_chat(b, PROVIDERS), {"message": "hi"}),
     "run_approval": (approvals.parse_run_approval, {"choice": "once"}),
     "run_answer": (approvals.parse_run_answer, {"text": "main"}),
+    "run_tool_outputs": (approvals.parse_run_tool_outputs, {"outputs": [{"call_id": "call_1", "output": "42"}]}),
     "job_create": (jobs.parse_create, {"name": "n", "schedule": "30m"}),
     "job_update": (jobs.parse_update, {"enabled": False}),
     "cron_fire": (jobs.parse_fire, {"job_id": "0123456789ab"}),

@@ -241,6 +241,7 @@ async def test_issue_20_defect_5_a_session_title_past_the_limit_changes_nothing(
 # -- the document states every limit ----------------------------------------------------------------------------------
 
 # Free text: no limit of its own (the body's 10 MB, WIRE.md §1.8). Last-Event-ID is a number (issue 20, defect 1).
+# A client tool's `output` and a declared function's `description` (§15.4) are the client's own text for the agent.
 FREE_TEXT = {
     "content",
     "text",
@@ -251,7 +252,8 @@ FREE_TEXT = {
     "arguments",
     "input",
     "message",
-    "description",  # a client tool's description (§15.2): text the agent reads, like instructions
+    "output",
+    "description",
 }
 FREE_HEADERS = {"Last-Event-ID"}
 

@@ -234,6 +234,23 @@ async def suspended(api: TestClient, auth: dict[str, str], run_id: str) -> dict[
     )
 
 
+async def tool_call_waiting(api: TestClient, auth: dict[str, str], run_id: str) -> dict[str, Any]:
+    """The client tool call a run waits for (its `required_action`, WIRE.md §15.4), checked for its shape."""
+    action: dict[str, Any] = (await suspended(api, auth, run_id))["required_action"]
+    assert set(action) == {"type", "call_id", "name", "arguments"} and action["type"] == "client_tool", action
+    assert action["call_id"].startswith("call_") and isinstance(action["arguments"], str)
+    return action
+
+
+async def post_tool_outputs(
+    api: TestClient, auth: dict[str, str], run_id: str, outputs: list[tuple[str, Any]], key: str | None = None
+) -> Reply:
+    """POST /v1/runs/{run_id}/tool_outputs with (call_id, output) pairs, keyed when `key` is given."""
+    headers = {**auth, "Idempotency-Key": key} if key is not None else auth
+    body = {"outputs": [{"call_id": call_id, "output": output} for call_id, output in outputs]}
+    return await fetch(api, "POST", f"{RUNS}/{run_id}/tool_outputs", json=body, headers=headers)
+
+
 def terminal_results(payloads: list[dict[str, Any]]) -> list[bool]:
     """The `error` flags of the run's terminal tool completions: False is a command that ran."""
     return [p["error"] for p in payloads if p["event"] == "tool.completed" and p["tool"] == "terminal"]

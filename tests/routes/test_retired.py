@@ -54,6 +54,7 @@ WIRE_ROUTES = {
     ("post", "/v1/runs/{run_id}/stop"),
     ("post", "/v1/runs/{run_id}/approval"),  # §14.2
     ("post", "/v1/runs/{run_id}/answer"),  # §15.4
+    ("post", "/v1/runs/{run_id}/tool_outputs"),  # §15.4
     ("get", "/api/sessions"),
     ("post", "/api/sessions"),
     ("get", "/api/sessions/{session_id}"),

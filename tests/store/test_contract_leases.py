@@ -102,13 +102,18 @@ async def test_a_journal_reads_from_a_sequence_number(backend: Backend) -> None:
 
 
 class Sink(FeedSink):
-    def __init__(self) -> None:
+    def __init__(self, address: str = "boot-owner") -> None:
+        self._address = address
         self.journals: list[tuple[str, int]] = []
         self.stops: list[tuple[str, str]] = []
         self.answers: list[tuple[str, str]] = []
         self.replies: list[tuple[str, str]] = []
         self.reconnects = 0
         self.woken = asyncio.Event()
+
+    @property
+    def address(self) -> str:
+        return self._address
 
     def journal_written(self, turn_id: str, end: int) -> None:
         self.journals.append((turn_id, end))
@@ -186,6 +191,42 @@ async def test_two_stores_on_one_database_see_each_others_notifications(open_bac
         assert sink.journals == [("run_x", 1)]
         assert await other.load_journal("run_x", 0) == ["e0"], "the rows are committed when the listener wakes"
     finally:
+        await other.close()
+
+
+@pytest.mark.parametrize("open_backend", ["postgres"], indirect=True)
+async def test_messages_longer_than_a_notify_payload_reach_their_addressee_once(open_backend: BackendFactory) -> None:
+    """W-15.4: an answer or reply of 50 KB (PostgreSQL refuses NOTIFY payloads of 8000 bytes) crosses to the gateway
+    it is addressed to — stored, named by its row in the notification, taken once by the addressee — exactly as a
+    short one would; a gateway it is not addressed to never takes it; nothing is left behind."""
+    one = await open_backend()
+    store = one.store
+    from hermes_api_plugin.store.postgres.store import PostgresStore
+
+    other = PostgresStore(store.db._url)  # type: ignore[attr-defined]
+    await other.open()
+    owner, bystander = Sink("boot-owner"), Sink("boot-bystander")
+    feeds = [store.feed(), other.feed()]
+    assert feeds[0] is not None and feeds[1] is not None
+    await feeds[0].start(bystander)
+    await feeds[1].start(owner)
+    try:
+        long = '{"text":"' + "ünïcode " * 6500 + '"}'  # ~65 KB as UTF-8
+        assert len(long.encode()) > 50_000
+        await feeds[0].forward_answer("boot-owner", long)
+        await owner.next()
+        assert owner.answers == [("boot-owner", long)]
+        reply = '{"id":"r1","pad":"' + "x" * 9000 + '"}'
+        await feeds[1].reply_answer("boot-bystander", reply)
+        await bystander.next()
+        assert bystander.replies == [("boot-bystander", reply)]
+        assert bystander.answers == [] and owner.replies == [], "only the addressee takes a stored message"
+        async with store.db.connection() as conn:  # type: ignore[attr-defined]
+            left = await (await conn.execute("SELECT count(*) AS n FROM feed_messages")).fetchone()
+        assert left is not None and left["n"] == 0, "each stored message was taken once, by its addressee"
+    finally:
+        for feed in feeds:
+            await feed.close()
         await other.close()
 
 
