@@ -133,6 +133,14 @@ CAPABILITIES = Obj(
 )
 OPENAPI = Obj((Prop("openapi", _TEXT, True), Prop("paths", _OBJECT, True)))
 _USAGE = Obj(())
+_TOOL_CALL = Obj(
+    name="ChatToolCall",
+    props=(
+        Prop("id", _TEXT, True),
+        Prop("type", Str(enum=("function",)), True),
+        Prop("function", Obj((Prop("name", _TEXT, True), Prop("arguments", _TEXT, True))), True),
+    ),
+)
 CHAT_COMPLETION = Obj(
     name="ChatCompletion",
     props=(
@@ -152,6 +160,12 @@ CHAT_COMPLETION = Obj(
                                     Prop("role", Str(enum=("assistant",)), True),
                                     Prop("content", _TEXT, True, nullable=True),
                                     Prop("reasoning_content", _TEXT),
+                                    Prop(
+                                        "tool_calls",
+                                        Arr(_TOOL_CALL),
+                                        description="The client tools the agent called (§15.2): answer with "
+                                        "role:tool messages",
+                                    ),
                                 )
                             ),
                             True,
@@ -281,6 +295,7 @@ SESSION_CHAT = Obj(
         Prop("session_id", _TEXT, True),
         Prop("run_id", _TEXT, True),
         Prop("message", _OBJECT, True),
+        Prop("required_action", _OBJECT, description="status requires_action: what the turn waits for (§15.2)"),
     ),
 )
 # Cron jobs (§14.3): the host's own job records, in hermes-agent's shape.

@@ -102,8 +102,9 @@ class Turn:
 
     @property
     def may_wait(self) -> bool:
-        """Unsettled, and something may wait for its client: a cheap test before `required_action` reads the journal."""
-        return self.journal.finished is None and (self.suspensions.pending > 0 or self.agent_turn.approvals is not None)
+        """Unsettled, with a request waiting in its suspensions: a cheap test before `required_action` reads the
+        journal (a held approval, §14.2, is no suspension: its runtime holds it)."""
+        return self.journal.finished is None and self.suspensions.pending > 0
 
     def resume_position(self) -> int:
         """The journal position a delivery resuming this turn begins at: just after the oldest request it waits for
