@@ -211,10 +211,11 @@ class _TurnResponses:
         events = [*turn.journal.events, finished]
         final, items = settled(self.settings, replace(record, messages=self.inputs), self.head, self.queued, events)
         await journals.write_now(turn.run_id, turn.journal, [finished], at=turn.finished_at)
-        log_evictions(await self.store.put_response(final, items))
-        for earlier, earlier_items in self.earlier:
-            log_evictions(await self.store.put_response(replace(earlier, messages=[]), earlier_items))
+        for earlier, earlier_items in self.earlier:  # first: the conversation name stays with the last one
+            emptied = replace(earlier, messages=[], conversation=None)
+            log_evictions(await self.store.put_response(emptied, earlier_items))
         self.earlier.clear()
+        log_evictions(await self.store.put_response(final, items))
 
 
 class ResponsesSurface:
@@ -356,17 +357,19 @@ class ResponsesSurface:
             return None
         body = self.create
         answers = trailing_answers(body.input)
+        previous = body.previous_response_id
+        if previous is None and body.conversation is not None:
+            previous = await self.conversations.store.conversation_head(self.conversations.scope, body.conversation)
         outputs = {o.call_id: o.output for o in answers.outputs}
-        for turn, _ in chains:
+        for turn, responses in chains:
             if outputs.keys() & set(turn.suspensions.pending_calls()):
+                self._answered = previous if responses.head.id == previous else None
                 return self._tool_outputs(turn, outputs)
         for turn, responses in chains:
             asked = turn.required_action
             if any(responses.approval_ids.get(a.request_id) is asked for a in answers.approvals):
+                self._answered = previous if responses.head.id == previous else None
                 return self._answer(turn, responses, answers)
-        previous = body.previous_response_id
-        if previous is None and body.conversation is not None:
-            previous = await self.conversations.store.conversation_head(self.conversations.scope, body.conversation)
         found = next(((t, r) for t, r in chains if previous is not None and r.head.id == previous), None)
         if found is None:
             return None
