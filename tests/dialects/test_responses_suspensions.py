@@ -63,7 +63,7 @@ def test_the_resumed_response_finishes_the_held_tool() -> None:
     hosted = render(after, prime=before, hosted=True)
     assert types(hosted) == ["mcp_call", "message"] and hosted.output[0]["output"] == "Ran"
     paused = render(before, hosted=True)
-    assert [(i["type"], i.get("status")) for i in paused.output][0] == ("mcp_call", "in_progress")
+    assert (paused.output[0]["type"], paused.output[0]["status"]) == ("mcp_call", "in_progress")
 
 
 def test_a_question_is_the_final_message() -> None:
