@@ -52,8 +52,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     if isinstance(outcome, Refusal):
         raise refusal_error(outcome)
     if isinstance(outcome, Resumed):  # WIRE.md §15.3: at once — the answer is applied, the turn is about to go on
-        surface.resumed(outcome.turn)
-        await surface.stored()
+        await surface.resumed(outcome.turn)
     if surface.detached and not (isinstance(outcome, Existing) and outcome.kind == "replay"):
         return await _as_it_stands(outcome, surface)
     return await deliver_outcome(request, outcome, surface)

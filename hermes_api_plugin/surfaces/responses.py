@@ -453,17 +453,14 @@ class ResponsesSurface:
         )
         self.delivering(turn)
 
-    def resumed(self, turn: Turn) -> None:
-        """The answer is applied: this Response is the turn's current one (synchronously, before the turn goes on)."""
+    async def resumed(self, turn: Turn) -> None:
+        """The answer is applied: this Response becomes the turn's current one — before the first await, so before the
+        turn goes on — then is stored in progress (its GET finds it)."""
         assert self._chain is not None and self.head is not None
         record = self._record if self.create.store else None
         self._chain.resume(turn, record, self.head, self.start, self.commentary, self.hosted)
-
-    async def stored(self) -> None:
-        """Wait until this resumed Response is stored in progress (its GET finds it)."""
-        ready = self._chain.ready if self._chain is not None else None
-        if ready is not None:
-            await asyncio.shield(ready)
+        if self._chain.ready is not None:
+            await asyncio.shield(self._chain.ready)
 
     async def admitted(self, turn: Turn) -> None:
         """A stored Response is stored in progress once admitted (WIRE.md §4.5); the journal is watched for where

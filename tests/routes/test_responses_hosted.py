@@ -16,7 +16,7 @@ from aiohttp.test_utils import TestClient
 
 from hermes_api_plugin.protocol.responses import NOTHING_NEW
 from tests.conftest import ApiFactory
-from tests.helpers import RESPONSES, USE_TOOL_ANSWER, execution_for
+from tests.helpers import RESPONSES, USE_TOOL_ANSWER, execution_for, executions, wait_for_async
 
 from .responses_helpers import (
     ResponseStream,
@@ -221,8 +221,10 @@ async def test_a_resent_history_ending_in_the_servers_own_call_and_result_is_ans
     result = {"type": "function_call_output", "call_id": "call_client_1", "output": "42"}
     body = {"model": "hermes-agent", "input": [{"role": "user", "content": "x"}, own, result]}
     async with api.post(RESPONSES, json=body, headers=auth) as resp:
-        assert resp.status == 200
-    given = execution_for(api, "[Result of the client's tool call call_client_1]\n42")
+        assert resp.status == 200, await resp.text()
+    results = "[Result of the client's tool call call_client_1]\n42"
+    await wait_for_async(lambda: [e for e in executions(api.home) if e["input"]["content"][0]["text"] == results])
+    given = execution_for(api, results)
     assert history_of(given) == [("user", "x")]
 
 
