@@ -71,6 +71,7 @@ ITEM_ID = {
     "function_call": re.compile(r"^fc_[0-9a-f]{24}$"),
     "function_call_output": re.compile(r"^fco_[0-9a-f]{24}$"),
     "mcp_call": re.compile(r"^mcp_[0-9a-f]{24}$"),
+    "mcp_approval_request": re.compile(r"^mcpr_[0-9a-f]{24}$"),
 }
 
 

@@ -47,14 +47,29 @@ def head_from_snapshot(snapshot: dict[str, Any]) -> ResponseHead:
     )
 
 
+def stored_renderer(settings: Settings, record: StoredResponse, tool_items: bool = True) -> ResponsesRenderer:
+    """A renderer for one delivery of a stored response, primed for the journal before its start (WIRE.md §15.3): feed
+    it the events from `record.start`."""
+    r = renderer(settings, head_from_snapshot(record.snapshot), record.commentary, tool_items, hosted=record.hosted)
+    return r
+
+
+def render_from(r: ResponsesRenderer, events: Sequence[TurnEvent], start: int, queued: bool) -> ResponsesRenderer:
+    """Render a Response's part of a turn's journal: `created`, then the events from `start` (a resumed Response's
+    renderer primed with those before it, and its `in_progress` emitted as the turn already runs)."""
+    r.created(queued)
+    if start:
+        r.prime(list(events[:start]))
+        r.resumed()
+    r.render(list(events[start:]))
+    return r
+
+
 def live_snapshot(
     settings: Settings, record: StoredResponse, events: Sequence[TurnEvent], tool_items: bool = True
 ) -> dict[str, Any]:
     """The Response object of a stored response whose turn is still running (here, or on another gateway)."""
-    r = renderer(settings, head_from_snapshot(record.snapshot), record.commentary, tool_items, hosted=record.hosted)
-    r.created(record.queued)
-    r.render(list(events))
-    return r.snapshot()
+    return render_from(stored_renderer(settings, record, tool_items), events, record.start, record.queued).snapshot()
 
 
 def settled(
@@ -62,10 +77,7 @@ def settled(
 ) -> tuple[StoredResponse, list[dict[str, Any]]]:
     """A stored response as its turn's journal (terminal record included) leaves it: status, object and
     transcript, and every item (input and output) to store with it."""
-    r = renderer(settings, head, record.commentary, hosted=record.hosted)
-    r.created(queued)
-    r.render(events)
-    final = replace(
-        record, status=r.status, snapshot=r.snapshot(), queued=queued, messages=turn_messages(record.messages, events)
-    )
+    r = render_from(renderer(settings, head, record.commentary, hosted=record.hosted), events, record.start, queued)
+    messages = turn_messages(record.messages, events)
+    final = replace(record, status=r.status, snapshot=r.snapshot(), queued=queued, messages=messages)
     return final, [*record.input_items, *r.output]

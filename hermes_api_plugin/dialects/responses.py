@@ -9,19 +9,35 @@ ids, and only what it emits is renumbered — `output_index` and `sequence_numbe
 The server's own tools render in one of two modes, fixed per response when it is created (§15.3): as a
 `function_call` + `function_call_output` pair (the default, §4.2), or `hosted`, as one `mcp_call` item
 (`server_label: "hermes"`) streamed with OpenAI's MCP call events, which no agent loop executes.
-"""
+
+A Response ends where its turn suspends for the client (WIRE.md §15.3), `status: "completed"` while the turn waits:
+an approval as an `mcp_approval_request` item, the agent's question as the final message, the client tool calls as
+`function_call` items (their arguments streamed as deltas). The Response that carries the answer is a new one over
+the rest of the same journal: its renderer is `prime`d with what the journal held before, so that a server tool
+started before the suspension and completed after it is finished there — as the `function_call_output` of the
+`function_call` the suspended Response closed, or as a whole `mcp_call` item in hosted mode. Everything after the
+suspension belongs to the next Response: a paused renderer renders nothing more.
+
+
+Long because every Responses stream event is built here, in one numbering: reasoning, text, both tool modes and
+the §15.3 suspensions."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.events import (
+    ApprovalRequested,
+    ClientRequest,
     Commentary,
+    QuestionAsked,
     ReasoningDelta,
     StatusChanged,
     TextDelta,
+    ToolCallRequested,
     ToolCompleted,
     ToolStarted,
     TurnEvent,
@@ -29,6 +45,7 @@ from ..core.events import (
     TurnStatus,
     Usage,
 )
+from .prompts import question_prompt
 from .record import SseRecord
 
 TERMINAL_EVENTS = {
@@ -41,6 +58,8 @@ _INCOMPLETE_REASONS = {"output_truncated": "max_output_tokens"}
 # what X-Hermes-Tool-Items: off hides: the server's tools in either mode
 _TOOL_ITEM_TYPES = frozenset({"function_call", "function_call_output", "mcp_call"})
 SERVER_LABEL = "hermes"  # the `server_label` of the server's own tools rendered as `mcp_call` items (§15.3)
+MAX_ARGUMENT_DELTA = 256  # a client tool call's arguments stream in pieces of at most this many characters
+APPROVAL_TOOL = "terminal"  # the tool an approval request names when no server tool is open (Hermes guards commands)
 
 
 @dataclass(frozen=True)
@@ -133,6 +152,21 @@ class ResponsesRenderer:
         self._error: dict[str, Any] | None = None
         self._incomplete: dict[str, Any] | None = None
         self.terminal: SseRecord | None = None
+        self._primed: dict[str, ToolStarted] = {}  # server tools a resumed Response finishes, started before it
+        self.paused: ClientRequest | None = None  # the request this Response ended at (WIRE.md §15.3)
+        self.approval_ids: dict[str, ApprovalRequested] = {}  # mcp_approval_request item id → its request
+
+    def prime(self, events: list[TurnEvent]) -> None:
+        """Know the server tools still running at the start of a resumed Response (WIRE.md §15.3), without rendering
+        anything: the journal before `start` belongs to the Responses before it."""
+        for event in events:
+            if isinstance(event, ToolStarted):
+                self._primed[event.call_id] = event
+            elif isinstance(event, ToolCompleted):
+                self._primed.pop(event.call_id, None)
+
+    def is_paused(self) -> bool:
+        return self.paused is not None
 
     # -- object ------------------------------------------------------------------------------------
     @property
@@ -181,9 +215,19 @@ class ResponsesRenderer:
         self._emit(records, "response.created", response=self.snapshot(with_output=False))
         return records
 
+    def resumed(self) -> list[SseRecord]:
+        """`response.in_progress` of a Response that resumes a running turn (WIRE.md §15.3): its turn started long
+        before, so no event of the journal says so."""
+        records: list[SseRecord] = []
+        self.status = "in_progress"
+        self._emit(records, "response.in_progress", response=self.snapshot(with_output=False))
+        return records
+
     def render(self, events: list[TurnEvent]) -> list[SseRecord]:
         records: list[SseRecord] = []
-        for event in events:
+        if self.paused is not None:
+            return records  # the rest of the journal is the next Response's
+        for at, event in enumerate(events):
             if isinstance(event, ReasoningDelta):
                 self._on_reasoning(records, event.text)
             elif isinstance(event, TextDelta):
@@ -193,6 +237,11 @@ class ResponsesRenderer:
                 self._on_tool_started(records, event)
             elif isinstance(event, ToolCompleted):
                 self._on_tool_completed(records, event)
+            elif isinstance(event, (QuestionAsked, ToolCallRequested)) or (
+                isinstance(event, ApprovalRequested) and event.suspended
+            ):
+                self._pause(records, event, events, at)
+                return records
             elif isinstance(event, Commentary):
                 self._close_open(records, "completed")
                 if self.commentary and not event.already_streamed:
@@ -370,12 +419,18 @@ class ResponsesRenderer:
     def _on_tool_completed(self, records: list[SseRecord], event: ToolCompleted) -> None:
         entry = self._tools.pop(event.call_id, None)
         if entry is None:
+            primed = self._primed.pop(event.call_id, None)
+            if primed is not None:  # started before this resumed Response
+                self._on_primed_completed(records, primed, event)
             return  # a completion without a start is never shown
         started, index = entry
         if self.hosted:
             self._on_hosted_completed(records, event, started, index)
             return
         self._finish_item(records, index, {**started, "status": "completed"})
+        self._tool_output(records, event)
+
+    def _tool_output(self, records: list[SseRecord], event: ToolCompleted) -> None:
         out_index = self._new_index()
         output = "[interrupted]" if event.stopped else truncate_output(event.result, self.tool_output_max_chars)
         item = {
@@ -446,3 +501,98 @@ class ResponsesRenderer:
         kind = TERMINAL_EVENTS[finished.status]
         self._emit(records, kind, response=self.snapshot())
         self.terminal = records[-1]
+
+    # -- turn-taking (WIRE.md §15.3) ------------------------------------------------------------------
+    def _on_primed_completed(self, records: list[SseRecord], started: ToolStarted, event: ToolCompleted) -> None:
+        """A server tool the suspended Response before this one started (e.g. the command an approval held): its
+        `function_call` is done there, so only its output item comes here; hosted, the whole `mcp_call`."""
+        self._close_open(records, "completed")
+        if self.hosted:
+            self._on_hosted_started(records, started)
+            mcp, index = self._tools.pop(started.call_id)
+            self._on_hosted_completed(records, event, mcp, index)
+        else:
+            self._tool_output(records, event)
+
+    def _pause(self, records: list[SseRecord], asked: ClientRequest, events: list[TurnEvent], at: int) -> None:
+        """End the Response at a request to the client, `completed` while the turn waits for the answer."""
+        self.paused = asked
+        self._close_reasoning(records, "completed")
+        if isinstance(asked, QuestionAsked):
+            self._close_tools_waiting(records)
+            message = self._message or self._open_message(records)
+            text = ("\n\n" if message.text.strip() else "") + question_prompt(asked)
+            self._on_text(records, text)
+            self._close_message(records, "completed", phase="final_answer")
+        elif isinstance(asked, ApprovalRequested):
+            self._close_message(records, "completed")
+            name = self._waiting_tool_name()
+            self._close_tools_waiting(records)
+            index = self._new_index()
+            item = {
+                "id": item_id("mcpr", self.head.id, index),
+                "type": "mcp_approval_request",
+                "server_label": SERVER_LABEL,
+                "name": name,
+                "arguments": _json({"command": asked.command, "description": asked.description}),
+            }
+            self.approval_ids[item["id"]] = asked
+            self._add(records, index, item)
+            self._finish_item(records, index, item)
+        else:
+            self._close_message(records, "completed")
+            self._close_tools_waiting(records)
+            for event in events[at:]:
+                if not isinstance(event, ToolCallRequested):
+                    break
+                self._client_call(records, event)
+        self.status = "completed"
+        self._usage = Usage()
+        self._emit(records, "response.completed", response=self.snapshot())
+        self.terminal = records[-1]
+
+    def _waiting_tool_name(self) -> str:
+        """The server tool an approval holds: the latest one still running."""
+        if self._tools:
+            started, _ = list(self._tools.values())[-1]
+            return str(started["name"])
+        return APPROVAL_TOOL
+
+    def _close_tools_waiting(self, records: list[SseRecord]) -> None:
+        """Server tools still running when the Response ends at a request: their call item is done here (a
+        `function_call` completed: it was made; an `mcp_call` in_progress, without output), their result comes with
+        the Response that resumes the turn."""
+        for call_id in list(self._tools):
+            started, index = self._tools.pop(call_id)
+            if self.hosted:
+                self._finish_item(records, index, {**started, "status": "in_progress"})
+            else:
+                self._finish_item(records, index, {**started, "status": "completed"})
+
+    def _client_call(self, records: list[SseRecord], call: ToolCallRequested) -> None:
+        """A client tool call as OpenAI streams a function call: added with empty arguments, the arguments in one or
+        more deltas, their done, the item done `completed`."""
+        index = self._new_index()
+        fid = item_id("fc", self.head.id, index)
+        item = {
+            "id": fid,
+            "type": "function_call",
+            "status": "in_progress",
+            "call_id": call.call_id,
+            "name": call.name,
+            "arguments": "",
+        }
+        self._shown[index] = len(self._shown)  # the client's own tool: shown whatever X-Hermes-Tool-Items says
+        self._emit(records, "response.output_item.added", output_index=index, item=item)
+        arguments = call.arguments
+        for start in range(0, max(len(arguments), 1), MAX_ARGUMENT_DELTA):
+            piece = arguments[start : start + MAX_ARGUMENT_DELTA]
+            self._emit(records, "response.function_call_arguments.delta", item_id=fid, output_index=index, delta=piece)
+        self._emit(
+            records, "response.function_call_arguments.done", item_id=fid, output_index=index, arguments=arguments
+        )
+        self._finish_item(records, index, {**item, "status": "completed", "arguments": arguments})
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

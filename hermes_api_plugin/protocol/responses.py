@@ -1,18 +1,29 @@
 """POST /v1/responses: the request (WIRE.md §4.1), its §5.2 identity, how it renders the server's own tools (§15.3),
 and its input items resolved into messages (item references looked up, stored tool outputs substituted, §4.7; the
-result of a server-executed call sent back by an agent loop ignored, §15.3)."""
+result of a server-executed call sent back by an agent loop ignored, §15.3).
+
+Turn-taking (§15.3): the items after the request's last user message may answer a suspended turn —
+`mcp_approval_response` items by `approval_request_id`, `function_call_output` items by `call_id` (`trailing_answers`).
+As history, `mcp_approval_request` and `mcp_approval_response` items are kept with the input and never reach the
+agent. Outputs of the client's own calls that no suspended turn takes are the turn's input (`results_input`): the agent
+continues with them, as a model continues after tool results.
+
+Long because the input item vocabulary (§4.1, §15.3) and its resolution are one contract."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Protocol
 
+from ..core.client_tools import CHOOSE_AUTO, ClientTool, ToolChoice
 from ..core.content import Message, TextPart, ToolCall, parse_content, text_message
 from ..core.errors import invalid_parameter, invalid_request
 from ..core.offload import LARGE_MESSAGES, off_loop
+from .chat import MAX_TOOLS, ToolResult, results_input
+from .client_tools import TOOL_CHOICE, parse_client_tools, parse_tool_choice
 from .common import (
     CONTENT,
     CONVERSATION_HISTORY,
@@ -55,16 +66,18 @@ class ResponsesRequest:
     background: bool
     truncation: str
     selection: ModelSelection
-    tools: list[Any]
-    tool_choice: Any
+    tools: list[Any]  # as sent: echoed on the Response object
+    tool_choice: Any  # as sent: echoed
     parallel_tool_calls: bool
     metadata: dict[str, Any]
     identity: Callable[[], str]  # the §5.2 identity hash, computed when a key asks for it
+    client_tools: tuple[ClientTool, ...] = ()  # the declared function tools, lent to the agent (§15.3)
+    choice: ToolChoice = CHOOSE_AUTO
 
     @property
     def declares_function_tools(self) -> bool:
         """Whether the client declared function tools of its own (`tools` entries with type `function`)."""
-        return any(isinstance(tool, dict) and tool.get("type") == "function" for tool in self.tools)
+        return bool(self.client_tools)
 
 
 def hosted_tools(request: ResponsesRequest, header_mode: str, configured: str) -> bool:
@@ -75,12 +88,17 @@ def hosted_tools(request: ResponsesRequest, header_mode: str, configured: str) -
 
 
 _ID = short(ID_MAX, min_length=1)
+# A tool definition is echoed on the Response object: its name and type are short strings, the rest (its JSON Schema
+# `parameters`, …) is kept as sent; a function tool's name is then checked as OpenAI does (parse_client_tools).
+_TOOL = Obj(
+    (Prop("type", short(NAME_MAX)), Prop("name", short(NAME_MAX))),
+    name="ResponsesTool",
+    description="A tool definition, echoed as sent; function tools are lent to the agent for this turn (§15.3)",
+)
+APPROVAL_SCOPES = ("session", "always")
 _CALL_ID = short(ID_MAX)
 # A tool definition is echoed on the Response object: its name and type are short strings, the rest (its JSON
 # Schema `parameters`, …) is kept as sent.
-_TOOL = Obj(
-    (Prop("type", short(NAME_MAX)), Prop("name", short(NAME_MAX))), description="A tool definition, echoed as sent"
-)
 _MESSAGE_ITEM = Obj(
     name="InputMessageItem",
     props=(
@@ -126,6 +144,28 @@ _ITEM = Tagged(
             ),
             description="An earlier server tool as a hosted Response rendered it (§15.3): history, never executed",
         ),
+        "mcp_approval_request": Obj(
+            name="McpApprovalRequestItem",
+            props=(
+                Prop("type", Str(enum=("mcp_approval_request",)), True),
+                Prop("id", _CALL_ID),
+                Prop("server_label", short(NAME_MAX)),
+                Prop("name", short(NAME_MAX)),
+                Prop("arguments", Str()),
+            ),
+            description="An approval a suspended Response asked for (§15.3): history, never sent to the agent",
+        ),
+        "mcp_approval_response": Obj(
+            name="McpApprovalResponseItem",
+            props=(
+                Prop("type", Str(enum=("mcp_approval_response",)), True),
+                Prop("approval_request_id", _CALL_ID, True),
+                Prop("approve", Bool(), True),
+                Prop("scope", Str(enum=APPROVAL_SCOPES), description="Extension: approve for the session or always"),
+                Prop("id", _CALL_ID),
+            ),
+            description="The decision on an mcp_approval_request (§15.3): resumes the turn that waits for it",
+        ),
         "reasoning": Obj(
             name="ReasoningItem",
             props=(Prop("type", Str(enum=("reasoning",)), True),),
@@ -162,8 +202,12 @@ RESPONSES_BODY = Obj(
             "reasoning", Obj((Prop("effort", EFFORT), Prop("summary", AnyJson()))), description="`effort` is an alias"
         ),
         Prop("metadata", METADATA),
-        Prop("tools", Arr(_TOOL), description="Client tools are not executed: the agent's own tools run"),
-        Prop("tool_choice", AnyJson()),
+        Prop(
+            "tools",
+            Arr(_TOOL, max_items=MAX_TOOLS),
+            description="Function tools lent to the agent (§15.3); other types are echoed, not offered",
+        ),
+        Prop("tool_choice", TOOL_CHOICE),
         Prop("parallel_tool_calls", Bool()),
     ),
     description="OpenAI sampling fields (temperature, top_p, max_output_tokens, …) are accepted and ignored (§1.10)",
@@ -202,6 +246,8 @@ def parse_responses_request(raw: dict[str, Any], providers: frozenset[str]) -> R
         raise invalid_parameter("'background' requires 'store': true", "background")
     instructions = body.get("instructions")
     selection = parse_model_selection(body, providers, alias_effort=body.get("reasoning", {}).get("effort"))
+    tools = parse_client_tools(body.get("tools"))
+    choice = parse_tool_choice(raw.get("tool_choice"), tools)
     return ResponsesRequest(
         input=items,
         instructions=instructions,
@@ -218,7 +264,67 @@ def parse_responses_request(raw: dict[str, Any], providers: frozenset[str]) -> R
         parallel_tool_calls=body.get("parallel_tool_calls", True),
         metadata=body.get("metadata") or {},
         identity=partial(_identity, raw, previous, conversation, instructions, selection),
+        client_tools=tools,
+        choice=choice,
     )
+
+
+@dataclass(frozen=True)
+class ApprovalAnswer:
+    """An `mcp_approval_response` input item: the decision on the approval request `request_id` (§15.3)."""
+
+    request_id: str
+    approve: bool
+    scope: str | None = None  # session | always: the extension's wider approvals
+
+    @property
+    def choice(self) -> str:
+        """The decision as Hermes names it: once, session, always or deny."""
+        return (self.scope or "once") if self.approve else "deny"
+
+
+@dataclass(frozen=True)
+class TrailingAnswers:
+    """What the items after a request's last user message answer (§15.3), and that message's text (a question's
+    answer), as sent: item references are not looked up."""
+
+    approvals: tuple[ApprovalAnswer, ...] = ()
+    outputs: tuple[ToolResult, ...] = ()
+    text: str | None = None  # the last user message's text, when it is the last item that is a message
+
+    @property
+    def any(self) -> bool:
+        return bool(self.approvals or self.outputs)
+
+
+def trailing_answers(items: Sequence[Any]) -> TrailingAnswers:
+    """The approval decisions and tool outputs after the last user message of a checked `input` (§15.3)."""
+    approvals: list[ApprovalAnswer] = []
+    outputs: list[ToolResult] = []
+    text: str | None = None
+    for item in reversed(items):
+        if isinstance(item, str):
+            text = item
+            break
+        if not isinstance(item, dict):
+            break
+        kind = item.get("type") or "message"
+        if kind == "mcp_approval_response":
+            approvals.append(ApprovalAnswer(item["approval_request_id"], bool(item["approve"]), item.get("scope")))
+        elif kind == "function_call_output":
+            outputs.append(ToolResult(item["call_id"], _output_text(item.get("output"))))
+        elif kind == "message" and item.get("role") == "user":
+            content = item.get("content")
+            if isinstance(content, str):
+                text = content
+            elif isinstance(content, list):
+                text = "".join(
+                    p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+                )
+            break
+        elif kind == "message":
+            break
+    return TrailingAnswers(tuple(reversed(approvals)), tuple(reversed(outputs)), text)
 
 
 # The turn input of a request that brought nothing new but results of calls the server already ran (§15.3): the
@@ -271,6 +377,7 @@ def _convert(items: Sequence[Any], outputs: dict[str, str | None], response_id: 
     answered: set[str] = set()  # call ids whose output this input already gave the agent
     ignored = False
     server_result_last = False  # the last message so far is the result of a tool the server ran (its stored output)
+    client_results: list[ToolResult] = []  # the trailing outputs of the client's own calls (none the server ran)
     for i, item in enumerate(items):
         param = f"input[{i}]"
         own_id = _input_item_id(response_id, i)
@@ -282,7 +389,15 @@ def _convert(items: Sequence[Any], outputs: dict[str, str | None], response_id: 
         kind = "message" if kind is None else kind  # `type` absent or null
         if kind == "reasoning":
             continue
+        if kind in ("mcp_approval_request", "mcp_approval_response"):
+            # §15.3: the approval exchange of a suspended Response — kept with the input, never given to the agent
+            stored.append(
+                {**item, "id": own_id.replace("msg_", "mcpr_" if kind == "mcp_approval_request" else "mcpa_", 1)}
+            )
+            continue
         server_result_last = False
+        if kind != "function_call_output":
+            client_results.clear()
         if kind == "message":
             role = item.get("role")
             if role not in ("user", "assistant", "system", "developer"):
@@ -319,6 +434,8 @@ def _convert(items: Sequence[Any], outputs: dict[str, str | None], response_id: 
             text = output if output is not None else _output_text(item.get("output"))
             messages.append(text_message("tool", text, tool_call_id=call_id))
             server_result_last = output is not None
+            if output is None:
+                client_results.append(ToolResult(call_id, text))
         elif kind == "mcp_call":
             name, arguments = item.get("name"), item.get("arguments") or "{}"
             if not isinstance(name, str) or not isinstance(arguments, str):
@@ -331,6 +448,11 @@ def _convert(items: Sequence[Any], outputs: dict[str, str | None], response_id: 
             stored.append({**item, "id": own_id.replace("msg_", "mcp_", 1)})
         else:
             raise invalid_parameter(f"'{param}' has an unsupported type {kind!r}", param)
+    if client_results and messages and messages[-1].role == "tool":
+        # §15.3: the outputs of the client's own calls that no suspended turn took (it timed out, the gateway
+        # restarted): the agent continues with them as its input, their calls and results out of the history.
+        messages = _without_calls(messages, {r.call_id for r in client_results})
+        messages.append(results_input(tuple(client_results)))
     if (ignored or server_result_last) and not (messages and messages[-1].role == "user"):
         # Nothing new but results of the server's own calls — ignored, or a resent call + output pair (the Vercel AI
         # SDK's agent loop resends the whole history with its tool error last): never 400 (§15.3).
@@ -340,6 +462,56 @@ def _convert(items: Sequence[Any], outputs: dict[str, str | None], response_id: 
             "missing_user_message", "The last input item must be a user message with text or an image", "input"
         )
     return ResolvedInput(messages, system, stored)
+
+
+_STORED_PREFIX = {
+    "function_call": "fc_",
+    "function_call_output": "fco_",
+    "mcp_call": "mcp_",
+    "mcp_approval_request": "mcpr_",
+    "mcp_approval_response": "mcpa_",
+}
+
+
+def stored_item(item: Any, response_id: str, index: int) -> dict[str, Any]:
+    """An input item as a Response stores it (WIRE.md §4.8): a string becomes a user message item, every item gets
+    its own id derived from the response id and its place."""
+    own_id = _input_item_id(response_id, index)
+    if isinstance(item, str):
+        item = {"type": "message", "role": "user", "content": item}
+    kind = item.get("type") or "message"
+    if kind == "message":
+        role, content = item.get("role"), item.get("content")
+        if isinstance(content, str):
+            content = [{"type": "input_text" if role != "assistant" else "output_text", "text": content}]
+        return {"id": own_id, "type": "message", "role": role, "status": "completed", "content": content}
+    return {**item, "id": own_id.replace("msg_", _STORED_PREFIX.get(kind, "msg_"), 1)}
+
+
+def stored_input_items(items: Sequence[Any], response_id: str) -> list[dict[str, Any]]:
+    """The input items of a request that answered a suspended turn, as stored with its Response (no item is resolved:
+    its turn was planned by the request it answered)."""
+    return [stored_item(item, response_id, i) for i, item in enumerate(items) if not _skipped(item)]
+
+
+def _skipped(item: Any) -> bool:
+    return isinstance(item, dict) and item.get("type") == "reasoning"
+
+
+def _without_calls(messages: list[Message], call_ids: set[str]) -> list[Message]:
+    """The messages without the tool calls `call_ids` and their results (an assistant message left with neither text
+    nor calls is dropped)."""
+    kept: list[Message] = []
+    for message in messages:
+        if message.role == "tool" and message.tool_call_id in call_ids:
+            continue
+        if message.tool_calls and any(c.id in call_ids for c in message.tool_calls):
+            calls = tuple(c for c in message.tool_calls if c.id not in call_ids)
+            if not calls and not message.parts:
+                continue
+            message = replace(message, tool_calls=calls)
+        kept.append(message)
+    return kept
 
 
 def _identity(

@@ -94,6 +94,10 @@ def _features(app: web.Application, served: dict[str, dict[str, str]]) -> dict[s
         # §15.3: `hosted` renders the server's own tools as mcp_call items (what requests declaring tools get)
         "tool_items_modes": list(TOOL_ITEMS_MODES) if responses else [],
         "tool_items_default": settings.responses_tool_items,
+        # §15.2, §15.3: declared function tools are offered to the agent and round-trip through the client; an
+        # approval is answered in the dialect (chat: /approve, /deny; Responses: mcp_approval_response)
+        "client_tools": chat or responses,
+        "approval_in_chat": chat or responses,
         "run_id_header": "X-Hermes-Run-Id",
         "idempotency": {
             "supported": idempotent,

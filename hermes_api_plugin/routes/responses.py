@@ -16,7 +16,7 @@ from aiohttp import web
 
 from ..core.errors import ApiError, invalid_parameter, invalid_request
 from ..dialects.record import SseRecord
-from ..dialects.response_objects import head_from_snapshot, live_snapshot, renderer
+from ..dialects.response_objects import live_snapshot, stored_renderer
 from ..dialects.responses import without_tool_items
 from ..http.app_keys import JOURNALS, LEASES, REMOTE_TURNS, SETTINGS, STORE, TURNS
 from ..http.delivery import deliver_outcome, open_stream, pump, start_detached
@@ -51,6 +51,8 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     outcome: Submission[None] = await profile.submitter.submit(surface)
     if isinstance(outcome, Refusal):
         raise refusal_error(outcome)
+    if isinstance(outcome, Resumed):  # WIRE.md §15.3: at once — the answer is applied, the turn is about to go on
+        await surface.resumed(outcome.turn)
     if surface.detached and not (isinstance(outcome, Existing) and outcome.kind == "replay"):
         return await _as_it_stands(outcome, surface)
     return await deliver_outcome(request, outcome, surface)
@@ -107,22 +109,26 @@ async def get_response(request: web.Request) -> web.StreamResponse:
     turn = app[TURNS].get(record.turn_id)
     live = turn.journal if turn is not None else await _remote_journal(request, record, follow=query["stream"])
     if not query["stream"]:
-        if live is not None:
+        if live is not None and _unsettled(record):
             return json_response(live_snapshot(app[SETTINGS], record, live.events, tool_items))
         return json_response(record.snapshot if tool_items else without_tool_items(record.snapshot))
     after = query["starting_after"]
     # The response's own mode (§15.3: mcp_call items or pairs) is the one it was created with, whatever this GET sends.
-    r = renderer(
-        app[SETTINGS], head_from_snapshot(record.snapshot), record.commentary, tool_items, hosted=record.hosted
-    )
+    r = stored_renderer(app[SETTINGS], record, tool_items)
+    start = record.start  # a Response that resumed its turn covers the journal from there (§15.3)
 
     def after_n(records: list[SseRecord]) -> list[SseRecord]:
         return [rec for rec in records if rec.data["sequence_number"] > after]
 
-    stream = await open_stream(
-        request, run_headers(record.session_id, record.turn_id, None), after_n(r.created(record.queued))
-    )
-    if live is not None:
+    following = live is not None
+    if live is None:
+        live = await stored_journal(app[STORE], record.turn_id)
+    first = r.created(record.queued)
+    if start:
+        r.prime(list(live.events[:start]))
+        first += r.resumed()
+    stream = await open_stream(request, run_headers(record.session_id, record.turn_id, None), after_n(first))
+    if following:
         saver = app[JOURNALS]
         await pump(
             stream,
@@ -130,10 +136,11 @@ async def get_response(request: web.Request) -> web.StreamResponse:
             lambda batch: after_n(r.render(batch)),
             app[SETTINGS].sse_keepalive_seconds,
             before_send=(lambda: saver.durable(live)) if turn is not None else None,
+            start=start,
+            paused=r.is_paused,
         )
     else:
-        journal = await stored_journal(app[STORE], record.turn_id)
-        await stream.send(after_n(r.render(journal.events)))
+        await stream.send(after_n(r.render(list(live.events[start:]))))
     await stream.close()
     return stream.response
 

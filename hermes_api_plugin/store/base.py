@@ -49,6 +49,8 @@ class StoredResponse:
     hosted: bool = False  # the server's tools render as `mcp_call` items (WIRE.md §15.3), fixed at creation
     created_at: float = 0.0
     owner: str | None = None  # the boot id of the gateway process running it (None: stored before leases)
+    # the journal position its Response begins at: 0, or just after the request a resumed turn was answered at (§15.3)
+    start: int = 0
 
 
 @dataclass(frozen=True)

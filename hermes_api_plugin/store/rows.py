@@ -53,14 +53,17 @@ def response_from_row(row: Row) -> StoredResponse:
         hosted=bool(render.get("hosted", False)),
         created_at=row["created_at"],
         owner=row["owner"],
+        start=int(render.get("start", 0)),
     )
 
 
 def _render(response: StoredResponse) -> dict[str, Any]:
-    """How the journal renders again. `hosted` is written only when set: a default-mode row stays as before."""
+    """How the journal renders again. `hosted` and `start` are written only when set: a default row stays as before."""
     render: dict[str, Any] = {"queued": response.queued, "commentary": response.commentary}
     if response.hosted:
         render["hosted"] = True
+    if response.start:
+        render["start"] = response.start
     return render
 
 

@@ -1,9 +1,20 @@
 """The Responses surface (WIRE.md §4): a new Response's turn plan — its head, chain (submission/conversations.py)
 and history — its stored record at admission and at settlement, its `ResponsesReply`, and its delivery as
-response.* events or the Response object (dialects/responses.py, dialects/response_objects.py)."""
+response.* events or the Response object (dialects/responses.py, dialects/response_objects.py).
+
+Turn-taking (WIRE.md §15.3): a Response ends where its turn suspends for the client — stored `completed` at that
+point, whether a client watches or not (`_TurnResponses.watch`) — and the request that answers it resumes the same
+turn as a new Response over the rest of its journal (`resumes`, `resuming`, `resumed`): found by its
+`previous_response_id` or `conversation`, or statelessly by the `approval_request_id` / `call_id` its trailing items
+answer. A turn's Responses share one `_TurnResponses` (`Turn.dialect_state`): the turn's settlement stores the last
+one with the turn's whole transcript, the earlier ones keep none (a chain reads each turn once).
+
+Long because a Response and the turn-taking of its turn (the Responses one turn is delivered as) are one
+lifecycle: plan, admission, suspension, resumption and settlement share the same records."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -11,19 +22,35 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ..config.settings import Settings
-from ..core.events import TurnFinished
+from ..core.events import (
+    ApprovalRequested,
+    QuestionAsked,
+    ToolCallRequested,
+    TurnFinished,
+    suspends,
+)
+from ..core.transcript import turn_messages
+from ..dialects.prompts import chosen
 from ..dialects.record import SseRecord
-from ..dialects.response_objects import renderer, settled
+from ..dialects.response_objects import render_from, renderer, settled
 from ..dialects.responses import ResponseHead, ResponsesRenderer
+from ..protocol.approval_commands import ApprovalCommand, offered
 from ..protocol.common import new_chain_session_id, new_response_id, new_run_id
-from ..protocol.responses import ResponsesRequest, hosted_tools, resolve_input
-from ..store.base import Eviction, StoredResponse
+from ..protocol.responses import (
+    ResponsesRequest,
+    TrailingAnswers,
+    hosted_tools,
+    resolve_input,
+    stored_input_items,
+    trailing_answers,
+)
+from ..store.base import Eviction, StoredResponse, StoreError
 from ..store.roles import ResponseStore
 from ..submission.conversations import Conversations, extended, fixed_history
 from ..submission.submit import Existing, Resume, TurnPlan, turn_request
 from ..turns import HistoryLoader, Journal, Persister, Turn
 from ..turns.durable import JournalSaver
-from .surface import Fold, Posted, Render, never_paused, run_headers
+from .surface import Fold, Posted, Render, run_headers
 
 log = logging.getLogger("hermes_api_plugin")
 
@@ -51,13 +78,14 @@ class ResponsesReply:
     queued: bool
     session_id: str
     hosted: bool = False
+    start: int = 0  # an answer to a suspended turn: the journal position its Response begins at (WIRE.md §15.3)
 
     @property
     def model(self) -> str:
         return self.head.model
 
     def to_json(self) -> dict[str, Any]:
-        reply = {
+        reply: dict[str, Any] = {
             "head": asdict(self.head),
             "commentary": self.commentary,
             "queued": self.queued,
@@ -65,12 +93,129 @@ class ResponsesReply:
         }
         if self.hosted:
             reply["hosted"] = True
+        if self.start:
+            reply["start"] = self.start
         return reply
 
     @classmethod
     def from_json(cls, stored: Mapping[str, Any]) -> ResponsesReply:
         head = ResponseHead(**stored["head"])
-        return cls(head, stored["commentary"], stored["queued"], stored["session_id"], bool(stored.get("hosted")))
+        hosted, start = bool(stored.get("hosted")), int(stored.get("start", 0))
+        return cls(head, stored["commentary"], stored["queued"], stored["session_id"], hosted, start)
+
+
+class _TurnResponses:
+    """The Responses one turn is delivered as (WIRE.md §15.3): the current one — its head, stored record (None:
+    `store: false`) and the journal position it begins at — the ids of the approval requests it ended at, and the
+    earlier ones of the turn stored at their suspension."""
+
+    def __init__(
+        self, settings: Settings, store: ResponseStore, head: ResponseHead, record: StoredResponse | None
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.head = head
+        self.record = record
+        self.queued = False
+        self.start = 0
+        self.commentary = record.commentary if record is not None else True  # how the current one renders
+        self.hosted = record.hosted if record is not None else False
+        self.inputs = list(record.messages) if record is not None else []  # what the turn's first request added
+        self._paused_items: list[dict[str, Any]] = []  # the current one's items, as stored at its suspension
+        self.earlier: list[tuple[StoredResponse, list[dict[str, Any]]]] = []  # stored paused, transcript not moved
+        self.approval_ids: dict[str, ApprovalRequested] = {}  # the current one's mcp_approval_request ids
+        self.ready: asyncio.Future[None] | None = None  # the current one's in-progress record is stored
+        self.paused: asyncio.Future[None] | None = None  # the current one ended at a request and is stored so
+        self._watcher: asyncio.Task[None] | None = None
+
+    def follow(self, turn: Turn, record: StoredResponse | None, head: ResponseHead, start: int) -> None:
+        """Make a Response the current one and watch the journal for where it ends (synchronously: before the turn
+        may go on)."""
+        self.record, self.head, self.start = record, head, start
+        self.approval_ids = {}
+        loop = asyncio.get_running_loop()
+        self.paused = loop.create_future()
+        self._watcher = loop.create_task(self.watch(turn, self.paused))
+
+    async def watch(self, turn: Turn, paused: asyncio.Future[None]) -> None:
+        """Until the current Response ends at a request (its record stored `completed`, its approval ids known) or
+        the turn settles (its persister stores it). One cheap test per batch."""
+        try:
+            async for batch in turn.journal.follow(self.start):
+                if batch is not None and any(map(suspends, batch)):
+                    await self._store_paused(turn)
+                    return
+        finally:
+            if not paused.done():
+                paused.set_result(None)
+
+    async def _store_paused(self, turn: Turn) -> None:
+        events = list(turn.journal.events)
+        record = self.record
+        r = render_from(
+            renderer(self.settings, self.head, self.commentary, hosted=self.hosted),
+            events,
+            self.start,
+            self.queued,
+        )
+        self.approval_ids = dict(r.approval_ids)
+        if record is None:
+            return
+        if self.ready is not None:
+            await asyncio.shield(self.ready)
+        end = next((i for i in range(self.start, len(events)) if suspends(events[i])), len(events))
+        messages = turn_messages(self.inputs, events[:end])
+        stored = replace(record, status=r.status, snapshot=r.snapshot(), messages=messages)
+        items = [*record.input_items, *r.output]
+        self.record = stored
+        await self._put(stored, items)
+        self._paused_items = items
+
+    def resume(
+        self, turn: Turn, record: StoredResponse | None, head: ResponseHead, start: int, commentary: bool, hosted: bool
+    ) -> None:
+        """The Response `record` answers the current one and becomes current (synchronously, before the turn goes
+        on): its in-progress record is stored in the background (`ready`), the settlement waits for it."""
+        before = self.record
+        if before is not None and before.status == "completed":
+            self.earlier.append((before, self._paused_items))
+        if self._watcher is not None and not self._watcher.done():
+            self._watcher.cancel()
+        self.queued = False
+        self.commentary, self.hosted = commentary, hosted
+        self.ready = None
+        if record is not None:
+            self.ready = asyncio.ensure_future(self._put_in_progress(record, head))
+        self.follow(turn, record, head, start)
+
+    async def _put_in_progress(self, record: StoredResponse, head: ResponseHead) -> None:
+        r = renderer(self.settings, head, record.commentary, hosted=record.hosted)
+        r.created(False)
+        r.resumed()
+        await self._put(replace(record, status=r.status, snapshot=r.snapshot()), record.input_items)
+
+    async def _put(self, record: StoredResponse, items: list[dict[str, Any]]) -> None:
+        try:
+            log_evictions(await self.store.put_response(record, items))
+        except StoreError:
+            log.exception("[API Server] Could not store response %s", record.id)
+
+    async def settle(self, turn: Turn, finished: TurnFinished, journals: JournalSaver) -> None:
+        """The turn settled: the current Response is stored as its journal leaves it, with the turn's whole
+        transcript; the earlier ones of the turn keep none, so that a chain reads the turn once."""
+        if self.ready is not None:
+            await asyncio.shield(self.ready)
+        record = self.record
+        if record is None:
+            return
+        events = [*turn.journal.events, finished]
+        final, items = settled(self.settings, replace(record, messages=self.inputs), self.head, self.queued, events)
+        await journals.write_now(turn.run_id, turn.journal, [finished], at=turn.finished_at)
+        for earlier, earlier_items in self.earlier:  # first: the conversation name stays with the last one
+            emptied = replace(earlier, messages=[], conversation=None)
+            log_evictions(await self.store.put_response(emptied, earlier_items))
+        self.earlier.clear()
+        log_evictions(await self.store.put_response(final, items))
 
 
 class ResponsesSurface:
@@ -112,6 +257,9 @@ class ResponsesSurface:
         self._first: list[SseRecord] = []
         self._headers: dict[str, str] = {}
         self._before_send: Callable[[], Awaitable[None]] | None = None
+        self._chain: _TurnResponses | None = None  # the Responses of the turn this one delivers (§15.3)
+        self._answered: str | None = None  # the Response a resuming request answered, as it named it
+        self.start = 0  # the journal position this Response begins at
 
     def identity(self) -> str:
         return self.create.identity()
@@ -180,52 +328,179 @@ class ResponsesSurface:
             session_key=self.hermes.session_key,
             turn_id=turn_id,
         )
+        request = replace(request, client_tools=body.client_tools, tool_choice=body.choice)
+        responses = _TurnResponses(self.settings, self.store, head, record if body.store else None)
+        responses.inputs = list(resolved.messages)
+        responses.commentary, responses.hosted = self.commentary, self.hosted
+        self._chain = responses
         return TurnPlan(
             request,
             history=history,
             inputs=resolved.messages,
             bind_key=chain.bind_key,
             durable=body.store,
-            persist=self._persister(record) if body.store else None,
+            persist=self._persister(responses),
         )
 
     def reply(self, turn: Turn) -> ResponsesReply:
         assert self.head is not None
-        return ResponsesReply(self.head, self.commentary, turn.queued_at_admission, self.session_id, self.hosted)
+        queued = turn.queued_at_admission and not self.start
+        return ResponsesReply(self.head, self.commentary, queued, self.session_id, self.hosted, self.start)
 
     async def resumes(self, waiting: Sequence[Turn]) -> Resume | None:
-        """Not yet: a Response does not end at a suspension (issue 22, §15.3)."""
+        """The suspended turn this request answers (WIRE.md §15.3): the one waiting for the `call_id`s or the
+        `approval_request_id` its trailing items answer (stateless clients resend the whole history), else the one
+        its `previous_response_id` or `conversation` continues. A request that continues a suspended Response
+        without answering it resolves it negatively and is a new turn."""
+        chains = [(t, t.dialect_state) for t in waiting if isinstance(t.dialect_state, _TurnResponses)]
+        if not chains:
+            return None
+        body = self.create
+        answers = trailing_answers(body.input)
+        previous = body.previous_response_id
+        if previous is None and body.conversation is not None:
+            previous = await self.conversations.store.conversation_head(self.conversations.scope, body.conversation)
+        outputs = {o.call_id: o.output for o in answers.outputs}
+        for turn, responses in chains:
+            if outputs.keys() & set(turn.suspensions.pending_calls()):
+                self._answered = previous if responses.head.id == previous else None
+                return self._tool_outputs(turn, outputs)
+        for turn, responses in chains:
+            asked = turn.required_action
+            if any(responses.approval_ids.get(a.request_id) is asked for a in answers.approvals):
+                self._answered = previous if responses.head.id == previous else None
+                return self._answer(turn, responses, answers)
+        found = next(((t, r) for t, r in chains if previous is not None and r.head.id == previous), None)
+        if found is None:
+            return None
+        self._answered = previous
+        return self._answer(*found, answers)
+
+    @staticmethod
+    def _tool_outputs(turn: Turn, outputs: Mapping[str, str]) -> Resume:
+        suspensions = turn.suspensions
+        return Resume(turn, lambda: sum(suspensions.tool_output(c, o) for c, o in outputs.items()))
+
+    def _answer(self, turn: Turn, responses: _TurnResponses, answers: TrailingAnswers) -> Resume | None:
+        """The request as the answer to what `turn` waits for; None (after resolving it negatively) when it is not
+        one: an input without an `mcp_approval_response` while an approval waits (denied: it never runs), without
+        the outputs while client tool calls wait (they fail)."""
+        asked = turn.required_action
+        suspensions = turn.suspensions
+        if isinstance(asked, QuestionAsked):
+            text = answers.text
+            if text is not None and text.strip():
+                return Resume(turn, lambda: int(suspensions.answer(chosen(asked, text))))
+        elif isinstance(asked, ApprovalRequested):
+            gate = turn.agent_turn.approvals or suspensions
+            mine = [a for a in answers.approvals if responses.approval_ids.get(a.request_id) is asked]
+            decisions = mine or list(answers.approvals)
+            if decisions:
+                decision = decisions[0]
+                decided = offered(ApprovalCommand(decision.choice), asked.choices)
+                return Resume(turn, lambda: gate.resolve(decided.choice, False))
+            gate.resolve("deny", True)  # the conversation moved on: a dangerous command never runs unapproved
+        elif isinstance(asked, ToolCallRequested):
+            outputs = {o.call_id: o.output for o in answers.outputs}
+            if outputs.keys() & set(suspensions.pending_calls()):
+                return self._tool_outputs(turn, outputs)
+        suspensions.decline()
         return None
 
     def resuming(self, turn: Turn, start: int) -> None:
-        raise AssertionError("never resumes")
+        """This request's Response resumes `turn` from `start`: a new Response (new id, the same run), chained to the
+        one it answered (named as `previous_response_id` when the request named it), on the turn's session."""
+        responses = turn.dialect_state
+        assert isinstance(responses, _TurnResponses)
+        if self._chain is responses and self.start == start:
+            return  # asked again (a keyed answer: before its key is reserved, then to apply it)
+        body, before = self.create, responses.head
+        response_id = new_response_id()
+        instructions = body.instructions if body.instructions is not None else before.instructions
+        self.head = ResponseHead(
+            id=response_id,
+            created_at=int(time.time()),
+            model=body.selection.model or before.model,
+            background=body.background,
+            store=body.store,
+            instructions=instructions,
+            metadata=body.metadata,
+            tools=body.tools,
+            tool_choice=body.tool_choice,
+            parallel_tool_calls=body.parallel_tool_calls,
+            previous_response_id=self._answered,
+        )
+        self.session_id, self.start, self._chain = turn.request.session_id, start, responses
+        conversation = body.conversation
+        if conversation is None and responses.record is not None:
+            conversation = responses.record.conversation
+        self._record = StoredResponse(
+            id=response_id,
+            scope=self.conversations.scope,
+            turn_id=turn.run_id,
+            session_id=self.session_id,
+            status="in_progress",
+            snapshot={},
+            previous_response_id=before.id,  # the chain goes through the Response it answered
+            conversation=conversation,
+            input_items=stored_input_items(body.input, response_id),
+            instructions=instructions,
+            commentary=self.commentary,
+            hosted=self.hosted,
+            messages=list(responses.inputs),
+            owner=self.owner,
+            start=start,
+        )
+        self.delivering(turn)
+
+    async def resumed(self, turn: Turn) -> None:
+        """The answer is applied: this Response becomes the turn's current one — before the first await, so before the
+        turn goes on — then is stored in progress (its GET finds it)."""
+        assert self._chain is not None and self.head is not None
+        record = self._record if self.create.store else None
+        self._chain.resume(turn, record, self.head, self.start, self.commentary, self.hosted)
+        if self._chain.ready is not None:
+            await asyncio.shield(self._chain.ready)
 
     async def admitted(self, turn: Turn) -> None:
-        """A stored Response is stored in progress once admitted (WIRE.md §4.5)."""
+        """A stored Response is stored in progress once admitted (WIRE.md §4.5); the journal is watched for where
+        it ends (§15.3)."""
+        responses = self._chain
+        assert responses is not None and self.head is not None
+        turn.dialect_state = responses
+        responses.queued = turn.queued_at_admission
         record = self._record
-        if not self.create.store or record is None:
-            return
-        assert self.head is not None
-        r = renderer(self.settings, self.head, self.commentary, hosted=self.hosted)
-        r.created(turn.queued_at_admission)
-        stored = replace(record, status=r.status, snapshot=r.snapshot(), queued=turn.queued_at_admission)
-        log_evictions(await self.store.put_response(stored, record.input_items))
+        if self.create.store and record is not None:
+            r = renderer(self.settings, self.head, self.commentary, hosted=self.hosted)
+            r.created(turn.queued_at_admission)
+            stored = replace(record, status=r.status, snapshot=r.snapshot(), queued=turn.queued_at_admission)
+            responses.record = stored
+            log_evictions(await self.store.put_response(stored, record.input_items))
+        responses.follow(turn, responses.record, self.head, 0)
 
     # Delivery
 
     def delivering(self, turn: Turn) -> None:
         assert self.head is not None
-        self._deliver(self.head, self.commentary, self.hosted, turn.queued_at_admission, turn.journal)
+        queued = turn.queued_at_admission and not self.start
+        self._deliver(self.head, self.commentary, self.hosted, queued, turn.journal)
         self._headers = run_headers(self.session_id, turn.run_id, self.hermes.session_key)
 
     def replaying(self, existing: Existing) -> None:
+        """The original ids, from where the original delivery began (a resumed Response's start)."""
         reply = ResponsesReply.from_json(existing.record.reply)
+        self.start = reply.start
         self._deliver(reply.head, reply.commentary, reply.hosted, reply.queued, existing.journal)
         self._headers = run_headers(reply.session_id, existing.run_id, self.hermes.session_key, replayed=True)
+        if existing.turn is not None and isinstance(existing.turn.dialect_state, _TurnResponses):
+            self._chain = existing.turn.dialect_state
 
     def _deliver(self, head: ResponseHead, commentary: bool, hosted: bool, queued: bool, journal: Journal) -> None:
         self._renderer = renderer(self.settings, head, commentary, self.hermes.tool_items_shown, hosted=hosted)
         self._first = self._renderer.created(queued)
+        if self.start:  # a resumed turn: what came before is the earlier Responses'
+            self._renderer.prime(list(journal.events[: self.start]))
+            self._first += self._renderer.resumed()
         # Durable journals show no event before it is saved: a resume after a crash loses nothing.
         saver = self.journals
         self._before_send = (lambda: saver.durable(journal)) if saver.watching(journal) else None
@@ -256,14 +531,17 @@ class ResponsesSurface:
     def fold(self) -> Fold:
         return self.render
 
-    start = 0  # from the journal's start (a delivery here does not yet end at a suspension)
-
     @property
     def paused(self) -> Callable[[], bool]:
-        return never_paused
+        assert self._renderer is not None
+        return self._renderer.is_paused
 
     async def suspended(self) -> None:
-        pass
+        """The Response ended at a request: it is stored `completed` (and its approval ids known) before its end is
+        written, so that the client's answer finds it at once."""
+        chain = self._chain
+        if chain is not None and chain.paused is not None and chain.head is self.head:
+            await asyncio.shield(chain.paused)
 
     @property
     def before_send(self) -> Callable[[], Awaitable[None]] | None:
@@ -279,14 +557,10 @@ class ResponsesSurface:
         assert self._renderer is not None
         return self._renderer.snapshot()
 
-    def _persister(self, record: StoredResponse) -> Persister:
-        assert self.head is not None
-        head, settings, store, journals = self.head, self.settings, self.store, self.journals
+    def _persister(self, responses: _TurnResponses) -> Persister:
+        journals = self.journals
 
         async def persist(turn: Turn, finished: TurnFinished) -> None:
-            # record.messages are the turn's inputs (resolved.messages): the transcript starts with them.
-            final, items = settled(settings, record, head, turn.queued_at_admission, [*turn.journal.events, finished])
-            await journals.write_now(turn.run_id, turn.journal, [finished], at=turn.finished_at)
-            log_evictions(await store.put_response(final, items))
+            await responses.settle(turn, finished, journals)
 
         return persist

@@ -65,6 +65,8 @@ class Turn:
         self.writes_journal = False  # its settlement writes its whole journal to the store
         # what the client's next request is recognised by while the turn waits for it (a chat conversation's key)
         self.answer_key: str | None = None
+        # what the surface that delivers it keeps with it across deliveries (a Responses turn's Responses, §15.3)
+        self.dialect_state: object | None = None
         self.task: asyncio.Task[None] | None = None
         loop = asyncio.get_running_loop()
         # A held turn waits for its gate (the response head is out) or an interrupt before any agent work.

@@ -125,7 +125,7 @@ CASES: dict[str, Case] = {
     "responses tool name": Case(
         "POST",
         _path("/v1/responses"),
-        lambda s: {"input": "hi", "tools": [{"type": "function", "name": s}]},
+        lambda s: {"input": "hi", "tools": [{"type": "custom", "name": s}]},  # a function's name: OpenAI's rule
         "tools[0].name",
         NAME_MAX,
         200,

@@ -43,6 +43,8 @@ CAPABILITY_KEYS = {
     "tool_items_header",
     "tool_items_modes",
     "tool_items_default",
+    "client_tools",
+    "approval_in_chat",
     "run_id_header",
     "idempotency",
     "runs_idempotency",
@@ -94,6 +96,7 @@ async def test_capabilities_document_passes_the_client_probe(api: Any, auth: dic
     assert features["tool_items_header"] == "X-Hermes-Tool-Items"  # W-4.21, §1.6
     # §15.3: a client can see it may ask for the server's tools as mcp_call items, and what it gets by default
     assert features["tool_items_modes"] == ["on", "off", "hosted"] and features["tool_items_default"] == "on"
+    assert features["client_tools"] is True and features["approval_in_chat"] is True  # §15.2, §15.3
 
 
 async def test_capabilities_endpoints_equal_the_served_routes(api: Any, auth: dict[str, str]) -> None:

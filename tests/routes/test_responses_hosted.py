@@ -16,7 +16,7 @@ from aiohttp.test_utils import TestClient
 
 from hermes_api_plugin.protocol.responses import NOTHING_NEW
 from tests.conftest import ApiFactory
-from tests.helpers import RESPONSES, USE_TOOL_ANSWER, execution_for
+from tests.helpers import RESPONSES, USE_TOOL_ANSWER, execution_for, executions, wait_for_async
 
 from .responses_helpers import (
     ResponseStream,
@@ -204,7 +204,8 @@ async def test_a_resent_history_ending_in_the_servers_own_call_and_result_is_ans
     """§15.3, as the Vercel AI SDK's agent loop sends it: the user message, the server's call and the SDK's own tool
     error for it last (no answer in between, no previous_response_id). The pair is history with the stored output,
     nothing new arrived, so the agent is told so instead of 400 missing_user_message. A client's own call and
-    result last (a call id the server never ran) is still refused: that is not the server's to ignore."""
+    result last (a call id the server never ran, no turn waits for it) is the agent's input: it continues with the
+    result, the call and its result out of the history (as chat does)."""
     _, first = await create(api, auth, "use tool")
     call = next(i for i in first["output"] if i["type"] == "function_call")
     resent = [
@@ -220,8 +221,11 @@ async def test_a_resent_history_ending_in_the_servers_own_call_and_result_is_ans
     result = {"type": "function_call_output", "call_id": "call_client_1", "output": "42"}
     body = {"model": "hermes-agent", "input": [{"role": "user", "content": "x"}, own, result]}
     async with api.post(RESPONSES, json=body, headers=auth) as resp:
-        assert resp.status == 400
-        assert (await resp.json())["error"]["code"] == "missing_user_message"
+        assert resp.status == 200, await resp.text()
+    results = "[Result of the client's tool call call_client_1]\n42"
+    await wait_for_async(lambda: [e for e in executions(api.home) if e["input"]["content"][0]["text"] == results])
+    given = execution_for(api, results)
+    assert history_of(given) == [("user", "x")]
 
 
 async def test_mcp_call_items_sent_back_are_history(api: TestClient, auth: dict[str, str]) -> None:

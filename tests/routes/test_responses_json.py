@@ -143,12 +143,13 @@ async def test_invalid_boolean_is_rejected(api: TestClient, auth: dict[str, str]
 
 
 async def test_request_tools_are_echoed_and_never_executed(api: TestClient, auth: dict[str, str]) -> None:
-    """§4.1: tools, tool_choice, parallel_tool_calls are echoed on the Response object and never executed."""
+    """§4.1: tools, tool_choice, parallel_tool_calls are echoed on the Response object; with `tool_choice: "none"` the
+    declared function is not offered (§15.3 offers it otherwise)."""
     tools = [{"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {}}}]
-    result = await stream_response(api, auth, "hello", tools=tools, tool_choice="required", parallel_tool_calls=False)
+    result = await stream_response(api, auth, "hello", tools=tools, tool_choice="none", parallel_tool_calls=False)
     for event in (result.events[0], result.terminal):
         assert event["response"]["tools"] == tools
-        assert event["response"]["tool_choice"] == "required"
+        assert event["response"]["tool_choice"] == "none"
         assert event["response"]["parallel_tool_calls"] is False
     assert [i["type"] for i in result.response["output"]] == ["reasoning", "message"]
     assert not [e for e in result.events if "response" not in e and "get_weather" in json.dumps(e)]
