@@ -3,10 +3,10 @@ and history — its stored record at admission and at settlement, its `Responses
 response.* events or the Response object (dialects/responses.py, dialects/response_objects.py).
 
 Turn-taking (WIRE.md §15.3): a Response ends where its turn suspends for the client — stored `completed` at that
-point, whether a client watches or not (`_TurnResponses.watch`) — and the request that answers it resumes the same
-turn as a new Response over the rest of its journal (`resumes`, `resuming`, `resumed`): found by its
-`previous_response_id` or `conversation`, or statelessly by the `approval_request_id` / `call_id` its trailing items
-answer. A turn's Responses share one `_TurnResponses` (`Turn.dialect_state`): the turn's settlement stores the last
+point, whether a client watches or not (the turn's suspensions tell `_TurnResponses`) — and the request that answers
+it resumes the same turn as a new Response over the rest of its journal (`resumes`, `resuming`, `resumed`): found by
+its `previous_response_id` or `conversation`, or statelessly by the `approval_request_id` / `call_id` its trailing
+items answer. A turn's Responses share one `_TurnResponses` (`Turn.dialect_state`): the turn's settlement stores the last
 one with the turn's whole transcript, the earlier ones keep none (a chain reads each turn once).
 
 Long because a Response and the turn-taking of its turn (the Responses one turn is delivered as) are one
@@ -126,25 +126,30 @@ class _TurnResponses:
         self.approval_ids: dict[str, ApprovalRequested] = {}  # the current one's mcp_approval_request ids
         self.ready: asyncio.Future[None] | None = None  # the current one's in-progress record is stored
         self.paused: asyncio.Future[None] | None = None  # the current one ended at a request and is stored so
-        self._watcher: asyncio.Task[None] | None = None
+        self._storing: asyncio.Task[None] | None = None
+        self._listening = False
 
     def follow(self, turn: Turn, record: StoredResponse | None, head: ResponseHead, start: int) -> None:
-        """Make a Response the current one and watch the journal for where it ends (synchronously: before the turn
-        may go on)."""
+        """Make a Response the current one (synchronously: before the turn may go on); when the turn next asks its
+        client, the Response ends there and is stored (the turn's suspensions tell: no event is watched for it)."""
         self.record, self.head, self.start = record, head, start
         self.approval_ids = {}
-        loop = asyncio.get_running_loop()
-        self.paused = loop.create_future()
-        self._watcher = loop.create_task(self.watch(turn, self.paused))
+        self.paused = asyncio.get_running_loop().create_future()
+        if not self._listening:
+            self._listening = True
+            turn.suspensions.on_request(lambda: self._asked(turn))
 
-    async def watch(self, turn: Turn, paused: asyncio.Future[None]) -> None:
-        """Until the current Response ends at a request (its record stored `completed`, its approval ids known) or
-        the turn settles (its persister stores it). One cheap test per batch."""
+    def _asked(self, turn: Turn) -> None:
+        """The turn asked its client: the current Response ends at the first request (later ones wait for it)."""
+        paused = self.paused
+        if paused is None or paused.done() or (self._storing is not None and not self._storing.done()):
+            return
+        self._storing = asyncio.ensure_future(self._pause(turn, paused))
+
+    async def _pause(self, turn: Turn, paused: asyncio.Future[None]) -> None:
+        """Store the current Response `completed` where it ended and know its approval ids."""
         try:
-            async for batch in turn.journal.follow(self.start):
-                if batch is not None and any(map(suspends, batch)):
-                    await self._store_paused(turn)
-                    return
+            await self._store_paused(turn)
         finally:
             if not paused.done():
                 paused.set_result(None)
@@ -179,8 +184,8 @@ class _TurnResponses:
         before = self.record
         if before is not None and before.status == "completed":
             self.earlier.append((before, self._paused_items))
-        if self._watcher is not None and not self._watcher.done():
-            self._watcher.cancel()
+        if self._storing is not None and not self._storing.done():
+            self._storing.cancel()
         self.queued = False
         self.commentary, self.hosted = commentary, hosted
         self.ready = None

@@ -80,6 +80,12 @@ class TurnSuspensions:
         self._waiting: list[_Waiting] = []  # oldest first
         self._over = False  # interrupted: every request resolves negatively, at once
         self._keys: dict[str, tuple[str, int]] = {}  # Idempotency-Key → (the answer it gave, what it resolved)
+        self._listeners: list[Callable[[], None]] = []  # told of each request once it is journaled
+
+    def on_request(self, listener: Callable[[], None]) -> None:
+        """Call `listener` (on the loop) each time a request to the client has been journaled: a surface that must
+        act where its delivery ends (store the Response it ended) learns of it without watching every event."""
+        self._listeners.append(listener)
 
     # -- the runtime (Suspender) ----------------------------------------------------------------------
     async def approval(self, command: str, description: str, choices: tuple[str, ...]) -> str:
@@ -97,6 +103,8 @@ class TurnSuspensions:
         waiting = _Waiting(asked, self._loop.create_future())
         self._sink.on_suspension(asked)
         self._waiting.append(waiting)
+        for listener in self._listeners:
+            listener()
         if self._over:
             self._settle(waiting, None)
         try:
