@@ -6,8 +6,8 @@ Turn-taking (WIRE.md §15.3): a Response ends where its turn suspends for the cl
 point, whether a client watches or not (the turn's suspensions tell `_TurnResponses`) — and the request that answers
 it resumes the same turn as a new Response over the rest of its journal (`resumes`, `resuming`, `resumed`): found by
 its `previous_response_id` or `conversation`, or statelessly by the `approval_request_id` / `call_id` its trailing
-items answer. A turn's Responses share one `_TurnResponses` (`Turn.dialect_state`): the turn's settlement stores the last
-one with the turn's whole transcript, the earlier ones keep none (a chain reads each turn once).
+items answer. A turn's Responses share one `_TurnResponses` (`Turn.dialect_state`): the turn's settlement stores the
+last one with the turn's whole transcript, the earlier ones keep none (a chain reads each turn once).
 
 Long because a Response and the turn-taking of its turn (the Responses one turn is delivered as) are one
 lifecycle: plan, admission, suspension, resumption and settlement share the same records."""
