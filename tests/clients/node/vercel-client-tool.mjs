@@ -1,8 +1,10 @@
 // Vercel AI SDK agent loop with a client tool (WIRE.md §15.2, W-15.2/W-15.3): `generateText` or `streamText`
-// (HERMES_MODE=generate|stream) with @ai-sdk/openai-compatible (Chat Completions), one tool `get_weather(city)`
+// (HERMES_MODE=generate|stream) with @ai-sdk/openai-compatible (Chat Completions; HERMES_PROVIDER=responses:
+// @ai-sdk/openai `.responses()`, the Responses API), one tool `get_weather(city)`
 // whose `execute` counts its calls and returns "$HERMES_WEATHER in <city>", and
 // `stopWhen: stepCountIs(HERMES_MAX_STEPS, default 5)`. Prints the steps, the tool's calls and the stream parts.
 import { generateText, jsonSchema, stepCountIs, streamText, tool } from "ai";
+import { createOpenAI } from "@ai-sdk/openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { plainPart, run, settled, watchedFetch } from "./lib.mjs";
 
@@ -10,7 +12,10 @@ const WEATHER = process.env.HERMES_WEATHER || "sunny, 24 C";
 
 await run(async ({ baseURL, apiKey, model, prompt }) => {
   const transport = watchedFetch(0);
-  const provider = createOpenAICompatible({ name: "hermes", baseURL, apiKey, fetch: transport.fetch });
+  const languageModel =
+    process.env.HERMES_PROVIDER === "responses"
+      ? createOpenAI({ baseURL, apiKey, fetch: transport.fetch }).responses(model)
+      : createOpenAICompatible({ name: "hermes", baseURL, apiKey, fetch: transport.fetch })(model);
   const executed = [];
   const getWeather = tool({
     description: "The weather in a city",
@@ -26,7 +31,7 @@ await run(async ({ baseURL, apiKey, model, prompt }) => {
     },
   });
   const options = {
-    model: provider(model),
+    model: languageModel,
     prompt,
     tools: { get_weather: getWeather },
     stopWhen: stepCountIs(Number(process.env.HERMES_MAX_STEPS || 5)),
@@ -36,8 +41,17 @@ await run(async ({ baseURL, apiKey, model, prompt }) => {
     steps.map((step) => ({
       finishReason: step.finishReason,
       text: step.text,
-      toolCalls: step.toolCalls.map((c) => ({ toolName: c.toolName, input: c.input, toolCallId: c.toolCallId })),
-      toolResults: step.toolResults.map((r) => ({ toolName: r.toolName, output: r.output })),
+      toolCalls: step.toolCalls.map((c) => ({
+        toolName: c.toolName,
+        input: c.input,
+        toolCallId: c.toolCallId,
+        providerExecuted: c.providerExecuted ?? false,
+      })),
+      toolResults: step.toolResults.map((r) => ({
+        toolName: r.toolName,
+        output: r.output,
+        providerExecuted: r.providerExecuted ?? false,
+      })),
     }));
   if (process.env.HERMES_MODE === "stream") {
     const result = streamText({ ...options, onError: () => {} });
