@@ -107,12 +107,7 @@ def test_agents_sdk_never_runs_a_server_tool_and_not_its_own(
 
 # -- OpenAIResponsesModel (WIRE.md §15.3) ---------------------------------------------------------------------------
 
-# Fails today for that reason: the Responses surface does not offer declared function tools to the agent yet, so the
-# default turn answers without calling the tool.
-RESPONSES_PENDING = pytest.mark.xfail(strict=False, reason="Responses client tools land with §15.3")
 
-
-@RESPONSES_PENDING
 @pytest.mark.parametrize("streamed", MODES)
 def test_agents_sdk_responses_model_runs_its_function_tool_once_and_the_agent_answers_with_its_result(
     agents: ModuleType, clients_gateway: LiveGateway, streamed: bool

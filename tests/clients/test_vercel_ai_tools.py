@@ -80,13 +80,12 @@ def test_vercel_agent_loop_never_runs_a_server_tool_and_not_its_own(
 COMMENTARY = "Listed the files."  # the "use tool" turn's commentary message item (phase commentary)
 
 
-@pytest.mark.xfail(strict=False, reason="Responses client tools land with §15.3")
 @pytest.mark.parametrize("mode", MODES)
 def test_vercel_responses_agent_loop_runs_its_tool_once_and_the_agent_answers_with_its_result(
     node_clients: NodeClients, clients_gateway: LiveGateway, mode: str
 ) -> None:
     """W-15.2 on Responses: a `function_call` item is the SDK's tool call, its `function_call_output` resumes the
-    same run. Fails today for that reason: the Responses surface does not offer declared tools to the agent yet."""
+    same run."""
     prompt = weather_prompt(f"vercel-responses-{mode}")
     result = run_loop(node_clients, clients_gateway, prompt, mode, provider="responses")
     first, second = result["steps"]
