@@ -165,8 +165,11 @@ def report(result: dict[str, Any]) -> list[str]:
         )
         if "overhead_over_new_turn" in f:
             over = f["overhead_over_new_turn"]
-            verdict = "met" if f["overhead"]["p50_ms"] <= TARGET_MS else "MISSED"
-            line += f"; minus a new turn's p50 {over['p50_ms']} / p99 {over['p99_ms']} ms (target <= {TARGET_MS} ms: {verdict})"
+            verdict = "met" if max(f["overhead"].values()) <= TARGET_MS else "MISSED"
+            line += (
+                f"; minus a new turn's p50 {over['p50_ms']} / p99 {over['p99_ms']} ms "
+                f"(target overhead <= {TARGET_MS} ms: {verdict})"
+            )
         lines.append(line)
     return lines
 
