@@ -37,7 +37,7 @@ import aiohttp
 from tests.hermes.provider import CLIENT_TOOL, ScriptedProvider, turn_requests
 
 from .answers import TARGET_MS, VARIANTS, Delivery, answered, stream
-from .common import ROOT, percentile
+from .common import AUTH, ROOT, percentile
 from .gateways import gateway, stream_chat
 
 SECTIONS = {"platform_toolsets": {"api_server": ["terminal", "clarify"]}, "approvals": {"mode": "manual"}}
@@ -55,6 +55,13 @@ SERIES = ("plugin", "provider", "overhead", "to_provider")
 
 def _stats(values: list[float]) -> dict[str, float]:
     return {"p50_ms": round(percentile(values, 50), 2), "p99_ms": round(percentile(values, 99), 2)}
+
+
+async def _agents(session: aiohttp.ClientSession, url: str) -> dict[str, int]:
+    """Agent cache hits and misses so far (/health/detailed): a miss is a turn that built a fresh agent."""
+    async with session.get(url + "/health/detailed", headers=AUTH) as reply:
+        agents = (await reply.json())["api_server"]["agents"] or {}
+    return {name: int(agents.get(name, 0)) for name in ("hits", "misses")}
 
 
 async def _direct_first_content(session: aiohttp.ClientSession, provider: ScriptedProvider, messages: Any) -> float:
@@ -134,8 +141,11 @@ async def run(rounds: int, warmup: int) -> dict[str, Any]:
             gateway(provider, root, True, "plugin-answers", sections=SECTIONS) as gw,
             aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300)) as session,
         ):
+            agents: dict[str, int] = {}
             for n in range(warmup + rounds):
                 for variant in VARIANTS:
+                    if n == warmup and not agents:
+                        agents = await _agents(session, gw.url)
                     figures, baseline = await _round(session, gw.url, provider, variant, work, run_id, n)
                     if n < warmup:
                         continue
@@ -144,7 +154,9 @@ async def run(rounds: int, warmup: int) -> dict[str, Any]:
                     if baseline is not None:
                         for series, value in baseline.items():
                             samples["new_turn_" + variant.rpartition("_")[2]][series].append(value)
+            after = await _agents(session, gw.url)
     out: dict[str, Any] = {"rounds": rounds, "target_ms": TARGET_MS}
+    out["agents"] = {name: after[name] - agents.get(name, 0) for name in ("hits", "misses")}
     for name, series in samples.items():
         out[name] = {key: _stats(values) for key, values in series.items()}
     for variant in VARIANTS:
