@@ -25,7 +25,7 @@ from typing import Any
 
 import aiohttp
 
-from . import replicas, store
+from . import answers, replicas, store
 from .common import (
     AUTH,
     ROOT,
@@ -54,6 +54,8 @@ FULL = {
     "replicas_gap_ms": [10, 25],
     "replicas_turns": [1, 10],
     "replicas_rounds": 3,
+    "answers_rounds": 200,
+    "answers_warmup": 10,
 }
 QUICK = {
     "deltas": 500,
@@ -71,6 +73,8 @@ QUICK = {
     "replicas_gap_ms": [10, 25],
     "replicas_turns": [1, 2],
     "replicas_rounds": 1,
+    "answers_rounds": 3,
+    "answers_warmup": 1,
 }
 
 
@@ -238,6 +242,7 @@ BENCHES: dict[str, Callable[..., Awaitable[dict[str, Any]]]] = {
     "latency": latency,
     "idle_streams": idle_streams,
     "admissions": admissions,
+    "answers": answers.answers,
 }
 
 
@@ -267,6 +272,8 @@ def report(name: str, result: dict[str, Any]) -> list[str]:
             f"keyed p50 {result['keyed']['p50_ms']} / p99 {result['keyed']['p99_ms']} ms "
             f"(+{result['overhead_p50_ms']} ms p50)"
         ]
+    if name == "answers":
+        return answers.report(result)
     return [f"startup                /health 200 after {result['median_s']} s (median of {result['runs']})"]
 
 

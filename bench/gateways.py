@@ -34,9 +34,16 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def hermes_home(
-    root: Path, provider: ScriptedProvider, port: int, ours: bool, name: str = "", extra: dict[str, Any] | None = None
+    root: Path,
+    provider: ScriptedProvider,
+    port: int,
+    ours: bool,
+    name: str = "",
+    extra: dict[str, Any] | None = None,
+    sections: dict[str, Any] | None = None,
 ) -> Path:
-    """A HERMES_HOME under `root` for one gateway; `extra` merges into the plugin's `api_server:` section."""
+    """A HERMES_HOME under `root` for one gateway; `extra` merges into the plugin's `api_server:` section, `sections`
+    into Hermes' config (e.g. `platform_toolsets`, `approvals`)."""
     label = name or ("plugin" if ours else "upstream")
     home = root / label
     work = root / f"work-{label}"
@@ -49,7 +56,11 @@ def hermes_home(
     # The Hermes config of the real-Hermes suite (scripted provider, no memory, terminal tool only), with the bench's
     # provider key and a built-in server allowed 100 concurrent runs.
     config = hermes_config(
-        provider, work, model={"api_key": "bench"}, gateway={"api_server": {"max_concurrent_runs": 100}}
+        provider,
+        work,
+        model={"api_key": "bench"},
+        gateway={"api_server": {"max_concurrent_runs": 100}},
+        **(sections or {}),
     )
     if ours:
         config["agent"] = {"runtime": "hermes"}
@@ -119,11 +130,16 @@ class Gateway:
 
 @asynccontextmanager
 async def gateway(
-    provider: ScriptedProvider, root: Path, ours: bool, name: str = "", extra: dict[str, Any] | None = None
+    provider: ScriptedProvider,
+    root: Path,
+    ours: bool,
+    name: str = "",
+    extra: dict[str, Any] | None = None,
+    sections: dict[str, Any] | None = None,
 ) -> AsyncIterator[Gateway]:
     """Start a gateway on a free port, wait for `/health`, stop it (SIGTERM, then SIGKILL) on the way out."""
     port = free_port()
-    proc = start(hermes_home(root, provider, port, ours, name, extra), ours)
+    proc = start(hermes_home(root, provider, port, ours, name, extra, sections), ours)
     try:
         url = f"http://127.0.0.1:{port}"
         await wait_health(url)

@@ -2,7 +2,8 @@
 
 `ticks N HZ`: N deltas, HZ per second (the latency part). `paced N MIN_MS MAX_MS [tag]`: N deltas MIN_MS–MAX_MS
 apart, the gaps a fixed pseudo-random spread (the replicas part; the tag only makes the prompt unique). Each delta
-is `<time.time() of the runtime callback>;`, which the client subtracts from its receipt time.
+is `<time.time() of the runtime callback>;`, which the client subtracts from its receipt time. `ask …` and
+`approve …` suspend at once (a question, an approval) and answer immediately once answered (the answers part).
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ turns:
     steps: [{text: "%s"}]
   - match: "^idle"
     steps: [{sleep: 600}]
+  - match: "^ask "
+    steps: [{question: "Which branch?"}, {text: "Branch {answer}."}]
+  - match: "^approve "
+    steps: [{approval: "rm -rf build/"}, {text: "Done."}]
   - steps: [{text: "ok"}]
 """
 

@@ -34,6 +34,9 @@ def test_every_benchmark_runs_at_tiny_size_and_reports_each_figure(tmp_path: Pat
         "startup",
         "store",
         "replicas",
+        "answers.question_session",
+        "answers.client_tool_history",
+        "answers.new_turn_history",
     ):
         assert any(line.startswith(prefix) for line in lines), (prefix, done.stdout)
     results = json.loads(out.read_text())["results"]
@@ -41,6 +44,11 @@ def test_every_benchmark_runs_at_tiny_size_and_reports_each_figure(tmp_path: Pat
     assert results["idle_streams"]["held"] == results["idle_streams"]["requested"]
     assert results["latency"]["1"]["events"] > 0
     assert results["startup"]["median_s"] > 0
+    answers = results["answers"]  # every suspension kind answered both ways resumed its turn; the baselines ran
+    for name in (*(f"{k}_{a}" for k in ("question", "approval", "client_tool") for a in ("session", "history")),):
+        assert answers[name]["first_content"]["p50_ms"] > 0 and answers[name]["head"]["p99_ms"] > 0, name
+        assert answers[name]["ratio"]["p50_ms"] > 0, name
+    assert answers["new_turn_session"]["first_content"]["p50_ms"] > 0 and answers["rounds"] == 3
     store = results["store"]
     if "skipped" in store:  # no PostgreSQL server binaries here; CI installs them
         assert os.environ.get("CI") != "true", store["skipped"]
