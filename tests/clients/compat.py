@@ -40,6 +40,7 @@ class Row:
     responses: Cell
     reasoning: Cell
     tool_progress: Cell
+    client_tools: Cell  # WIRE §15: a tool the client lends the agent, and the server's own tools beside it
 
 
 ROWS: dict[str, Row] = {
@@ -57,6 +58,10 @@ ROWS: dict[str, Row] = {
             tool_progress=Cell(
                 True, "chat: empty-delta chunks with the progress fields in `model_extra`; Responses: tool items"
             ),
+            client_tools=Cell(
+                True,
+                "Responses: `function_call` and `mcp_approval_request` items, answered with `previous_response_id`",
+            ),
         ),
         Row(
             key="openai-node",
@@ -71,6 +76,7 @@ ROWS: dict[str, Row] = {
             tool_progress=Cell(
                 True, "chat: empty-delta chunks with the progress fields at the chunk root; Responses: tool items"
             ),
+            client_tools=Cell(None, "not exercised by the suite"),
         ),
         Row(
             key="vercel-openai-compatible",
@@ -80,6 +86,7 @@ ROWS: dict[str, Row] = {
             responses=Cell(None),
             reasoning=Cell(True, "`reasoning` parts"),
             tool_progress=Cell(False, "progress chunks are ignored"),
+            client_tools=Cell(True, "`generateText` / `streamText` with a `tool()` and `stopWhen`: runs it once"),
         ),
         Row(
             key="vercel-openai-responses",
@@ -89,6 +96,9 @@ ROWS: dict[str, Row] = {
             responses=Cell(True, "`streamText` (one step); commentary arrives as an empty text block"),
             reasoning=Cell(True, "`reasoning` parts from the summaries"),
             tool_progress=Cell(True, "each server tool as a `tool-call` + `tool-error` part, finish `tool-calls`"),
+            client_tools=Cell(
+                True, "a `tool()` runs once; with it declared, server tools are provider-executed `mcp.*` calls"
+            ),
         ),
         Row(
             key="hermes-agent-api-client",
@@ -98,17 +108,68 @@ ROWS: dict[str, Row] = {
             responses=Cell(None),
             reasoning=Cell(False, "not surfaced"),
             tool_progress=Cell(True, "`ToolProgressEvent` running / completed"),
+            client_tools=Cell(None),
+        ),
+        Row(
+            key="openai-agents",
+            client="OpenAI Agents SDK",
+            packages=(("pypi", "openai-agents"),),
+            chat=Cell(True, "`OpenAIChatCompletionsModel`, `Runner.run` / `run_streamed`"),
+            responses=Cell(True, "`OpenAIResponsesModel`"),
+            reasoning=Cell(None, "not checked"),
+            tool_progress=Cell(None, "not checked"),
+            client_tools=Cell(
+                True, "a `@function_tool` runs once; server tools arrive as `mcp_call` items it never runs"
+            ),
+        ),
+        Row(
+            key="pydantic-ai",
+            client="Pydantic AI",
+            packages=(("pypi", "pydantic-ai-slim"),),
+            chat=Cell(True, "`OpenAIChatModel`, `run` / `run_stream`"),
+            responses=Cell(None, "not checked"),
+            reasoning=Cell(None, "not checked"),
+            tool_progress=Cell(None, "not checked"),
+            client_tools=Cell(True, "a `tool_plain` runs once; server tools never reach it"),
+        ),
+        Row(
+            key="langchain-openai",
+            client="LangChain `ChatOpenAI`",
+            packages=(("pypi", "langchain-openai"),),
+            chat=Cell(True, "`bind_tools` in a tool loop, `invoke` streaming and not"),
+            responses=Cell(None, "not checked"),
+            reasoning=Cell(None, "not checked"),
+            tool_progress=Cell(None, "not checked"),
+            client_tools=Cell(True, "the bound tool runs once; `AIMessage.tool_calls` never holds a server tool"),
+        ),
+        Row(
+            key="llm",
+            client="`llm`",
+            packages=(("pypi", "llm"),),
+            chat=Cell(True, "`model.chain(..., tools=[...])` JSON and stream, `llm prompt --functions`"),
+            responses=Cell(None),
+            reasoning=Cell(None, "not checked"),
+            tool_progress=Cell(None, "not checked"),
+            client_tools=Cell(True, "the function runs once; server tools never reach it"),
         ),
     )
 }
 
-HEADER = ("Client", "Version", "Chat Completions", "Responses", "Reasoning shown", "Tool progress shown")
+HEADER = (
+    "Client",
+    "Version",
+    "Chat Completions",
+    "Responses",
+    "Reasoning shown",
+    "Tool progress shown",
+    "Client tools (§15)",
+)
 
 
 def _requirement_pin(lines: list[str], name: str) -> str:
     for line in lines:
-        match = re.fullmatch(rf"\s*{re.escape(name)}\s*==\s*([^\s;#]+).*", line, flags=re.IGNORECASE)
-        if match:
+        match = re.fullmatch(rf"\s*{re.escape(name)}(?:\[[^\]]*\])?\s*==\s*([^\s;#]+).*", line, flags=re.IGNORECASE)
+        if match:  # extras (`pydantic-ai-slim[openai]`) are part of the requirement, not of the name
             return match.group(1)
     raise LookupError(f"{name} is not pinned with == ")
 
@@ -148,6 +209,7 @@ def render_table() -> str:
             row.responses.render(),
             row.reasoning.render(),
             row.tool_progress.render(),
+            row.client_tools.render(),
         )
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
