@@ -125,6 +125,7 @@ WEATHER_TOOL = {
     },
 }
 WEATHER_ARGUMENTS = '{"city":"example","unit":"c"}'
+WEATHER_FLAT_TOOL = {"type": "function", **WEATHER_TOOL["function"]}  # the same tool in the Responses shape
 EXHAUST_SUMMARY = "I checked 41 of 60 log files; so far the linker step is the only failure."  # "exhaust"
 
 # Responses: the terminal events (exactly one ends a stream, WIRE.md §4.4) and the tool items' types.

@@ -137,26 +137,17 @@ def parse_chat_request(raw: dict[str, Any], providers: frozenset[str]) -> ChatRe
     tools = parse_client_tools(body.get("tools"))
     choice = parse_tool_choice(raw.get("tool_choice"), tools)
     selection = parse_model_selection(body, providers, alias_effort=body.get("reasoning_effort"))
-    if results:
-        return ChatRequest(
-            input=results_input(tuple(results)),
-            history=tuple(conversation),
-            system_prompt="\n".join(system) if system else None,
-            first_user_content=first_user_content,
-            selection=selection,
-            stream=body.get("stream", False),
-            metadata=body.get("metadata") or {},
-            client_tools=tools,
-            tool_choice=choice,
-            tool_results=tuple(results),
-        )
-    if not conversation or conversation[-1].role != "user" or not conversation[-1].visible:
+    if results:  # the outputs of client tool calls: the turn they answer, or a new one that continues with them
+        turn_input, history = results_input(tuple(results)), tuple(conversation)
+    elif conversation and conversation[-1].role == "user" and conversation[-1].visible:
+        turn_input, history = conversation[-1], tuple(conversation[:-1])
+    else:
         raise invalid_request(
             "missing_user_message", "The last message must be a user message with text or an image", "messages"
         )
     return ChatRequest(
-        input=conversation[-1],
-        history=tuple(conversation[:-1]),
+        input=turn_input,
+        history=history,
         system_prompt="\n".join(system) if system else None,
         first_user_content=first_user_content,
         selection=selection,
@@ -164,4 +155,5 @@ def parse_chat_request(raw: dict[str, Any], providers: frozenset[str]) -> ChatRe
         metadata=body.get("metadata") or {},
         client_tools=tools,
         tool_choice=choice,
+        tool_results=tuple(results),
     )

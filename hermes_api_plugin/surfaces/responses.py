@@ -272,6 +272,23 @@ class ResponsesSurface:
     def target(self) -> Any:
         return [self.hermes.session_key]
 
+    def _head(self, response_id: str, model: str, instructions: str | None, previous: str | None) -> ResponseHead:
+        """A new Response of this request, created now: its model the request's, else `model`."""
+        body = self.create
+        return ResponseHead(
+            id=response_id,
+            created_at=int(time.time()),
+            model=body.selection.model or model,
+            background=body.background,
+            store=body.store,
+            instructions=instructions,
+            metadata=body.metadata,
+            tools=body.tools,
+            tool_choice=body.tool_choice,
+            parallel_tool_calls=body.parallel_tool_calls,
+            previous_response_id=previous,
+        )
+
     async def plan(self) -> TurnPlan:
         body, conversations = self.create, self.conversations
         response_id = new_response_id()
@@ -293,19 +310,7 @@ class ResponsesSurface:
         elif chain.key_session:
             base = conversations.session_history(chain.session_id)
         history = extended(base, resolved.messages[:-1], TRUNCATION_KEEP if body.truncation == "auto" else None)
-        head = ResponseHead(
-            id=response_id,
-            created_at=int(time.time()),
-            model=body.selection.model or self.model_name,
-            background=body.background,
-            store=body.store,
-            instructions=instructions,
-            metadata=body.metadata,
-            tools=body.tools,
-            tool_choice=body.tool_choice,
-            parallel_tool_calls=body.parallel_tool_calls,
-            previous_response_id=previous.id if previous else None,
-        )
+        head = self._head(response_id, self.model_name, instructions, previous.id if previous else None)
         self.head, self.session_id = head, chain.session_id
         turn_id = new_run_id()
         self._record = record = StoredResponse(
@@ -422,19 +427,7 @@ class ResponsesSurface:
         body, before = self.create, responses.head
         response_id = new_response_id()
         instructions = body.instructions if body.instructions is not None else before.instructions
-        self.head = ResponseHead(
-            id=response_id,
-            created_at=int(time.time()),
-            model=body.selection.model or before.model,
-            background=body.background,
-            store=body.store,
-            instructions=instructions,
-            metadata=body.metadata,
-            tools=body.tools,
-            tool_choice=body.tool_choice,
-            parallel_tool_calls=body.parallel_tool_calls,
-            previous_response_id=self._answered,
-        )
+        self.head = self._head(response_id, before.model, instructions, self._answered)
         self.session_id, self.start, self._chain = turn.request.session_id, start, responses
         conversation = body.conversation
         if conversation is None and responses.record is not None:

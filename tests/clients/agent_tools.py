@@ -22,6 +22,8 @@ import uuid
 from types import ModuleType
 from typing import Any
 
+import pytest
+
 from tests.helpers import USE_TOOL_ANSWER, execution_for, live_request, parse_sse
 from tests.live import LiveGateway
 
@@ -34,6 +36,9 @@ WEATHER = "sunny, 24 C"
 CLIENT_TOOL_ANSWER = f"{TOOL_NAME} returned: {WEATHER} in {CITY}"
 SERVER_TOOL_ANSWER = USE_TOOL_ANSWER
 MODEL = "hermes-agent"
+
+
+STREAMED_OR_NOT = [pytest.param(False, id="json"), pytest.param(True, id="stream")]  # each framework, both ways
 
 
 def weather(city: str) -> str:

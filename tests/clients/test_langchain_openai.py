@@ -14,6 +14,7 @@ from tests.live import LiveGateway
 
 from .agent_tools import (
     MODEL,
+    STREAMED_OR_NOT,
     TOOL_NAME,
     assert_client_tool_ran_once,
     assert_server_tool_ran_on_the_server,
@@ -23,7 +24,6 @@ from .agent_tools import (
     weather_prompt,
 )
 
-MODES = [pytest.param(False, id="json"), pytest.param(True, id="stream")]
 MAX_ROUNDS = 4  # the loop's own bound: one round trip is expected
 
 
@@ -62,7 +62,7 @@ def tool_loop(langchain: Any, gateway: LiveGateway, prompt: str, streaming: bool
     return replies[-1].content, executed, replies
 
 
-@pytest.mark.parametrize("streaming", MODES)
+@pytest.mark.parametrize("streaming", STREAMED_OR_NOT)
 def test_langchain_tool_loop_runs_the_bound_tool_once_and_the_agent_answers_with_its_result(
     langchain: ModuleType, clients_gateway: LiveGateway, streaming: bool
 ) -> None:
@@ -75,7 +75,7 @@ def test_langchain_tool_loop_runs_the_bound_tool_once_and_the_agent_answers_with
     assert_client_tool_ran_once(clients_gateway, prompt, executed, answer)
 
 
-@pytest.mark.parametrize("streaming", MODES)
+@pytest.mark.parametrize("streaming", STREAMED_OR_NOT)
 def test_langchain_tool_loop_never_runs_a_server_tool_and_not_its_own(
     langchain: ModuleType, clients_gateway: LiveGateway, streaming: bool
 ) -> None:

@@ -22,6 +22,7 @@ from .agent_tools import (
     CLIENT_TOOL_ANSWER,
     MODEL,
     SERVER_TOOL_ANSWER,
+    STREAMED_OR_NOT,
     TOOL_NAME,
     WEATHER,
     assert_client_tool_ran_once,
@@ -32,7 +33,6 @@ from .agent_tools import (
     weather_prompt,
 )
 
-MODES = [pytest.param(False, id="json"), pytest.param(True, id="stream")]
 MODEL_ID = "hermes"
 
 
@@ -69,7 +69,7 @@ def chain(llm: ModuleType, prompt: str, stream: bool) -> tuple[str, list[str], l
     return text, executed, calls
 
 
-@pytest.mark.parametrize("stream", MODES)
+@pytest.mark.parametrize("stream", STREAMED_OR_NOT)
 def test_llm_chain_runs_its_tool_once_and_the_agent_answers_with_its_result(
     llm: ModuleType, clients_gateway: LiveGateway, stream: bool
 ) -> None:
@@ -80,7 +80,7 @@ def test_llm_chain_runs_its_tool_once_and_the_agent_answers_with_its_result(
     assert_client_tool_ran_once(clients_gateway, prompt, executed, text)
 
 
-@pytest.mark.parametrize("stream", MODES)
+@pytest.mark.parametrize("stream", STREAMED_OR_NOT)
 def test_llm_chain_never_runs_a_server_tool_and_not_its_own(
     llm: ModuleType, clients_gateway: LiveGateway, stream: bool
 ) -> None:

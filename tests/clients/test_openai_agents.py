@@ -16,6 +16,7 @@ from tests.live import LiveGateway
 
 from .agent_tools import (
     MODEL,
+    STREAMED_OR_NOT,
     TOOL_DESCRIPTION,
     assert_client_tool_ran_once,
     assert_server_tool_ran_on_the_server,
@@ -24,8 +25,6 @@ from .agent_tools import (
     weather,
     weather_prompt,
 )
-
-MODES = [pytest.param(False, id="json"), pytest.param(True, id="stream")]
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +80,7 @@ def raw_types(items: list[Any]) -> list[str]:
     return [raw.get("type") if isinstance(raw, dict) else raw.type for raw in (item.raw_item for item in items)]
 
 
-@pytest.mark.parametrize("streamed", MODES)
+@pytest.mark.parametrize("streamed", STREAMED_OR_NOT)
 def test_agents_sdk_runs_its_function_tool_once_and_the_agent_answers_with_its_result(
     agents: ModuleType, clients_gateway: LiveGateway, streamed: bool
 ) -> None:
@@ -93,7 +92,7 @@ def test_agents_sdk_runs_its_function_tool_once_and_the_agent_answers_with_its_r
     assert_client_tool_ran_once(clients_gateway, prompt, executed, output)
 
 
-@pytest.mark.parametrize("streamed", MODES)
+@pytest.mark.parametrize("streamed", STREAMED_OR_NOT)
 def test_agents_sdk_never_runs_a_server_tool_and_not_its_own(
     agents: ModuleType, clients_gateway: LiveGateway, streamed: bool
 ) -> None:
@@ -108,7 +107,7 @@ def test_agents_sdk_never_runs_a_server_tool_and_not_its_own(
 # -- OpenAIResponsesModel (WIRE.md §15.3) ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("streamed", MODES)
+@pytest.mark.parametrize("streamed", STREAMED_OR_NOT)
 def test_agents_sdk_responses_model_runs_its_function_tool_once_and_the_agent_answers_with_its_result(
     agents: ModuleType, clients_gateway: LiveGateway, streamed: bool
 ) -> None:
@@ -120,7 +119,7 @@ def test_agents_sdk_responses_model_runs_its_function_tool_once_and_the_agent_an
     assert_client_tool_ran_once(clients_gateway, prompt, executed, output)
 
 
-@pytest.mark.parametrize("streamed", MODES)
+@pytest.mark.parametrize("streamed", STREAMED_OR_NOT)
 def test_agents_sdk_responses_model_sees_the_server_tool_as_mcp_call_and_never_runs_it(
     agents: ModuleType, clients_gateway: LiveGateway, streamed: bool
 ) -> None:

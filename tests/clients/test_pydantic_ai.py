@@ -15,6 +15,7 @@ from tests.live import LiveGateway
 
 from .agent_tools import (
     MODEL,
+    STREAMED_OR_NOT,
     TOOL_NAME,
     assert_client_tool_ran_once,
     assert_server_tool_ran_on_the_server,
@@ -23,8 +24,6 @@ from .agent_tools import (
     weather,
     weather_prompt,
 )
-
-MODES = [pytest.param(False, id="json"), pytest.param(True, id="stream")]
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +65,7 @@ def run_agent(pydantic_ai: Any, gateway: LiveGateway, prompt: str, streamed: boo
     return output, executed, calls
 
 
-@pytest.mark.parametrize("streamed", MODES)
+@pytest.mark.parametrize("streamed", STREAMED_OR_NOT)
 def test_pydantic_ai_runs_its_tool_once_and_the_agent_answers_with_its_result(
     pydantic_ai: ModuleType, clients_gateway: LiveGateway, streamed: bool
 ) -> None:
@@ -78,7 +77,7 @@ def test_pydantic_ai_runs_its_tool_once_and_the_agent_answers_with_its_result(
     assert_client_tool_ran_once(clients_gateway, prompt, executed, output)
 
 
-@pytest.mark.parametrize("streamed", MODES)
+@pytest.mark.parametrize("streamed", STREAMED_OR_NOT)
 def test_pydantic_ai_never_runs_a_server_tool_and_not_its_own(
     pydantic_ai: ModuleType, clients_gateway: LiveGateway, streamed: bool
 ) -> None:

@@ -34,4 +34,6 @@ def test_answers_benchmark_on_the_hermes_runtime_reports_every_figure(tmp_path: 
         for series in ("plugin", "provider", "overhead", "to_provider"):
             assert _number(result[name][series]["p50_ms"]), (name, series, result[name])
         assert result[name]["plugin"]["p50_ms"] > 0 and result[name]["to_provider"]["p50_ms"] > 0, result[name]
-    assert result["agents"]["hits"] == 1, "the session's next turn ran on the agent that had just answered"
+    # the next turn — by session header, and by the history resent with the question and its answer (issue 14 across
+    # an answered turn) — ran on the agent that had just answered
+    assert result["agents"]["hits"] == 2, result["agents"]

@@ -11,7 +11,16 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 
 from tests.conftest import ApiFactory
-from tests.helpers import CHAT, COMPLETION_ID, RUNS, assert_error_envelope, chat_body, fetch
+from tests.helpers import (
+    CHAT,
+    COMPLETION_ID,
+    RUNS,
+    WEATHER_ARGUMENTS,
+    WEATHER_TOOL,
+    assert_error_envelope,
+    chat_body,
+    fetch,
+)
 
 from .support import ChatStream, get_run, json_chat, read_events, stream_chat, suspended, terminal_results
 
@@ -19,18 +28,6 @@ SUSPEND = "suspend.yaml"
 COMMAND = "rm -rf build/"
 ASK = "delete the build"
 DONE = "Done with the build directory."
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "The weather in a city",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
-            "required": ["city"],
-        },
-    },
-}
 
 
 def conversation(*turns: str) -> list[dict[str, Any]]:
@@ -178,7 +175,7 @@ async def test_w_15_2_a_client_tool_call_round_trips(make_api: ApiFactory, auth:
     `finish_reason: "tool_calls"` — and the `role: "tool"` message of the next request is the result it answers with,
     in the same run."""
     api = await make_api(script=SUSPEND)
-    first = await stream_chat(api, auth, "what is the weather in Paris?", tools=[WEATHER])
+    first = await stream_chat(api, auth, "what is the weather in Paris?", tools=[WEATHER_TOOL])
     suspended_as(first, "client_tool")
     deltas = [
         c["choices"][0]["delta"]["tool_calls"][0] for c in first.plain if "tool_calls" in c["choices"][0]["delta"]
@@ -192,7 +189,7 @@ async def test_w_15_2_a_client_tool_call_round_trips(make_api: ApiFactory, auth:
     call_id = head["id"]
     arguments = "".join(d["function"]["arguments"] for d in deltas[1:])
     assert all(d["index"] == 0 and "id" not in d for d in deltas[1:])
-    assert arguments == '{"city":"example","days":1}'  # valid for the declared schema (§15.5)
+    assert arguments == WEATHER_ARGUMENTS  # valid for the declared schema (§15.5)
     assert first.reasoning  # the agent's reasoning streamed before the call
     assistant = {
         "role": "assistant",
@@ -206,7 +203,7 @@ async def test_w_15_2_a_client_tool_call_round_trips(make_api: ApiFactory, auth:
         assistant,
         {"role": "tool", "tool_call_id": call_id, "content": "sunny, 24 °C"},
     ]
-    second = await stream_chat(api, auth, messages=messages, tools=[WEATHER])
+    second = await stream_chat(api, auth, messages=messages, tools=[WEATHER_TOOL])
     assert second.headers["X-Hermes-Run-Id"] == first.headers["X-Hermes-Run-Id"]
     assert second.content == "get_weather returned: sunny, 24 °C"
     assert second.finish["choices"][0]["finish_reason"] == "stop"
@@ -220,11 +217,11 @@ async def test_w_15_2_client_tool_calls_in_a_json_reply_and_a_named_choice(
 ) -> None:
     api = await make_api(script=SUSPEND)
     named = {"type": "function", "function": {"name": "get_weather"}}
-    _, reply = await json_chat(api, auth, "hello", tools=[WEATHER], tool_choice=named)  # a named choice: called
+    _, reply = await json_chat(api, auth, "hello", tools=[WEATHER_TOOL], tool_choice=named)  # a named choice: called
     suspended_as(reply, "client_tool")
     message = reply["choices"][0]["message"]
     assert message["content"] is None and [c["function"]["name"] for c in message["tool_calls"]] == ["get_weather"]
-    _, plain = await json_chat(api, auth, "hello", tools=[WEATHER])  # a scripted turn matched: no call
+    _, plain = await json_chat(api, auth, "hello", tools=[WEATHER_TOOL])  # a scripted turn matched: no call
     assert plain["choices"][0]["message"]["content"] == "Hello." and "tool_calls" not in plain["choices"][0]["message"]
     unknown = await fetch(
         api,

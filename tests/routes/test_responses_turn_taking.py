@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 
 from tests.conftest import ApiFactory
-from tests.helpers import RESPONSES
+from tests.helpers import RESPONSES, WEATHER_ARGUMENTS, WEATHER_FLAT_TOOL
 
 from .responses_helpers import create, get_stream, snapshot, stream_response
 from .support import get_run, read_events, suspended, terminal_results
@@ -21,16 +21,6 @@ SUSPEND = "suspend.yaml"
 ASK = "delete the build"
 COMMAND = "rm -rf build/"
 DONE = "Done with the build directory."
-WEATHER = {
-    "type": "function",
-    "name": "get_weather",
-    "description": "The weather in a city",
-    "parameters": {
-        "type": "object",
-        "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
-        "required": ["city"],
-    },
-}
 
 
 def items_of(response: dict[str, Any], kind: str) -> list[dict[str, Any]]:
@@ -143,10 +133,10 @@ async def test_w_15_2_a_client_tool_round_trips_as_a_stream(make_api: ApiFactory
     """W-15.2: the call is a `function_call` item (added, arguments deltas, arguments done, done `completed`) that
     ends the Response; the `function_call_output` with previous_response_id is the result the agent answers with."""
     api = await make_api(script=SUSPEND)
-    first = await stream_response(api, auth, "weather in Paris?", tools=[WEATHER])
+    first = await stream_response(api, auth, "weather in Paris?", tools=[WEATHER_FLAT_TOOL])
     [call] = items_of(first.response, "function_call")
     assert call["name"] == "get_weather" and call["status"] == "completed"
-    assert call["arguments"] == '{"city":"example","days":1}'
+    assert call["arguments"] == WEATHER_ARGUMENTS
     names = [e["type"] for e in first.events if e.get("item_id", e.get("item", {}).get("id")) == call["id"]]
     assert names[0] == "response.output_item.added" and names[-1] == "response.output_item.done"
     assert names[-2] == "response.function_call_arguments.done"
@@ -157,7 +147,9 @@ async def test_w_15_2_a_client_tool_round_trips_as_a_stream(make_api: ApiFactory
     assert "".join(deltas) == call["arguments"]
 
     output = {"type": "function_call_output", "call_id": call["call_id"], "output": "sunny, 24 °C"}
-    second = await stream_response(api, auth, [output], previous_response_id=first.response["id"], tools=[WEATHER])
+    second = await stream_response(
+        api, auth, [output], previous_response_id=first.response["id"], tools=[WEATHER_FLAT_TOOL]
+    )
     assert second.headers["X-Hermes-Run-Id"] == first.headers["X-Hermes-Run-Id"]
     assert answer_text(second.response) == "get_weather returned: sunny, 24 °C"
 
@@ -167,14 +159,14 @@ async def test_w_15_2_a_client_tool_round_trips_as_json_and_statelessly(
 ) -> None:
     """W-15.2: JSON replies; the output answers by its call_id with the whole history resent."""
     api = await make_api(script=SUSPEND)
-    headers, first = await create(api, auth, "weather?", tools=[WEATHER])
+    headers, first = await create(api, auth, "weather?", tools=[WEATHER_FLAT_TOOL])
     [call] = items_of(first, "function_call")
     history = [
         {"role": "user", "content": "weather?"},
         *first["output"],
         {"type": "function_call_output", "call_id": call["call_id"], "output": "rain"},
     ]
-    again, second = await create(api, auth, history, tools=[WEATHER])
+    again, second = await create(api, auth, history, tools=[WEATHER_FLAT_TOOL])
     assert again["X-Hermes-Run-Id"] == headers["X-Hermes-Run-Id"]
     assert answer_text(second) == "get_weather returned: rain"
 
@@ -182,7 +174,7 @@ async def test_w_15_2_a_client_tool_round_trips_as_json_and_statelessly(
 async def test_w_15_2_an_input_while_a_call_waits_declines_it(make_api: ApiFactory, auth: dict[str, str]) -> None:
     """§15.1: the conversation moved on without the output: the call fails for the agent, the input is a new turn."""
     api = await make_api(script=SUSPEND)
-    headers, first = await create(api, auth, "weather?", tools=[WEATHER])
+    headers, first = await create(api, auth, "weather?", tools=[WEATHER_FLAT_TOOL])
     again, second = await create(api, auth, "hello", previous_response_id=first["id"])
     assert again["X-Hermes-Run-Id"] != headers["X-Hermes-Run-Id"] and answer_text(second) == "Hello."
     run = await get_run(api, auth, headers["X-Hermes-Run-Id"])
