@@ -205,7 +205,9 @@ class ChatRenderer:
         if choice is None:
             # `choices` is the chunk's own array (the SDKs read it): the approval's choices get their own name
             payload.update(description=asked.description, approval_choices=list(asked.choices))
-            status, done = f"Waiting for approval: {asked.command}", False
+            # A suspended approval's reply ends with its question: a status left unfinished would shimmer on that
+            # reply for good (Open WebUI 0.12.4); a held one's stream waits under it (§14.2)
+            status, done = f"Waiting for approval: {asked.command}", asked.suspended
         else:
             payload["choice"] = choice
             status, done = f"{'Denied' if choice == 'deny' else 'Approved'}: {asked.command}", True
