@@ -9,8 +9,9 @@ Chromium page.
   (Hermes' own `hermes gateway run -v` with this plugin enabled as a Hermes plugin replacing its API server, as
   tests/hermes/support.py starts it); `<chat approvals>` is `api_server.approvals.chat`: `hold` (§14.2's open stream,
   decided through `/v1/runs/{id}/approval`) or `ask` (§15.2: the approval question ends the delivery, the chat's next
-  message answers it). It writes `{url, key, home, pid, log}` to `<info.json>` and the gateway's log lines to
-  `<home>/gateway.log`.
+  message answers it). It writes `{url, key, home, pid, log}` to `<info.json>`, the gateway's log lines to
+  `<home>/gateway.log`, and at the end what the agent asked the provider (per call: scenario, message count, last
+  role, the tools it was offered) to `<home>/provider-calls.json`.
 - **Open WebUI** (`start_owui`): `open-webui serve` with WEBUI_AUTH=False, offline, no Ollama, no local models, no
   background generation tasks (they would send a `[danger]` prompt to the model again), one OpenAI connection.
 - **RecordingProxy**: between Open WebUI and the gateway, forwarding every request and streaming every response
@@ -106,6 +107,11 @@ def serve_gateway(host: str, chat_approvals: str, out: Path) -> int:
         finally:
             code = live.stop()
             flush()
+            calls = [
+                {"scenario": c.scenario, "messages": len(c.messages), "last_role": c.last_role, "tools": c.tools}
+                for c in provider.requests
+            ]
+            (home / "provider-calls.json").write_text(json.dumps(calls), encoding="utf-8")
             print(f"gateway stopped ({code}); provider calls: {[c.scenario for c in provider.requests]}", flush=True)
     return 0
 
