@@ -16,11 +16,13 @@ Run from the repository root:
 
 What it does, all on 127.0.0.1 and offline:
 
-1. `gateway` mode, in a subprocess run by the Hermes venv: the scripted model provider (tests/hermes/provider.py)
-   and the reference gateway `python -m hermes_api_plugin gateway` with `agent.runtime: hermes` (the real
-   `AIAgent`), its Hermes home written as tests/hermes/conftest.py `hermes_config` does, plus
-   `approvals: {mode: manual, timeout: 600}`. The prompt `[danger] <dir>` makes the agent call `terminal`
-   `rm -rf <dir>`, which Hermes' guard holds for approval.
+1. bench/owui_common.py's gateway helper, in a subprocess run by the Hermes venv: the scripted model provider
+   (tests/hermes/provider.py) and the reference gateway `python -m hermes_api_plugin gateway` with `agent.runtime:
+   hermes` (the real `AIAgent`), its Hermes home written as tests/hermes/conftest.py `hermes_config` does, plus
+   `approvals: {mode: manual, timeout: 600}` and `api_server.approvals.chat: hold` (this check is §14.2's held
+   approval; since issue 22 a chat turn asks in the chat instead by default: bench/owui_turn_taking_check.py).
+   The prompt `[danger] <dir>` makes the agent call `terminal` `rm -rf <dir>`, which Hermes' guard holds for
+   approval.
 2. `open-webui serve` with WEBUI_AUTH=False, OFFLINE_MODE, no Ollama, no local embedding model, no title/tag/
    follow-up generation (those would send the `[danger]` prompt to the model again), and the gateway as its one
    OpenAI connection (OPENAI_API_BASE_URL / OPENAI_API_KEY).
@@ -43,299 +45,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
-import threading
 import time
-import urllib.error
-import urllib.request
-import uuid
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-RUN_ID = re.compile(r"\brun_[0-9a-f]{32}\b")
-
-
-# --------------------------------------------------------------------------------------------------------------
-# gateway mode (Hermes venv)
-# --------------------------------------------------------------------------------------------------------------
-def serve_gateway(out: Path) -> int:
-    """Scripted provider + reference gateway (hermes runtime, manual approvals) until SIGTERM/SIGINT."""
-    from tests.hermes.conftest import hermes_config
-    from tests.hermes.provider import ScriptedProvider
-    from tests.live import start_gateway, write_home
-
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    root = Path(tempfile.mkdtemp(prefix="owui-gw-"))
-    with ScriptedProvider() as provider:
-        config = hermes_config(
-            provider, root / "work", approvals={"mode": "manual", "timeout": 600}, agent={"runtime": "hermes"}
-        )
-        home = write_home(root / "home", env={"API_SERVER_PORT": "0"}, config=config, script=None)
-        live = start_gateway(home, timeout=90)
-        log = home / "gateway.log"
-        written = 0
-
-        def flush() -> None:
-            nonlocal written
-            lines = list(live.lines)
-            if len(lines) > written:
-                with log.open("a", encoding="utf-8") as f:
-                    f.write("".join(line + "\n" for line in lines[written:]))
-                written = len(lines)
-
-        try:
-            info = {"url": live.url, "key": live.key, "home": str(home), "pid": live.proc.pid, "log": str(log)}
-            out.write_text(json.dumps(info), encoding="utf-8")
-            print(f"gateway {live.url} (pid {live.proc.pid}), provider {provider.base_url}", flush=True)
-            while not stop.is_set() and live.proc.poll() is None:
-                flush()
-                time.sleep(0.2)
-        finally:
-            code = live.stop()
-            flush()
-            print(f"gateway stopped ({code}); provider calls: {[c.scenario for c in provider.requests]}", flush=True)
-    return 0
-
-
-# --------------------------------------------------------------------------------------------------------------
-# check mode (Open WebUI venv)
-# --------------------------------------------------------------------------------------------------------------
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_until(predicate: Any, timeout: float, step: float = 0.25) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    return None
-
-
-class Gateway:
-    def __init__(self, info: dict[str, Any]) -> None:
-        self.url, self.key, self.log = info["url"], info["key"], Path(info["log"])
-
-    def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.url + path, data=data, method=method)
-        req.add_header("Authorization", f"Bearer {self.key}")
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
-        try:
-            with urllib.request.urlopen(req, timeout=30) as r:
-                raw = r.read().decode()
-                return r.status, (json.loads(raw) if r.headers.get_content_type() == "application/json" else raw)
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"null")
-
-    def run_ids(self) -> list[str]:
-        """Run ids in the order the gateway's log first names them (Hermes logs `thread=hermes-agent run_…`)."""
-        text = self.log.read_text(encoding="utf-8") if self.log.exists() else ""
-        return list(dict.fromkeys(RUN_ID.findall(text)))
-
-    def events(self, run_id: str) -> list[dict[str, Any]]:
-        _, raw = self.request("GET", f"/v1/runs/{run_id}/events")
-        return [json.loads(line[5:]) for line in str(raw).splitlines() if line.startswith("data:")]
-
-
-def start_gateway_helper(hermes_python: str, workdir: Path) -> tuple[subprocess.Popen[str], dict[str, Any]]:
-    info_path = workdir / "gateway.json"
-    proc = subprocess.Popen(
-        [hermes_python, "-m", "bench.owui_approval_check", "gateway", str(info_path)],
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-        stdout=(workdir / "gateway-helper.out").open("w"),
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    if not wait_until(lambda: info_path.exists() or proc.poll() is not None, 120) or not info_path.exists():
-        raise RuntimeError("gateway helper did not start: " + (workdir / "gateway-helper.out").read_text())
-    return proc, json.loads(info_path.read_text())
-
-
-def owui_env(gateway: Gateway, data_dir: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        {
-            "DATA_DIR": str(data_dir),
-            "WEBUI_AUTH": "False",
-            "WEBUI_SECRET_KEY": "owui-approval-check-" + uuid.uuid4().hex,
-            "OFFLINE_MODE": "true",
-            "HF_HUB_OFFLINE": "1",
-            "TRANSFORMERS_OFFLINE": "1",
-            "USE_SLIM_DOCKER": "true",  # no local SentenceTransformer / whisper model at startup
-            "RAG_EMBEDDING_MODEL_AUTO_UPDATE": "False",
-            "RAG_RERANKING_MODEL_AUTO_UPDATE": "False",
-            "WHISPER_MODEL_AUTO_UPDATE": "False",
-            "ENABLE_OLLAMA_API": "False",
-            "ENABLE_OPENAI_API": "True",
-            "OPENAI_API_BASE_URL": gateway.url + "/v1",
-            "OPENAI_API_KEY": gateway.key,
-            # background tasks would send the `[danger]` prompt to the model again (a second guarded run)
-            "ENABLE_TITLE_GENERATION": "False",
-            "ENABLE_TAGS_GENERATION": "False",
-            "ENABLE_FOLLOW_UP_GENERATION": "False",
-            "ENABLE_AUTOCOMPLETE_GENERATION": "False",
-            "ENABLE_SEARCH_QUERY_GENERATION": "False",
-            "ENABLE_RETRIEVAL_QUERY_GENERATION": "False",
-            "ENABLE_VERSION_UPDATE_CHECK": "False",
-            "ANONYMIZED_TELEMETRY": "False",
-            "SCARF_NO_ANALYTICS": "true",
-            "DO_NOT_TRACK": "true",
-        }
-    )
-    return env
-
-
-def start_owui(owui: str, gateway: Gateway, workdir: Path) -> tuple[subprocess.Popen[str], str, float]:
-    port = free_port()
-    started = time.monotonic()
-    proc = subprocess.Popen(
-        [owui, "serve", "--host", "127.0.0.1", "--port", str(port)],
-        cwd=workdir,
-        env=owui_env(gateway, workdir / "owui-data"),
-        stdin=subprocess.DEVNULL,
-        stdout=(workdir / "open-webui.log").open("w"),
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-
-    def healthy() -> bool:
-        if proc.poll() is not None:
-            raise RuntimeError("open-webui exited: " + (workdir / "open-webui.log").read_text()[-3000:])
-        try:
-            with urllib.request.urlopen(url + "/health", timeout=2) as r:
-                return r.status == 200
-        except OSError:
-            return False
-
-    if not wait_until(healthy, 180, 0.5):
-        raise RuntimeError("open-webui did not become healthy")
-    return proc, url, time.monotonic() - started
-
-
-def stop(proc: subprocess.Popen[str] | None, name: str) -> None:
-    if proc is None or proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        print(f"{name} (pid {proc.pid}) ignored SIGTERM: SIGKILL", flush=True)
-        proc.kill()
-        proc.wait(10)
-
-
-def victim() -> Path:
-    target = Path(f"/tmp/owui-victim-{uuid.uuid4().hex[:8]}")
-    target.mkdir()
-    (target / "keep.txt").write_text("still here", encoding="utf-8")
-    return target
-
-
-class Browser:
-    """One Chromium page on Open WebUI, recording console messages and the socket.io `events` it receives."""
-
-    def __init__(self, pw: Any, url: str, chromium: str) -> None:
-        self.url = url
-        self.browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
-        self.page = self.browser.new_page(viewport={"width": 1100, "height": 720})
-        self.console: list[dict[str, str]] = []
-        self.page_errors: list[str] = []
-        self.socket_events: list[dict[str, Any]] = []
-        self.page.on("console", lambda m: self.console.append({"type": m.type, "text": m.text[:500]}))
-        self.page.on("pageerror", lambda e: self.page_errors.append(str(e)[:500]))
-        self.page.on("websocket", self._websocket)
-
-    def _websocket(self, ws: Any) -> None:
-        def received(payload: Any) -> None:
-            text = payload if isinstance(payload, str) else payload.decode("utf-8", "replace")
-            if not text.startswith("42"):
-                return  # socket.io: only "42" frames are events
-            try:
-                name, body = json.loads(text[2:])[:2]
-            except (ValueError, TypeError):
-                return
-            if name == "events" and isinstance(body, dict):
-                data = body.get("data") or {}
-                kind = data.get("type")
-                if kind == "status":
-                    self.socket_events.append({"t": time.time(), "type": kind, "data": data.get("data")})
-                elif kind in ("chat:completion", "chat:active") and (data.get("data") or {}).get("done"):
-                    self.socket_events.append({"t": time.time(), "type": kind, "done": True})
-
-        ws.on("framereceived", received)
-
-    def open_new_chat(self) -> None:
-        self.page.goto(self.url + "/", wait_until="load")
-        self.page.locator("#chat-input").wait_for(timeout=60_000)
-        lets_go = self.page.get_by_role("button", name="Okay, Let's Go!")
-        try:
-            lets_go.wait_for(timeout=4000)  # the release-notes modal, shown once per user
-            lets_go.click()
-        except Exception:
-            pass
-        # pick the model the gateway advertises in the model selector
-        self.page.locator("#model-selector-model-button").click()
-        self.page.get_by_role("option").filter(has_text="hermes-agent").first.click()
-        self.page.wait_for_timeout(300)
-
-    def send(self, text: str) -> None:
-        box = self.page.locator("#chat-input")
-        box.click()
-        box.type(text)
-        self.page.keyboard.press("Enter")
-
-    def statuses(self) -> list[str]:
-        """Every status line currently rendered (the last item of the message's status history, or all of them
-        when the history is open)."""
-        return [t.strip() for t in self.page.locator(".status-description").all_inner_texts() if t.strip()]
-
-    def shimmering(self) -> bool:
-        return self.page.locator(".status-description .shimmer").count() > 0
-
-    def shot(self, path: Path) -> None:
-        """A screenshot, reduced to 32 colours when Pillow is there (Open WebUI brings it): small files to commit."""
-        png = self.page.screenshot()
-        try:
-            import io
-
-            from PIL import Image
-
-            image = Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=32, method=Image.Quantize.MEDIANCUT)
-            image.save(path, optimize=True)
-        except ImportError:
-            path.write_bytes(png)
-
-    def close(self) -> None:
-        self.browser.close()
+from .owui_common import ROOT, Browser, Gateway, start_gateway_helper, start_owui, stop, victim, wait_until
 
 
 def scenario(browser: Browser, gateway: Gateway, choice: str, out: Path, index: int, slow: int = 0) -> dict[str, Any]:
@@ -490,11 +207,11 @@ def check(args: argparse.Namespace) -> int:
     result: dict[str, Any] = {"workdir": str(workdir)}
     try:
         t0 = time.monotonic()
-        helper, info = start_gateway_helper(args.hermes_python, workdir)
+        helper, info = start_gateway_helper(args.hermes_python, workdir, "reference", "hold")
         gateway = Gateway(info)
         result["gateway"] = {"url": gateway.url, "started_s": round(time.monotonic() - t0, 1), "log": info["log"]}
         result["gateway"]["models"] = [m["id"] for m in gateway.request("GET", "/v1/models")[1]["data"]]
-        owui, url, took = start_owui(args.open_webui, gateway, workdir)
+        owui, url, took = start_owui(args.open_webui, gateway.url, gateway.key, workdir)
         result["open_webui"] = {"url": url, "started_s": round(took, 1), "log": str(workdir / "open-webui.log")}
         with sync_playwright() as pw:
             browser = Browser(pw, url, args.chromium)
@@ -518,8 +235,6 @@ def check(args: argparse.Namespace) -> int:
 
 
 def main() -> int:
-    if len(sys.argv) >= 2 and sys.argv[1] == "gateway":
-        return serve_gateway(Path(sys.argv[2]))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hermes-python", default=str(ROOT / ".venv-hermes/bin/python"))
     parser.add_argument("--open-webui", default=str(Path(sys.executable).parent / "open-webui"))

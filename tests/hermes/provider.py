@@ -12,6 +12,8 @@ first (`scenario_of`):
 - `[slow-tool]`: asks for `terminal` `sleep 30`; a later call would answer `slept`.
 - `[danger] <path>`: asks for `terminal` `rm -rf <path>` (Hermes' dangerous-command guard flags it); the call
   after the tool result answers `DANGER_DONE` + the tool output.
+- `[danger-think] <path>`: `[danger]`, its tool call after `reasoning_content` deltas (as a thinking model streams:
+  what a chat client keeps of them, bench/owui_turn_taking_check.py).
 - `[bench]`: no tool; 10 reasoning deltas, then 200 answer deltas, 5 ms apart (bench/side_by_side.py).
 - `[bench-tool]`: a turn with a tool, as bench/warm.py's conversations: 3 reasoning deltas and a `terminal` call
   `echo bench-ok`; the call after the tool result streams the `[bench]` reply (10 reasoning, 200 answer deltas).
@@ -49,6 +51,7 @@ TAGS = (
     "slow-stream",
     "slow-tool",
     "danger",
+    "danger-think",
     "bench",
     "bench-tool",
     "bench-zero",
@@ -169,12 +172,15 @@ def plan(record: Recorded, count: int) -> Reply:
         return Reply(
             reasoning=tuple(f"step {i}. " for i in range(10)), text=tuple(f"w{i} " for i in range(20)), delay=0.0
         )
-    if record.scenario == "danger":
+    if record.scenario in ("danger", "danger-think"):
         if after_tool:
             return Reply(text=(DANGER_DONE + tool_output(messages).strip(),))
         first_user = next(_text(m.get("content")) for m in messages if m.get("role") == "user")
-        target = first_user.split("[danger]", 1)[1].split()[0]
-        return Reply(tool_calls=((f"call_danger{count:04d}", "terminal", {"command": f"rm -rf {target}"}),))
+        target = first_user.split(f"[{record.scenario}]", 1)[1].split()[0]
+        return Reply(
+            reasoning=REASONING_FIRST if record.scenario == "danger-think" else (),
+            tool_calls=((f"call_danger{count:04d}", "terminal", {"command": f"rm -rf {target}"}),),
+        )
     if record.scenario == "clarify":
         if after_tool:
             result = json.loads(last_tool_result(messages))
