@@ -18,7 +18,7 @@ What it does, all on 127.0.0.1 and offline:
 
 1. `gateway` mode, in a subprocess run by the Hermes venv: the scripted model provider (tests/hermes/provider.py)
    and the reference gateway `python -m hermes_api_plugin gateway` with `agent.runtime: hermes` (the real
-   `AIAgent`), its Hermes home written as tests/hermes/conftest.py `hermes_config` does, plus
+   `AIAgent`), its Hermes home written as tests/hermes/support.py `hermes_config` does, plus
    `approvals: {mode: manual, timeout: 600}`. The prompt `[danger] <dir>` makes the agent call `terminal`
    `rm -rf <dir>`, which Hermes' guard holds for approval.
 2. `open-webui serve` with WEBUI_AUTH=False, OFFLINE_MODE, no Ollama, no local embedding model, no title/tag/
@@ -68,8 +68,8 @@ RUN_ID = re.compile(r"\brun_[0-9a-f]{32}\b")
 # --------------------------------------------------------------------------------------------------------------
 def serve_gateway(out: Path) -> int:
     """Scripted provider + reference gateway (hermes runtime, manual approvals) until SIGTERM/SIGINT."""
-    from tests.hermes.conftest import hermes_config
     from tests.hermes.provider import ScriptedProvider
+    from tests.hermes.support import hermes_config
     from tests.live import start_gateway, write_home
 
     stop = threading.Event()
