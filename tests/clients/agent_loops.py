@@ -7,7 +7,8 @@ calls, and what the framework saw of the model's tool calls; the checks stay wit
 - `agents_sdk_run`: the OpenAI Agents SDK `Runner` on `OpenAIChatCompletionsModel` or `OpenAIResponsesModel`;
 - `pydantic_ai_run`: a Pydantic AI `Agent` on `OpenAIChatModel` with a `tool_plain`;
 - `langchain_tool_loop`: `ChatOpenAI.bind_tools` in the manual loop of LangChain's docs;
-- `llm_user_path` / `llm_chain`: `llm`'s model configured the documented way, `model.chain(prompt, tools=[...])`;
+- `llm_user_path` / `llm_chain` / `llm_cli`: `llm`'s model configured the documented way, `model.chain(prompt,
+  tools=[...])` and the CLI with `--functions`;
 - `vercel_loop`: tests/clients/node/vercel-client-tool.mjs (`generateText` / `streamText` with `stopWhen`).
 """
 
@@ -15,6 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -183,6 +187,38 @@ def llm_chain(llm: ModuleType, prompt: str, stream: bool) -> tuple[str, list[str
     # done.responses() would run the chain again: read the responses it kept
     calls = [[c.name for c in response.tool_calls()] for response in done._responses]
     return text, executed, calls
+
+
+# The tool the CLI gets with --functions; each call appends its city to the file named by $TOOL_CALLS.
+FUNCTIONS = f'''
+import os
+
+def {TOOL_NAME}(city: str) -> str:
+    """The weather in a city."""
+    with open(os.environ["TOOL_CALLS"], "a", encoding="utf-8") as calls:
+        calls.write(city + "\\n")
+    return "{WEATHER} in " + city
+'''
+
+
+def llm_cli(tmp_path: Path, gateway: Endpoint, prompt: str) -> tuple[str, list[str]]:
+    """`llm -m hermes --functions … PROMPT` with `tmp_path` as its LLM_USER_PATH's parent: (its stdout, the tool's
+    calls)."""
+    import_client("llm", "llm")
+    calls = tmp_path / "calls.txt"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "OPENAI_"))}
+    env.update({"LLM_USER_PATH": str(llm_user_path(tmp_path / "llm", gateway)), "TOOL_CALLS": str(calls)})
+    done = subprocess.run(
+        [sys.executable, "-m", "llm", "prompt", "-m", LLM_MODEL_ID, "--functions", FUNCTIONS, prompt],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    executed = calls.read_text(encoding="utf-8").splitlines() if calls.exists() else []
+    return done.stdout.strip(), executed
 
 
 def vercel_loop(

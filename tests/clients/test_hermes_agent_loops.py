@@ -1,8 +1,8 @@
 """Agent loops with their own tool against the real `hermes gateway run` (hermes-agent 0.19 with this plugin as its
 API server, the real `AIAgent`; WIRE.md §15.2, §15.3, §15.5, W-15.2, W-15.3): every loop of agent_loops.py — the
 OpenAI Agents SDK on its Chat Completions and Responses models, Pydantic AI, LangChain's `bind_tools` loop, `llm`'s
-`chain`, the Vercel AI SDK's `generateText` / `streamText` with `stopWhen` on chat and on `.responses()` — each in
-its JSON and its streaming mode.
+`chain`, the Vercel AI SDK's `generateText` / `streamText` with `stopWhen` on chat and on `.responses()`, each in
+its JSON and its streaming mode — and the `llm` CLI with `--functions`.
 
 The arrangement: the frameworks need `openai>=3`, hermes-agent pins `openai==2.24.0`, so they cannot share a venv.
 This module runs in the main .venv with the frameworks and starts `hermes gateway run -v` from .venv-hermes (which
@@ -49,6 +49,7 @@ from .agent_loops import (
     langchain_openai,
     langchain_tool_loop,
     llm_chain,
+    llm_cli,
     llm_user_path,
     pydantic_ai_run,
     pydantic_ai_sdk,
@@ -70,11 +71,11 @@ SERVER_TOOL_ANSWER = ANSWER_PREFIX + SERVER_TOOL_OUTPUT
 @dataclass(frozen=True)
 class Loop:
     """What one agent loop did: the agent's answer, the client tool's calls, and the names of the tool calls the
-    framework took as its own to run."""
+    framework took as its own to run (None: the client does not show them — the `llm` CLI prints the answer)."""
 
     answer: str
     executed: list[str]
-    calls: list[str]
+    calls: list[str] | None
 
 
 Runner = Callable[[pytest.FixtureRequest, Endpoint, str], Loop]
@@ -118,6 +119,11 @@ def llm_loop(stream: bool) -> Runner:
     return run
 
 
+def llm_cli_loop(request: pytest.FixtureRequest, gateway: Endpoint, prompt: str) -> Loop:
+    output, executed = llm_cli(request.getfixturevalue("tmp_path"), gateway, prompt)
+    return Loop(output, executed, None)
+
+
 def vercel(mode: str, provider: str) -> Runner:
     def run(request: pytest.FixtureRequest, gateway: Endpoint, prompt: str) -> Loop:
         result = vercel_loop(request.getfixturevalue("node_clients"), gateway, prompt, mode, provider)
@@ -139,6 +145,7 @@ LOOPS = [
     pytest.param(langchain_loop(True), id="langchain-stream"),
     pytest.param(llm_loop(False), id="llm-json"),
     pytest.param(llm_loop(True), id="llm-stream"),
+    pytest.param(llm_cli_loop, id="llm-cli"),
     pytest.param(vercel("generate", "compatible"), id="vercel-chat-generateText"),
     pytest.param(vercel("stream", "compatible"), id="vercel-chat-streamText"),
     pytest.param(vercel("generate", "responses"), id="vercel-responses-generateText"),
@@ -206,7 +213,7 @@ def test_the_agent_calls_the_client_tool_which_runs_once_and_the_answer_uses_its
     marker = uuid.uuid4().hex[:12]
     done = loop(request, hermes, f"[client-tool] What is the weather? ({marker})")
     assert done.executed == [CITY], f"the client's tool ran {len(done.executed)} times: {done.executed}"
-    assert done.calls == [TOOL_NAME]
+    assert done.calls in ([TOOL_NAME], None)
     assert answer_of(done) == CLIENT_TOOL_ANSWER
     asked, answered = the_turn(provider, marker)
     assert TOOL_NAME in asked.tools and "terminal" in asked.tools and asked.last_role == "user"
@@ -226,7 +233,7 @@ def test_the_agent_runs_its_own_tool_on_the_server_and_the_client_tool_never_run
     marker = uuid.uuid4().hex[:12]
     done = loop(request, hermes, f"List the files ({marker})")
     assert done.executed == [], f"the client's tool ran: {done.executed}"
-    assert done.calls == []
+    assert done.calls in ([], None)
     assert answer_of(done) == SERVER_TOOL_ANSWER
     asked, answered = the_turn(provider, marker)
     assert TOOL_NAME in asked.tools and "terminal" in asked.tools

@@ -5,9 +5,6 @@ and streams) and the CLI with `--functions`. The model is configured the way llm
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -15,13 +12,12 @@ import pytest
 
 from tests.live import LiveGateway
 
-from .agent_loops import LLM_MODEL_ID, llm_chain, llm_user_path
+from .agent_loops import llm_chain, llm_cli, llm_user_path
 from .agent_tools import (
     CITY,
     CLIENT_TOOL_ANSWER,
     SERVER_TOOL_ANSWER,
     TOOL_NAME,
-    WEATHER,
     assert_client_tool_ran_once,
     assert_server_tool_ran_on_the_server,
     import_client,
@@ -62,36 +58,6 @@ def test_llm_chain_never_runs_a_server_tool_and_not_its_own(
 
 
 # -- the CLI --------------------------------------------------------------------------------------------------------
-
-# The tool the CLI gets with --functions; each call appends its city to the file named by $TOOL_CALLS.
-FUNCTIONS = f'''
-import os
-
-def {TOOL_NAME}(city: str) -> str:
-    """The weather in a city."""
-    with open(os.environ["TOOL_CALLS"], "a", encoding="utf-8") as calls:
-        calls.write(city + "\\n")
-    return "{WEATHER} in " + city
-'''
-
-
-def llm_cli(tmp_path: Path, gateway: LiveGateway, prompt: str) -> tuple[str, list[str]]:
-    """`llm -m hermes --functions … PROMPT`: (its stdout, the tool's calls)."""
-    import_client("llm", "llm")
-    calls = tmp_path / "calls.txt"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "OPENAI_"))}
-    env.update({"LLM_USER_PATH": str(llm_user_path(tmp_path / "llm", gateway)), "TOOL_CALLS": str(calls)})
-    done = subprocess.run(
-        [sys.executable, "-m", "llm", "prompt", "-m", LLM_MODEL_ID, "--functions", FUNCTIONS, prompt],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    executed = calls.read_text(encoding="utf-8").splitlines() if calls.exists() else []
-    return done.stdout.strip(), executed
 
 
 @pytest.mark.slow  # a CLI process per test: llm's start-up with its plugins takes seconds
