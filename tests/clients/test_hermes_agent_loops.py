@@ -8,7 +8,7 @@ The arrangement: the frameworks need `openai>=3`, hermes-agent pins `openai==2.2
 This module runs in the main .venv with the frameworks and starts `hermes gateway run -v` from .venv-hermes (which
 `./test --hermes` builds; `./test` runs that suite first, so CI has it) as a subprocess, one gateway for the module;
 its model is the scripted provider of tests/hermes/provider.py, served from this process, whose records show what
-the agent really did. Without .venv-hermes the tests skip (under CI=true they fail, like every client test).
+the agent really did; Hermes' own `-v` log shows that one agent turn did it all. Without .venv-hermes the tests skip (under CI=true they fail, like every client test).
 
 - `[client-tool] …`: the provider calls the client's `get_weather` with `{"city": "Paris"}` when the request offers
   it; the plugin lends it to the agent for the turn, the framework runs it, resends the history with the result,
@@ -22,6 +22,7 @@ the agent really did. Without .venv-hermes the tests skip (under CI=true they fa
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -189,6 +190,21 @@ def the_turn(provider: ScriptedProvider, marker: str) -> tuple[Recorded, Recorde
     return requests[0], requests[1]
 
 
+def one_agent_turn(gateway: HermesGateway, marker: str) -> None:
+    """Hermes' own log (`-v`) shows one conversation turn of the agent for the prompt, which made both provider calls
+    and one tool iteration: the client's answer resumed the suspended turn instead of starting another."""
+    started = [line for line in gateway.lines if "conversation turn: session=" in line and marker in line]
+    assert len(started) == 1, started
+    session = re.search(r"session=(\S+)", started[0])
+    assert session is not None
+    ended = gateway.wait_for(
+        rf"Turn ended: .* api_calls=(\d+)/.* tool_turns=(\d+) .*session={re.escape(session[1])}$", 10
+    )
+    assert ended is not None, gateway.output()[-3000:]
+    assert (ended[1], ended[2]) == ("2", "1")
+    assert sum(f"conversation turn: session={session[1]} " in line for line in gateway.lines) == 1
+
+
 def tool_round(record: Recorded) -> tuple[list[tuple[str, str, dict[str, Any]]], list[tuple[str, str]]]:
     """The tool calls the agent made in the conversation a request carries ((id, name, arguments)), and the tool
     results it sent ((tool_call_id, content))."""
@@ -221,6 +237,7 @@ def test_the_agent_calls_the_client_tool_which_runs_once_and_the_answer_uses_its
     [(call_id, name, arguments)] = calls
     assert (name, arguments) == (TOOL_NAME, CLIENT_TOOL_ARGS)
     assert answered.last_role == "tool" and results == [(call_id, weather(CITY))]
+    one_agent_turn(hermes, marker)
 
 
 @pytest.mark.parametrize("loop", LOOPS)
@@ -242,3 +259,4 @@ def test_the_agent_runs_its_own_tool_on_the_server_and_the_client_tool_never_run
     assert (name, arguments) == ("terminal", {"command": TOOL_COMMAND})
     assert [tool_call_id for tool_call_id, _ in results] == [call_id]
     assert tool_output(answered.messages).strip() == SERVER_TOOL_OUTPUT
+    one_agent_turn(hermes, marker)
