@@ -34,8 +34,8 @@ def _rss_kb() -> int:
 
 
 def measure(mode: str, kept: int = KEPT) -> dict[str, Any]:
-    from tests.hermes.conftest import hermes_config
     from tests.hermes.provider import MODEL, ScriptedProvider
+    from tests.hermes.support import hermes_config
 
     with ScriptedProvider() as provider, tempfile.TemporaryDirectory(prefix="hermes-agent-memory-") as tmp:
         home = Path(tmp) / "home"

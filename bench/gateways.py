@@ -24,8 +24,8 @@ from typing import Any
 import aiohttp
 import yaml
 
-from tests.hermes.conftest import hermes_config
 from tests.hermes.provider import ScriptedProvider
+from tests.hermes.support import hermes_config
 
 from .common import KEY, ROOT
 

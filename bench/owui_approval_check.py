@@ -18,7 +18,7 @@ What it does, all on 127.0.0.1 and offline:
 
 1. bench/owui_common.py's gateway helper, in a subprocess run by the Hermes venv: the scripted model provider
    (tests/hermes/provider.py) and the reference gateway `python -m hermes_api_plugin gateway` with `agent.runtime:
-   hermes` (the real `AIAgent`), its Hermes home written as tests/hermes/conftest.py `hermes_config` does, plus
+   hermes` (the real `AIAgent`), its Hermes home written as tests/hermes/support.py `hermes_config` does, plus
    `approvals: {mode: manual, timeout: 600}` and `api_server.approvals.chat: hold` (this check is §14.2's held
    approval; since issue 22 a chat turn asks in the chat instead by default: bench/owui_turn_taking_check.py).
    The prompt `[danger] <dir>` makes the agent call `terminal` `rm -rf <dir>`, which Hermes' guard holds for

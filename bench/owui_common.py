@@ -4,7 +4,7 @@ Chromium page.
 
 - **Gateway helper** (`python -m bench.owui_common <host> <chat approvals> <info.json>`, run by the Hermes venv): the
   scripted model provider (tests/hermes/provider.py) and a gateway on it, its Hermes home written as tests/hermes/
-  conftest.py `hermes_config` does plus `approvals: {mode: manual, timeout: 600}`, until SIGTERM. `<host>` is
+  support.py `hermes_config` does plus `approvals: {mode: manual, timeout: 600}`, until SIGTERM. `<host>` is
   `reference` (`python -m hermes_api_plugin gateway` with `agent.runtime: hermes`, the real `AIAgent`) or `hermes`
   (Hermes' own `hermes gateway run -v` with this plugin enabled as a Hermes plugin replacing its API server, as
   tests/hermes/support.py starts it); `<chat approvals>` is `api_server.approvals.chat`: `hold` (§14.2's open stream,
@@ -57,9 +57,8 @@ APPROVALS = {"mode": "manual", "timeout": 600}
 # --------------------------------------------------------------------------------------------------------------
 def serve_gateway(host: str, chat_approvals: str, out: Path) -> int:
     """Scripted provider + a gateway (`host`: reference or hermes) with manual approvals, until SIGTERM/SIGINT."""
-    from tests.hermes.conftest import hermes_config
     from tests.hermes.provider import ScriptedProvider
-    from tests.hermes.support import PLUGINS, listening
+    from tests.hermes.support import PLUGINS, hermes_config, listening
     from tests.hermes.support import start_gateway as start_hermes_gateway
     from tests.live import TEST_KEY, start_gateway, write_home
 

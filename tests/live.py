@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -83,6 +83,17 @@ def stop_process(
     if proc.stdout is not None and not proc.stdout.closed:
         proc.stdout.close()
     return proc.returncode
+
+
+class Endpoint(Protocol):
+    """What a client needs of a gateway it talks to: its base URL (no `/v1`) and its API key. A `LiveGateway`, or
+    `hermes gateway run` with the plugin (tests/hermes/support.py `HermesGateway`)."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def key(self) -> str: ...
 
 
 @dataclass

@@ -38,7 +38,7 @@ from typing import Any
 import openai
 import pytest
 
-from tests.live import LiveGateway, start_gateway, write_home
+from tests.live import Endpoint, LiveGateway, start_gateway, write_home
 
 from .compat import NODE_DIR, ROOT
 
@@ -132,7 +132,7 @@ class NodeClients:
     def start(
         self,
         script: str,
-        gateway: LiveGateway,
+        gateway: Endpoint,
         prompt: str = "use tool",
         idle_timeout_ms: int = 0,
         extra_env: dict[str, str] | None = None,
@@ -164,7 +164,7 @@ class NodeClients:
     def run(
         self,
         script: str,
-        gateway: LiveGateway,
+        gateway: Endpoint,
         prompt: str = "use tool",
         *,
         idle_timeout_ms: int = 0,

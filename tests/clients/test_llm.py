@@ -5,68 +5,33 @@ and streams) and the CLI with `--functions`. The model is configured the way llm
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-import yaml
 
 from tests.live import LiveGateway
 
+from .agent_loops import llm_chain, llm_cli, llm_user_path
 from .agent_tools import (
     CITY,
     CLIENT_TOOL_ANSWER,
-    MODEL,
     SERVER_TOOL_ANSWER,
     STREAMED_OR_NOT,
     TOOL_NAME,
-    WEATHER,
     assert_client_tool_ran_once,
     assert_server_tool_ran_on_the_server,
     import_client,
     server_tool_prompt,
-    weather,
     weather_prompt,
 )
-
-MODEL_ID = "hermes"
-
-
-def user_path(root: Path, gateway: LiveGateway) -> Path:
-    """An LLM_USER_PATH where the model `hermes` is the gateway."""
-    root.mkdir(parents=True, exist_ok=True)
-    model = {"model_id": MODEL_ID, "model_name": MODEL, "api_base": gateway.url + "/v1", "api_key_name": MODEL_ID}
-    model["supports_tools"] = True
-    (root / "extra-openai-models.yaml").write_text(yaml.safe_dump([model]), encoding="utf-8")
-    (root / "keys.json").write_text(json.dumps({MODEL_ID: gateway.key}), encoding="utf-8")
-    return root
 
 
 @pytest.fixture
 def llm(tmp_path: Path, clients_gateway: LiveGateway, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     module = import_client("llm", "llm")
-    monkeypatch.setenv("LLM_USER_PATH", str(user_path(tmp_path / "llm", clients_gateway)))
+    monkeypatch.setenv("LLM_USER_PATH", str(llm_user_path(tmp_path / "llm", clients_gateway)))
     return module
-
-
-def chain(llm: ModuleType, prompt: str, stream: bool) -> tuple[str, list[str], list[list[str]]]:
-    """(the chain's text, the tool's calls, the tool calls of each response in the chain)."""
-    executed: list[str] = []
-
-    def get_weather(city: str) -> str:
-        """The weather in a city."""
-        executed.append(city)
-        return weather(city)
-
-    done = llm.get_model(MODEL_ID).chain(prompt, tools=[get_weather], stream=stream)
-    text = done.text()
-    # done.responses() would run the chain again: read the responses it kept
-    calls = [[c.name for c in response.tool_calls()] for response in done._responses]
-    return text, executed, calls
 
 
 @pytest.mark.parametrize("stream", STREAMED_OR_NOT)
@@ -75,7 +40,7 @@ def test_llm_chain_runs_its_tool_once_and_the_agent_answers_with_its_result(
 ) -> None:
     """W-15.2: the first response calls the tool, the chain runs it and its result resumes the same run."""
     prompt = weather_prompt("llm")
-    text, executed, calls = chain(llm, prompt, stream)
+    text, executed, calls = llm_chain(llm, prompt, stream)
     assert calls == [[TOOL_NAME], []]
     assert_client_tool_ran_once(clients_gateway, prompt, executed, text)
 
@@ -86,42 +51,12 @@ def test_llm_chain_never_runs_a_server_tool_and_not_its_own(
 ) -> None:
     """W-15.3: the agent runs its own tool; the chain is one response without tool calls."""
     prompt = server_tool_prompt("llm")
-    text, executed, calls = chain(llm, prompt, stream)
+    text, executed, calls = llm_chain(llm, prompt, stream)
     assert calls == [[]]
     assert_server_tool_ran_on_the_server(clients_gateway, prompt, executed, text)
 
 
 # -- the CLI --------------------------------------------------------------------------------------------------------
-
-# The tool the CLI gets with --functions; each call appends its city to the file named by $TOOL_CALLS.
-FUNCTIONS = f'''
-import os
-
-def {TOOL_NAME}(city: str) -> str:
-    """The weather in a city."""
-    with open(os.environ["TOOL_CALLS"], "a", encoding="utf-8") as calls:
-        calls.write(city + "\\n")
-    return "{WEATHER} in " + city
-'''
-
-
-def llm_cli(tmp_path: Path, gateway: LiveGateway, prompt: str) -> tuple[str, list[str]]:
-    """`llm -m hermes --functions … PROMPT`: (its stdout, the tool's calls)."""
-    import_client("llm", "llm")
-    calls = tmp_path / "calls.txt"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "OPENAI_"))}
-    env.update({"LLM_USER_PATH": str(user_path(tmp_path / "llm", gateway)), "TOOL_CALLS": str(calls)})
-    done = subprocess.run(
-        [sys.executable, "-m", "llm", "prompt", "-m", MODEL_ID, "--functions", FUNCTIONS, prompt],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    executed = calls.read_text(encoding="utf-8").splitlines() if calls.exists() else []
-    return done.stdout.strip(), executed
 
 
 @pytest.mark.slow  # a CLI process per test: llm's start-up with its plugins takes seconds

@@ -5,70 +5,26 @@ export to OpenAI)."""
 
 from __future__ import annotations
 
-import asyncio
 from types import ModuleType
 from typing import Any
 
-import openai
 import pytest
 
 from tests.live import LiveGateway
 
+from .agent_loops import agents_sdk, agents_sdk_run
 from .agent_tools import (
-    MODEL,
     STREAMED_OR_NOT,
-    TOOL_DESCRIPTION,
     assert_client_tool_ran_once,
     assert_server_tool_ran_on_the_server,
-    import_client,
     server_tool_prompt,
-    weather,
     weather_prompt,
 )
 
 
 @pytest.fixture(scope="module")
 def agents() -> ModuleType:
-    sdk = import_client("agents", "openai-agents")
-    sdk.set_tracing_disabled(True)
-    return sdk
-
-
-def run_agent(
-    agents: Any, gateway: LiveGateway, prompt: str, streamed: bool, responses: bool = False
-) -> tuple[str, list[str], list[Any]]:
-    """Run an agent with the one tool on the Chat Completions model (or the Responses model): (final output, the
-    tool's calls, the run's new items)."""
-    executed: list[str] = []
-
-    @agents.function_tool(description_override=TOOL_DESCRIPTION)
-    def get_weather(city: str) -> str:
-        executed.append(city)
-        return weather(city)
-
-    model = agents.OpenAIResponsesModel if responses else agents.OpenAIChatCompletionsModel
-
-    async def main() -> tuple[str, list[Any]]:
-        client = openai.AsyncOpenAI(base_url=gateway.url + "/v1", api_key=gateway.key, max_retries=0, timeout=60.0)
-        try:
-            agent = agents.Agent(
-                name="weather",
-                instructions="Answer with the tools you have.",
-                model=model(model=MODEL, openai_client=client),
-                tools=[get_weather],
-            )
-            if streamed:
-                result = agents.Runner.run_streamed(agent, prompt)
-                async for _ in result.stream_events():
-                    pass
-            else:
-                result = await agents.Runner.run(agent, prompt)
-            return result.final_output, result.new_items
-        finally:
-            await client.close()
-
-    output, items = asyncio.run(main())
-    return output, executed, items
+    return agents_sdk()
 
 
 def kinds(items: list[Any]) -> list[str]:
@@ -87,7 +43,7 @@ def test_agents_sdk_runs_its_function_tool_once_and_the_agent_answers_with_its_r
     """W-15.2: the agent's reasoning (`reasoning_content`) and its `tool_calls` make the Runner call the function tool, its output goes back as a `role:
     "tool"` message and resumes the same run, whose answer is the final output."""
     prompt = weather_prompt("agents-sdk")
-    output, executed, items = run_agent(agents, clients_gateway, prompt, streamed)
+    output, executed, items = agents_sdk_run(agents, clients_gateway, prompt, streamed)
     assert kinds(items) == ["reasoning_item", "tool_call_item", "tool_call_output_item", "message_output_item"]
     assert_client_tool_ran_once(clients_gateway, prompt, executed, output)
 
@@ -99,7 +55,7 @@ def test_agents_sdk_never_runs_a_server_tool_and_not_its_own(
     """W-15.3: the agent runs its own tool; the Runner sees no tool call (the progress chunks are not tool calls),
     runs nothing, and takes the answer in one model call."""
     prompt = server_tool_prompt("agents-sdk")
-    output, executed, items = run_agent(agents, clients_gateway, prompt, streamed)
+    output, executed, items = agents_sdk_run(agents, clients_gateway, prompt, streamed)
     assert kinds(items) == ["reasoning_item", "message_output_item"]
     assert_server_tool_ran_on_the_server(clients_gateway, prompt, executed, output)
 
@@ -114,7 +70,7 @@ def test_agents_sdk_responses_model_runs_its_function_tool_once_and_the_agent_an
     """W-15.2 on Responses: the `function_call` item makes the Runner call the tool; the SDK resends the whole input
     with the `function_call_output` and no `previous_response_id`, which resumes the same run (§15.1)."""
     prompt = weather_prompt("agents-sdk-responses")
-    output, executed, items = run_agent(agents, clients_gateway, prompt, streamed, responses=True)
+    output, executed, items = agents_sdk_run(agents, clients_gateway, prompt, streamed, responses=True)
     assert "tool_call_output_item" in kinds(items)
     assert_client_tool_ran_once(clients_gateway, prompt, executed, output)
 
@@ -126,6 +82,6 @@ def test_agents_sdk_responses_model_sees_the_server_tool_as_mcp_call_and_never_r
     """W-15.3 on Responses: with a client tool declared the server's tool is one `mcp_call` item (never a
     `function_call` an agent loop would run); the client's tool never runs; one model call."""
     prompt = server_tool_prompt("agents-sdk-responses")
-    output, executed, items = run_agent(agents, clients_gateway, prompt, streamed, responses=True)
+    output, executed, items = agents_sdk_run(agents, clients_gateway, prompt, streamed, responses=True)
     assert "function_call" not in raw_types(items) and "mcp_call" in raw_types(items)
     assert_server_tool_ran_on_the_server(clients_gateway, prompt, executed, output)

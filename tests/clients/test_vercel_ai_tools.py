@@ -5,17 +5,15 @@ tests/clients/node/package.json); the same loop on the Responses API with `@ai-s
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from tests.helpers import USE_TOOL_ANSWER
 from tests.live import LiveGateway
 
+from .agent_loops import vercel_loop
 from .agent_tools import (
     CITY,
     TOOL_NAME,
-    WEATHER,
     assert_client_tool_ran_once,
     assert_server_tool_ran_on_the_server,
     server_tool_prompt,
@@ -27,19 +25,7 @@ from .conftest import NodeClients
 # slow (left out by ./test --fast): a Node process per scenario.
 pytestmark = pytest.mark.slow
 
-SCRIPT = "vercel-client-tool"
 MODES = [pytest.param("generate", id="generateText"), pytest.param("stream", id="streamText")]
-
-
-def run_loop(
-    node_clients: NodeClients, gateway: LiveGateway, prompt: str, mode: str, provider: str = "compatible"
-) -> dict[str, Any]:
-    env = {"HERMES_MODE": mode, "HERMES_WEATHER": WEATHER, "HERMES_PROVIDER": provider}
-    result = node_clients.run(SCRIPT, gateway, prompt, extra_env=env)
-    if mode == "stream":
-        errors = [p for p in result["parts"] if p["type"] in ("error", "abort", "tool-error")]
-        assert errors == [], errors
-    return result
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -49,7 +35,7 @@ def test_vercel_agent_loop_runs_its_tool_once_and_the_agent_answers_with_its_res
     """W-15.2: step 1 ends `tool-calls` with the tool's call and result (the SDK ran `execute`), step 2 — the
     tool message resuming the same run — ends `stop` with the answer; two requests in all."""
     prompt = weather_prompt(f"vercel-{mode}")
-    result = run_loop(node_clients, clients_gateway, prompt, mode)
+    result = vercel_loop(node_clients, clients_gateway, prompt, mode)
     first, second = result["steps"]
     assert first["finishReason"] == "tool-calls"
     assert [(c["toolName"], c["input"]) for c in first["toolCalls"]] == [(TOOL_NAME, {"city": CITY})]
@@ -66,7 +52,7 @@ def test_vercel_agent_loop_never_runs_a_server_tool_and_not_its_own(
     """W-15.3: the agent runs its own tool; one step, finish `stop`, no tool call for the SDK to run (the
     progress chunks make no part), one request."""
     prompt = server_tool_prompt(f"vercel-{mode}")
-    result = run_loop(node_clients, clients_gateway, prompt, mode)
+    result = vercel_loop(node_clients, clients_gateway, prompt, mode)
     [step] = result["steps"]
     assert (step["finishReason"], step["toolCalls"], step["toolResults"]) == ("stop", [], [])
     assert result["transport"]["responses"] == 1
@@ -87,7 +73,7 @@ def test_vercel_responses_agent_loop_runs_its_tool_once_and_the_agent_answers_wi
     """W-15.2 on Responses: a `function_call` item is the SDK's tool call, its `function_call_output` resumes the
     same run."""
     prompt = weather_prompt(f"vercel-responses-{mode}")
-    result = run_loop(node_clients, clients_gateway, prompt, mode, provider="responses")
+    result = vercel_loop(node_clients, clients_gateway, prompt, mode, provider="responses")
     first, second = result["steps"]
     assert [(c["toolName"], c["input"]) for c in first["toolCalls"]] == [(TOOL_NAME, {"city": CITY})]
     assert (second["finishReason"], second["toolCalls"]) == ("stop", [])
@@ -104,7 +90,7 @@ def test_vercel_responses_agent_loop_sees_the_server_tool_as_provider_executed_a
     `generateText` joins the text of every message item, so its text starts with the commentary item's (the
     stream carries commentary without text deltas)."""
     prompt = server_tool_prompt(f"vercel-responses-{mode}")
-    result = run_loop(node_clients, clients_gateway, prompt, mode, provider="responses")
+    result = vercel_loop(node_clients, clients_gateway, prompt, mode, provider="responses")
     [step] = result["steps"]
     assert step["finishReason"] == "stop" and result["transport"]["responses"] == 1
     assert [(c["toolName"], c["input"], c["providerExecuted"]) for c in step["toolCalls"]] == [

@@ -19,8 +19,8 @@ import pytest
 
 from tests.live import write_home
 
-from .provider import MODEL, ScriptedProvider
-from .support import HermesGateway, start_gateway
+from .provider import ScriptedProvider
+from .support import HermesGateway, hermes_config, start_gateway
 
 HERMES_AVAILABLE = importlib.util.find_spec("run_agent") is not None
 HERE = Path(__file__).parent
@@ -62,31 +62,6 @@ def _private_hermes_home(tmp_path_factory: pytest.TempPathFactory) -> None:
 def provider() -> Iterator[ScriptedProvider]:
     with ScriptedProvider() as server:
         yield server
-
-
-def hermes_config(provider: ScriptedProvider, workdir: Path, **sections: Any) -> dict[str, Any]:
-    """config.yaml for a Hermes home whose model is the scripted provider (no memory, no scanner download)."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    config: dict[str, Any] = {
-        "model": {
-            "provider": "custom",
-            "default": MODEL,
-            "base_url": provider.base_url,
-            "api_key": "test-provider-key",
-            "context_length": 131072,
-        },
-        "memory": {"memory_enabled": False, "user_profile_enabled": False, "provider": ""},
-        "terminal": {"backend": "local", "cwd": str(workdir)},
-        "platform_toolsets": {"api_server": ["terminal"]},
-        "mcp_servers": {},
-        "security": {"tirith_enabled": False},
-    }
-    for section, values in sections.items():
-        if isinstance(values, dict) and isinstance(config.get(section), dict):
-            config[section] = {**config[section], **values}
-        else:
-            config[section] = values
-    return config
 
 
 HomeFactory = Callable[..., Path]

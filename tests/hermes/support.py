@@ -1,7 +1,9 @@
 """Helpers the real-Hermes tests share: `hermes gateway run` as a subprocess and plain HTTP calls to a gateway.
 
+- `hermes_config`: the config.yaml of a Hermes home whose model is the scripted provider (provider.py);
 - `start_gateway` / `HermesGateway` / `listening`: Hermes' own gateway CLI (hermes-agent 0.19) with the plugin
-  in it, its `-v` log lines collected (the `run_hermes` fixture of conftest.py stops what a test started);
+  in it, its `-v` log lines collected (the `run_hermes` fixture of conftest.py stops what a test started; the
+  agent loops of tests/clients/test_hermes_agent_loops.py start it from .venv-hermes);
 - `call`: one request to a `HermesGateway`, the status and JSON body back (errors included);
 - `http` / `wait_for`: one request to the reference gateway (`tests.live.LiveGateway`), and polling a predicate;
 - `write_compression_split`: what an earlier Hermes left in its SessionDB after splitting a session.
@@ -25,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.live import TEST_KEY, LiveGateway, read_lines, stop_process
+
+from .provider import MODEL, ScriptedProvider
 
 BIN = Path(sys.executable).parent
 OURS = re.compile(r"hermes_api_plugin: \[API Server\] API server listening on http://(\S+):(\d+)$")
@@ -61,10 +65,14 @@ class HermesGateway:
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
         return stop_process(self.proc, self.reader, sig, timeout)
 
-    # what tests written against tests.live.LiveGateway read
+    # what tests written against tests.live.LiveGateway read (a tests.live.Endpoint)
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def key(self) -> str:
+        return TEST_KEY
 
     @property
     def headers(self) -> dict[str, str]:
@@ -78,16 +86,42 @@ class HermesGateway:
             return response.status, json.loads(response.read())
 
 
+def hermes_config(provider: ScriptedProvider, workdir: Path, **sections: Any) -> dict[str, Any]:
+    """config.yaml for a Hermes home whose model is the scripted provider (no memory, no scanner download)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    config: dict[str, Any] = {
+        "model": {
+            "provider": "custom",
+            "default": MODEL,
+            "base_url": provider.base_url,
+            "api_key": "test-provider-key",
+            "context_length": 131072,
+        },
+        "memory": {"memory_enabled": False, "user_profile_enabled": False, "provider": ""},
+        "terminal": {"backend": "local", "cwd": str(workdir)},
+        "platform_toolsets": {"api_server": ["terminal"]},
+        "mcp_servers": {},
+        "security": {"tirith_enabled": False},
+    }
+    for section, values in sections.items():
+        if isinstance(values, dict) and isinstance(config.get(section), dict):
+            config[section] = {**config[section], **values}
+        else:
+            config[section] = values
+    return config
+
+
 def clean_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("API_SERVER_", "HERMES_"))}
     env.update({"HERMES_HOME": str(home), "PYTHONUNBUFFERED": "1"})
     return env
 
 
-def start_gateway(home: Path) -> HermesGateway:
-    """Start `hermes gateway run -v` on `home`, its output pumped into `lines`; the caller stops it."""
+def start_gateway(home: Path, bin_dir: Path = BIN) -> HermesGateway:
+    """Start `hermes gateway run -v` (from `bin_dir`: this venv's by default) on `home`, its output pumped into
+    `lines`; the caller stops it."""
     proc = subprocess.Popen(
-        [str(BIN / "hermes"), "gateway", "run", "-v"],
+        [str(bin_dir / "hermes"), "gateway", "run", "-v"],
         env=clean_env(home),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,

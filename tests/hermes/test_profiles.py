@@ -19,9 +19,9 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from tests.helpers import Reply, assert_error_envelope
 from tests.live import TEST_KEY
 
-from .conftest import HomeFactory, hermes_config
+from .conftest import HomeFactory
 from .provider import MODEL, ScriptedProvider
-from .support import PLUGINS, HermesGateway, listening
+from .support import PLUGINS, HermesGateway, hermes_config, listening
 
 WORK_MODEL = "work-model"  # the work profile's model.default: what its turns ask the provider for
 SKILL = "work-only-skill"
