@@ -312,19 +312,37 @@ class Submitter:
 
     async def _answers(self, surface: Planner, slot: Slot | None, replace_expired: bool) -> Resumed | Refusal[H] | None:
         """The suspended turn the request answers, answered (WIRE.md §15.1): one of this gateway's, else — on a shared
-        store, when none here took it — one another gateway runs (W-15.4). None: the request is a new turn (what it
-        left unanswered resolved negatively)."""
+        store, when none here took it — one that waits by the request's wait keys (cluster/waits.py): another
+        gateway's (W-15.4), or one of ours whose last delivery another gateway made (its keys are that delivery's).
+        None: the request is a new turn (what it left unanswered resolved negatively)."""
         resume = await surface.resumes(self.registry.waiting(self.scope))
-        if resume is not None:
-            if declined(resume.answer):
-                await self._apply(resume.turn, resume.answer)
+        if resume is None and self.waits.shared:
+            try:
+                waiting = await self.waits.find(self.scope, await surface.wait_keys())
+            except StoreError as exc:
+                return Refusal(store_failure(exc))
+            if waiting is None:
                 return None
-            if slot is not None:
-                return await self._resume_keyed(resume, surface, slot, replace_expired)
-            return await self._resume(resume, surface)
-        if not self.waits.shared:
+            if waiting.run.owner != self.admissions.boot_id:
+                return await self._remote_answer(surface, waiting, slot, replace_expired)
+            resume = self._found_here(surface, waiting)
+        if resume is None:
             return None
-        return await self._remote_answer(surface, slot, replace_expired)
+        if declined(resume.answer):
+            await self._apply(resume.turn, resume.answer)
+            return None
+        if slot is not None:
+            return await self._resume_keyed(resume, surface, slot, replace_expired)
+        return await self._resume(resume, surface)
+
+    def _found_here(self, surface: Planner, waiting: Waiting) -> Resume | None:
+        """A turn of this gateway found by its wait keys, and the request's answer to it (decided from its journal, as
+        another gateway's turn is)."""
+        turn = self.registry.get(waiting.run.turn_id)
+        if turn is None or turn.request.scope != self.scope or turn.required_action is None:
+            return None
+        answer = surface.answer_from(list(turn.journal.events), waiting)
+        return Resume(turn, answer) if answer is not None else None
 
     async def _apply(self, turn: Turn, answer: ClientAnswer) -> int:
         """Give a local turn its answer (its wait keys go first); how many requests it resolved."""
@@ -364,7 +382,7 @@ class Submitter:
         return await self._resume(resume, surface)
 
     async def _remote_answer(
-        self, surface: Planner, slot: Slot | None, replace_expired: bool
+        self, surface: Planner, waiting: Waiting, slot: Slot | None, replace_expired: bool
     ) -> Resumed | Refusal[H] | None:
         """A suspended turn another gateway runs, found by the request's wait keys (cluster/waits.py): its answer is
         decided from the owner's journal as a local turn's would be, forwarded to the owner (which checks the scope and
@@ -372,11 +390,8 @@ class Submitter:
         A keyed request's key is reserved for that run first — owned by the run's owner, so that a retry on any
         gateway attaches to it and the owner's settlement settles it — and a retry never answers again. A DECLINE is
         forwarded too; the request is then a new turn here."""
+        run = waiting.run
         try:
-            waiting = await self.waits.find(self.scope, await surface.wait_keys())
-            if waiting is None or waiting.run.owner == self.admissions.boot_id:
-                return None  # nothing waits, or a turn of ours the local lookup did not take
-            run = waiting.run
             journal = await self.remote_turns.journal(run.turn_id, run.owner)
         except StoreError as exc:
             return Refusal(store_failure(exc))

@@ -468,6 +468,8 @@ class ResponsesSurface:
         return [*keys, response_wait(previous)] if previous is not None else keys
 
     def answer_from(self, events: list[TurnEvent], waiting: Waiting) -> ClientAnswer | None:
+        if waiting.run.surface != self.name:
+            return None  # as `resumes`: a Response resumes only a turn delivered as Responses
         answers = trailing_answers(self.create.input)
         pending = waiting_calls(events)
         if waiting.key.startswith(CALL):

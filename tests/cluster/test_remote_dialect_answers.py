@@ -201,3 +201,23 @@ async def test_w_15_4_a_keyed_answer_on_b_retried_on_a_and_on_b_never_answers_tw
     assert (await get_run(a, auth, run_id))["status"] == "completed"
     assert await ran(a, auth, run_id) == [False]
     assert never_ran_on(b, run_id)
+
+
+async def test_w_15_4_questions_answered_on_b_then_back_on_a_go_on_in_one_run(
+    suspend_replicas: tuple[TestClient, TestClient], auth: dict[str, str]
+) -> None:
+    """W-15.4: the first question of A's run is answered on B, whose delivery then ends at the second question; the
+    conversation's next message, back on A, answers that one (A finds its own turn by what B's delivery published)."""
+    a, b = suspend_replicas
+    first = await stream_chat(a, auth, "two questions")
+    run_id = first.headers["X-Hermes-Run-Id"]
+    assert first.content == "Which branch?"
+    second = await stream_chat(b, auth, messages=conversation("two questions", first.content, "main"))
+    assert second.headers["X-Hermes-Run-Id"] == run_id
+    assert second.content.startswith("Branch main.") and second.content.endswith("Which region?")
+    third = await stream_chat(
+        a, auth, messages=conversation("two questions", first.content, "main", second.content, "eu")
+    )
+    assert third.headers["X-Hermes-Run-Id"] == run_id and third.content == "Region eu."
+    assert (await settled(b, auth, run_id))["output"] == "Branch main. Region eu."
+    assert never_ran_on(b, run_id)
