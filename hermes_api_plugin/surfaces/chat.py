@@ -7,7 +7,9 @@ the conversation as the client now holds it (`Turn.answer_key`). The client's ne
 found by its session header, by that key, or by the `tool_call_id`s of its trailing tool messages — answers the turn:
 an approval command (`/approve`, `/deny`, Hermes' plain words) decides the approval, any message answers a question,
 tool messages return the tool calls' outputs. Any other message leaves the request unanswered (denied, no answer, no
-output) and is a new turn."""
+output) and is a new turn. On a shared store the paused delivery also publishes what the turn waits by (its session,
+the conversation's key, the calls: cluster/waits.py), so that an answer landing on another gateway finds it, decides
+it from the turn's journal alike (`answer_from`) and delivers the owner's journal from there (W-15.4)."""
 
 from __future__ import annotations
 

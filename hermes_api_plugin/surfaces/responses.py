@@ -9,6 +9,12 @@ its `previous_response_id` or `conversation`, or statelessly by the `approval_re
 items answer. A turn's Responses share one `_TurnResponses` (`Turn.dialect_state`): the turn's settlement stores the
 last one with the turn's whole transcript, the earlier ones keep none (a chain reads each turn once).
 
+On a shared store a Response that ends at a request also publishes what its turn waits by (its id, the approval
+request's, the calls': cluster/waits.py). An answer landing on another gateway finds the turn there, decides the answer
+from the owner's journal (`responses_answer`, as locally) and streams the new Response from the followed journal; the
+new Response travels with the answer (`resuming_remote` → `_TurnResponses.answered_elsewhere`), so that the owner keeps
+it — stored, ended at the next request, settled — exactly as if the request had come to it (W-15.4).
+
 Long because a Response and the turn-taking of its turn (the Responses one turn is delivered as) are one
 lifecycle: plan, admission, suspension, resumption and settlement share the same records."""
 

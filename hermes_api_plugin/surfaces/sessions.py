@@ -3,7 +3,8 @@ Hermes session goes on there), its history the session's transcript — its `Ses
 `/chat` reply or the named-event stream (dialects/sessions.py), where a retry's Last-Event-ID skips what it saw.
 
 Turn-taking (WIRE.md §15.2): a delivery ends where its turn suspends for the client (`run.requires_action`), and the
-session's next message answers it (surfaces/chat_answers.py) — its delivery resumes the same run."""
+session's next message answers it (surfaces/chat_answers.py) — its delivery resumes the same run, also when the
+message lands on another gateway than the run's (the session is its wait key, cluster/waits.py; W-15.4)."""
 
 from __future__ import annotations
 
