@@ -9,7 +9,9 @@ run id.
 - chat: a client tool call answered by `role: "tool"` messages;
 - chat: an unrelated message denies the approval on A (the command never runs) and is B's own new turn;
 - session chat: the session's next message;
-- Responses: an `mcp_approval_response` with `previous_response_id`, stored by the owner as the turn's new Response;
+- Responses: an `mcp_approval_response` with `previous_response_id`, stored by the owner as the turn's new Response —
+  and statelessly, the whole history resent, by its `approval_request_id`;
+- chat JSON replies; a second question answered back on the owner after B's delivery ended at it;
 - a keyed answer retried on A and on B attaches or replays and never answers twice.
 A command "runs" when its terminal tool completes without error.
 """
@@ -23,11 +25,12 @@ from aiohttp.test_utils import TestClient
 
 from hermes_api_plugin.http.app_keys import TURNS
 from tests.helpers import COMPLETION_ID, WEATHER_TOOL, wait_for_async
-from tests.routes.responses_helpers import snapshot, stream_response
+from tests.routes.responses_helpers import create, snapshot, stream_response
 from tests.routes.support import (
     chat,
     create_session,
     get_run,
+    json_chat,
     read_events,
     settled,
     stream_chat,
@@ -221,3 +224,35 @@ async def test_w_15_4_questions_answered_on_b_then_back_on_a_go_on_in_one_run(
     assert third.headers["X-Hermes-Run-Id"] == run_id and third.content == "Region eu."
     assert (await settled(b, auth, run_id))["output"] == "Branch main. Region eu."
     assert never_ran_on(b, run_id)
+
+
+async def test_w_15_4_a_stateless_history_on_b_answers_by_approval_request_id(
+    suspend_replicas: tuple[TestClient, TestClient], auth: dict[str, str]
+) -> None:
+    """W-15.4, §15.1: an agent framework resends the whole history to B without previous_response_id; its trailing
+    mcp_approval_response answers A's turn by its approval_request_id, as JSON."""
+    a, b = suspend_replicas
+    headers, first = await create(a, auth, ASK)
+    run_id = headers["X-Hermes-Run-Id"]
+    [asked] = [item for item in first["output"] if item["type"] == "mcp_approval_request"]
+    answer = {"type": "mcp_approval_response", "approval_request_id": asked["id"], "approve": True}
+    again, resumed = await create(b, auth, [{"role": "user", "content": ASK}, *first["output"], answer])
+    assert again["X-Hermes-Run-Id"] == run_id and resumed["previous_response_id"] is None
+    finals = [i for i in resumed["output"] if i["type"] == "message" and i.get("phase") == "final_answer"]
+    assert "".join(p["text"] for i in finals for p in i["content"]) == DONE
+    assert await ran(a, auth, run_id) == [False]
+    assert never_ran_on(b, run_id)
+
+
+async def test_w_15_4_a_json_chat_answer_on_b_returns_the_resumed_completion(
+    suspend_replicas: tuple[TestClient, TestClient], auth: dict[str, str]
+) -> None:
+    """W-15.4: the same as JSON replies: the question ends A's reply, the answer posted to B returns the rest."""
+    a, b = suspend_replicas
+    headers, first = await json_chat(a, auth, "deploy")
+    asked = first["choices"][0]["message"]["content"]
+    assert asked == "Which branch?"
+    again, second = await json_chat(b, auth, messages=conversation("deploy", asked, "main"))
+    assert again["X-Hermes-Run-Id"] == headers["X-Hermes-Run-Id"]
+    assert second["choices"][0]["message"]["content"] == "Deploying main."
+    assert second["id"] != first["id"]
