@@ -312,7 +312,11 @@ class RemoteTurns:
             key=key if isinstance(key, str) else None,
             handoff=handoff if isinstance(handoff, dict) else None,
         )
-        return apply_answer(turn, answer)
+        outcome = apply_answer(turn, answer)
+        if outcome[1] > 0:
+            # the answering gateway delivers the turn on: what its delivery ends at, it publishes (cluster/waits.py)
+            turn.answer_key = None
+        return outcome
 
     async def _reply(self, to: str, request_id: str, outcome: tuple[Keyed, int] | None) -> None:
         assert self.feed is not None

@@ -256,3 +256,24 @@ async def test_w_15_4_a_json_chat_answer_on_b_returns_the_resumed_completion(
     assert again["X-Hermes-Run-Id"] == headers["X-Hermes-Run-Id"]
     assert second["choices"][0]["message"]["content"] == "Deploying main."
     assert second["id"] != first["id"]
+
+
+async def test_w_15_4_a_response_answered_on_b_is_the_owners_current_one(
+    suspend_replicas: tuple[TestClient, TestClient], auth: dict[str, str]
+) -> None:
+    """W-15.4, §15.3: A's Response asks the first question, the answer on B is a new Response that ends at the second
+    question — the owner stores it so (GET on A) and takes its answer chained to it, back on A; each Response keeps its
+    own part of the run."""
+    a, b = suspend_replicas
+    headers, first = await create(a, auth, "two questions")
+    run_id = headers["X-Hermes-Run-Id"]
+    again, second = await create(b, auth, "main", previous_response_id=first["id"])
+    assert again["X-Hermes-Run-Id"] == run_id and second["previous_response_id"] == first["id"]
+    assert "Which region?" in str(second["output"]) and "Which branch?" not in str(second["output"])
+    assert await wait_for_async(lambda: snapshot(a, auth, second["id"]), until=lambda r: r == second)
+    last_headers, third = await create(a, auth, "eu", previous_response_id=second["id"])
+    assert last_headers["X-Hermes-Run-Id"] == run_id and third["previous_response_id"] == second["id"]
+    finals = [i for i in third["output"] if i["type"] == "message" and i.get("phase") == "final_answer"]
+    assert "".join(p["text"] for i in finals for p in i["content"]) == "Region eu."
+    assert (await snapshot(a, auth, first["id"])) == first and (await snapshot(b, auth, second["id"])) == second
+    assert (await settled(a, auth, run_id))["output"] == "Branch main. Region eu."
