@@ -24,9 +24,15 @@ travels the same way, and its outcome comes back over the feed:
 
     gateway B (took the answer)                          gateway A (runs the turn)
     scope checked (the run record) · owner's lease alive
-    forward_answer ── {id, from, turn, scope, kind, answer, key} ──▶ answer_requested: the turn, in that scope?
+    forward_answer ── {id, from, turn, scope, kind, answer, key,  ──▶ answer_requested: the turn, in that scope?
+                       handoff}
                                                                       apply_answer (turns/answers.py), as locally
     B replies as A would  ◀── {id, outcome, count} ──────────────── reply
+
+The answer is a run route's (`POST /v1/runs/{id}/approval` …) or a chat, session chat or Responses request's that
+answers the turn in its own dialect (submission/submit.py; `DECLINE`: the conversation moved on). The `handoff` is
+what the answering surface's delivery needs the owner's side to keep (a Responses turn's new Response: the owner stores
+it, ends it at the next request and settles it, as if the request had come there).
 
 A reply rather than reading the journal for the `.responded` record: only the owner knows what its answer did — how
 many requests a decision resolved, whether a key replayed or conflicts, whether this answer or another one resolved
@@ -270,6 +276,7 @@ class RemoteTurns:
                 "text": answer.text,
                 "outputs": [list(pair) for pair in answer.outputs],
                 "key": answer.key,
+                "handoff": answer.handoff,
             },
             ensure_ascii=False,
             separators=(",", ":"),
@@ -295,6 +302,7 @@ class RemoteTurns:
             isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, str) for v in pair) for pair in outputs
         ):
             raise ValueError("malformed tool outputs")
+        handoff = fields.get("handoff")
         answer = ClientAnswer(
             str(fields["kind"]),
             choice=str(fields.get("choice") or ""),
@@ -302,8 +310,13 @@ class RemoteTurns:
             text=str(fields.get("text") or ""),
             outputs=tuple((call_id, output) for call_id, output in outputs),
             key=key if isinstance(key, str) else None,
+            handoff=handoff if isinstance(handoff, dict) else None,
         )
-        return apply_answer(turn, answer)
+        outcome = apply_answer(turn, answer)
+        if outcome[1] > 0:
+            # the answering gateway delivers the turn on: what its delivery ends at, it publishes (cluster/waits.py)
+            turn.answer_key = None
+        return outcome
 
     async def _reply(self, to: str, request_id: str, outcome: tuple[Keyed, int] | None) -> None:
         assert self.feed is not None

@@ -214,6 +214,25 @@ def required_action(events: list[TurnEvent]) -> ClientRequest | None:
     return None
 
 
+def resume_position(events: list[TurnEvent]) -> int:
+    """The journal position a delivery resuming a suspended turn begins at: just after the oldest request it waits for
+    (and the client tool calls the agent made together with it), where the delivery before ended; the end when it
+    waits for nothing."""
+    asked = required_action(events)
+    if asked is None:
+        return len(events)
+    at = next(i for i in range(len(events) - 1, -1, -1) if events[i] is asked) + 1
+    if isinstance(asked, ToolCallRequested):
+        while at < len(events) and isinstance(events[at], ToolCallRequested):
+            at += 1
+    return at
+
+
+def waiting_calls(events: list[TurnEvent]) -> tuple[str, ...]:
+    """The call ids of a journal's client tool calls still waiting for their output, oldest first."""
+    return tuple(a.call_id for a in unanswered_requests(events) if isinstance(a, ToolCallRequested))
+
+
 def suspends(event: TurnEvent) -> bool:
     """Whether the event is a request that suspends its turn (WIRE.md §15.1): a delivery in the client's dialect ends
     with it, and the client's next request answers it. A held approval (§14.2) does not."""

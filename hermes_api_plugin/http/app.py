@@ -125,10 +125,10 @@ def create_app(
     # (cluster/placement.py).
     per_host = app[REMOTE_TURNS].shared and session_store is not own_sessions(store)
     placement = Placement(store, session_store, host_name(settings.hermes_home) if per_host else None)
-    app[CONVERSATIONS] = Conversations(store, session_store, app[SCOPE], placement)
     app[SUBMITTER] = Submitter(
         settings, app[SCOPE], app[TURNS], app[IDEMPOTENCY], store, app[JOURNALS], app[REMOTE_TURNS], placement
     )
+    app[CONVERSATIONS] = Conversations(store, session_store, app[SCOPE], placement, app[SUBMITTER].waits)
     own = Profile(
         settings.profile, None, app[SCOPE], settings.model_name, session_store, app[SUBMITTER], app[CONVERSATIONS]
     )

@@ -172,7 +172,7 @@ async def deliver_outcome(
     stream's early head), the suspended one it answered (watched from where it resumes, WIRE.md §15.1), or the keyed
     one a retry attaches to or replays."""
     if isinstance(outcome, Resumed):
-        return await deliver(request, outcome.turn.journal, None, surface)
+        return await deliver(request, outcome.journal, None, surface)
     if isinstance(outcome, Existing):
         surface.replaying(outcome)
         return await deliver(request, outcome.journal, None, surface)

@@ -137,7 +137,7 @@ def profile_builder(
         host = host_name(home) if profile_sessions is not None and own.remote_turns.shared else None
         placement = Placement(own.store, sessions, host)
         submitter = own.for_profile(scope, home, placement)
-        conversations = Conversations(own.store, sessions, scope, placement)
+        conversations = Conversations(own.store, sessions, scope, placement, own.waits)
         return Profile(name, home, scope, name, sessions, submitter, conversations)
 
     return build

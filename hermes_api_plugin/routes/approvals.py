@@ -29,7 +29,7 @@ from ..http.profiles import profile_of
 from ..protocol.approvals import parse_run_answer, parse_run_approval, parse_run_tool_outputs
 from ..protocol.common import idempotency_key
 from ..store.base import StoreError
-from ..submission.idempotency import conflict, error_for, store_failure
+from ..submission.idempotency import answer_unconfirmed, conflict, error_for, store_failure
 from ..turns.answers import APPROVAL, QUESTION, TOOL_OUTPUTS, ClientAnswer, apply_answer
 from ..turns.suspension import Keyed
 from .replies import json_response
@@ -56,18 +56,6 @@ def tool_call_not_pending(run_id: str) -> ApiError:
         f"Run has no pending client tool call with each call_id given: {run_id}",
         type="conflict_error",
         code="tool_call_not_pending",
-    )
-
-
-def answer_unconfirmed() -> ApiError:
-    """The gateway that runs the run did not reply in time: the answer may or may not be applied (W-15.4)."""
-    return ApiError(
-        503,
-        "The gateway that runs this run did not confirm the answer in time; it may or may not have been applied. "
-        "Retry with the same Idempotency-Key to learn the outcome without applying it twice.",
-        type="server_error",
-        code="answer_unconfirmed",
-        headers={"Retry-After": "1"},
     )
 
 

@@ -51,8 +51,8 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     outcome: Submission[None] = await profile.submitter.submit(surface)
     if isinstance(outcome, Refusal):
         raise refusal_error(outcome)
-    if isinstance(outcome, Resumed):  # WIRE.md §15.3: at once — the answer is applied, the turn is about to go on
-        await surface.resumed(outcome.turn)
+    if isinstance(outcome, Resumed) and outcome.turn is not None:  # §15.3: at once — the turn is about to go on
+        await surface.resumed(outcome.turn)  # (another gateway's turn: its owner keeps the new Response, W-15.4)
     if surface.detached and not (isinstance(outcome, Existing) and outcome.kind == "replay"):
         return await _as_it_stands(outcome, surface)
     return await deliver_outcome(request, outcome, surface)
@@ -62,7 +62,7 @@ async def _as_it_stands(outcome: NewTurn[None] | Existing | Resumed, surface: Re
     """A background Response asked for as JSON, new, resumed or attached: the object as it stands; a new turn runs on,
     detached (a replayed one has settled: it is delivered as any other)."""
     if isinstance(outcome, Resumed):
-        surface.fold(list(outcome.turn.journal.events[outcome.start :]))
+        surface.fold(list(outcome.journal.events[outcome.start :]))
         return json_response(surface.body(), headers=surface.headers())
     if isinstance(outcome, Existing):
         surface.replaying(outcome)

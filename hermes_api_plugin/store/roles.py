@@ -3,8 +3,9 @@
 `SessionStore` is the conversation history behind `/api/sessions` and `X-Hermes-Session-Id` (the plugin's own tables
 with the scripted runtime, Hermes' SessionDB with the hermes runtime: `hermes/sessions.py`). The other roles are the
 state only this plugin owns: stored Responses, session keys and conversation names, session placement, idempotency
-records, journals, leases and runs. A backend (`sqlite/store.py`, `postgres/store.py`) plays every plugin role at
-once: `Store` is their sum, what the factory builds and the app holds; a consumer names only the roles it calls.
+records, journals, leases, runs and the wait keys of suspended turns. A backend (`sqlite/store.py`,
+`postgres/store.py`) plays every plugin role at once: `Store` is their sum, what the factory builds and the app holds;
+a consumer names only the roles it calls.
 No role has more than 15 methods (a test).
 """
 
@@ -197,6 +198,25 @@ class RunStore(Protocol):
         ...
 
 
+class WaitStore(Protocol):
+    """What a suspended turn can be answered by while it waits (WIRE.md §15.1): its wait keys, so that an answer landing
+    on a gateway that does not run the turn finds it (cluster/waits.py). Only a store several gateways share at once
+    keeps them: another backend's methods do nothing, its turns are always found in their own process's registry."""
+
+    async def put_wait_keys(self, run_id: str, scope: str, keys: Sequence[str]) -> None:
+        """Record that run `run_id` (of `scope`) can be answered by each of `keys` (already recorded: kept)."""
+        ...
+
+    async def waiting_runs(self, scope: str, keys: Sequence[str]) -> list[tuple[str, RunRecord]]:
+        """The running runs of `scope` waiting to be answered by one of `keys`, each with every key it waits by: (a
+        key, its run record) pairs."""
+        ...
+
+    async def drop_wait_keys(self, run_id: str) -> None:
+        """Forget every wait key of a run (it was answered)."""
+        ...
+
+
 class SessionStore(Protocol):
     """Sessions and their messages. Opened and closed by whoever owns the database behind it."""
 
@@ -276,6 +296,7 @@ class Store(
     JournalStore,
     LeaseStore,
     RunStore,
+    WaitStore,
     Protocol,
 ):
     """Every plugin role at once: what a backend is, the factory builds and the app holds (never a consumer's

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..cluster.placement import Placement
+from ..cluster.waits import Waits
 from ..core.content import Message
 from ..core.errors import ApiError, not_found
 from ..protocol.common import derived_session_id
@@ -43,11 +44,20 @@ class Conversations:
     """Continuation resolution over the plugin's store (responses, conversation names, key bindings) and the
     session store (transcripts)."""
 
-    def __init__(self, store: ConversationStore, sessions: SessionStore, scope: str, placement: Placement) -> None:
+    def __init__(
+        self,
+        store: ConversationStore,
+        sessions: SessionStore,
+        scope: str,
+        placement: Placement,
+        waits: Waits | None = None,
+    ) -> None:
         self.store = store
         self.sessions = sessions
         self.scope = scope
         self.placement = placement  # per-host session stores: a session another host keeps is refused here
+        # what a suspended turn of the conversation waits by, for an answer landing on another gateway (W-15.4)
+        self.waits = waits
 
     async def previous(
         self, previous_response_id: str | None, conversation: str | None = None

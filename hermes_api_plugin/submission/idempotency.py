@@ -67,12 +67,26 @@ def running_elsewhere() -> ApiError:
     )
 
 
+def answer_unconfirmed() -> ApiError:
+    """The gateway that runs a suspended turn did not confirm an answer in time: it may or may not have been applied
+    (W-15.4)."""
+    return ApiError(
+        503,
+        "The gateway that runs this run did not confirm the answer in time; it may or may not have been applied. "
+        "Retry with the same Idempotency-Key to learn the outcome without applying it twice.",
+        type="server_error",
+        code="answer_unconfirmed",
+        headers={"Retry-After": "1"},
+    )
+
+
 ERRORS = {
     "admission_conflict": conflict,
     "unknown_execution": unknown_execution,
     "admission_expired": admission_expired,
     "storage_unavailable": storage_unavailable,
     "running_elsewhere": running_elsewhere,
+    "answer_unconfirmed": answer_unconfirmed,
     "store_refused": internal_error,
 }
 _CODES = {"conflict": "admission_conflict", "unknown": "unknown_execution", "expired": "admission_expired"}
@@ -183,10 +197,11 @@ class Idempotency:
         return Decision("replay", record)
 
     async def reserve(
-        self, slot: Slot, turn_id: str, reply: Mapping[str, Any], replace_expired: bool
+        self, slot: Slot, turn_id: str, reply: Mapping[str, Any], replace_expired: bool, owner: str | None = None
     ) -> IdempotencyRecord | None:
-        """Reserve the key for `turn_id` in one transaction; returns the holder if another got there first.
-        Raises StoreError when the store fails."""
+        """Reserve the key for `turn_id` in one transaction; returns the holder if another got there first. The record
+        is this process's, or `owner`'s: the gateway that runs the turn (a keyed answer to a turn another gateway runs,
+        W-15.4). Raises StoreError when the store fails."""
         record = IdempotencyRecord(
             slot.scope,
             slot.surface,
@@ -196,7 +211,7 @@ class Idempotency:
             "running",
             turn_id,
             dict(reply),
-            self.boot_id,
+            owner or self.boot_id,
             self.clock(),
             None,
         )

@@ -21,6 +21,16 @@ covers lookup to reservation only, never delivery: a retry arriving while the tu
 On a shared store (PostgreSQL) every turn is durable whether keyed or not: its journal is group-committed and a run
 record (`RunRecord`) names its owner, so any gateway can read, follow and stop it (routes/runs.py). A keyed retry
 whose turn's owner is gone settles that owner's leftovers (cluster/recovery.py) before it answers unknown_execution.
+
+A request that answers a suspended turn (WIRE.md §15.1) finds it among this gateway's waiting turns (the surface's
+`resumes`) or — on a shared store, when none here takes it — by the wait keys the turn's paused delivery published
+(cluster/waits.py, W-15.4): the surface decides the answer from the turn's journal alike (`answer_from`), the answer is
+forwarded to the owner (cluster/remote_turns.py), and the delivery follows the owner's journal from where the answer
+resumes it. Either way the answer is a `ClientAnswer` applied by turns/answers.py, and a keyed one reserves its key
+for the turn it answers before it is applied.
+
+Long because every outcome of a work-creating request — a new turn, a resumed one (here or on another gateway), an
+attach or replay, a refusal — is decided under one key lock in one admission order, which is this module's one job.
 """
 
 from __future__ import annotations
@@ -32,18 +42,20 @@ from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from ..cluster.placement import Placement
-from ..cluster.remote_turns import RemoteTurns
+from ..cluster.remote_turns import AnswerUnconfirmed, RemoteTurns
+from ..cluster.waits import Waiting, Waits
 from ..config.settings import Settings
 from ..core.client_tools import CHOOSE_AUTO, ClientTool, ToolChoice
 from ..core.content import Message, canonical_json
 from ..core.errors import ApiError
-from ..core.events import TurnFinished
+from ..core.events import TurnEvent, TurnFinished, resume_position
 from ..core.offload import off_loop
 from ..protocol.common import ModelSelection, new_run_id
 from ..runtimes.base import TurnRequest
 from ..store.base import IdempotencyRecord, RunRecord, StoreError
 from ..store.roles import Store
 from ..turns import HeldTurn, HistoryLoader, Journal, Persister, Turn, TurnRegistry
+from ..turns.answers import ClientAnswer, apply_answer, declined
 from ..turns.durable import JournalSaver, stored_journal
 from .idempotency import Decision, Idempotency, Slot, error_for, store_failure
 
@@ -135,8 +147,9 @@ class Planner(Protocol):
         """Resolve everything a new turn needs (404s, 409s of resolution propagate)."""
         ...
 
-    def reply(self, turn: Turn) -> StoredReply:
-        """What a keyed retry needs to re-render the admitted `turn`."""
+    def reply(self, turn: Turn | None) -> StoredReply:
+        """What a keyed retry needs to re-render the admitted `turn` (None: a turn another gateway runs, which this
+        request resumed)."""
         ...
 
     async def admitted(self, turn: Turn) -> None:
@@ -152,23 +165,44 @@ class Planner(Protocol):
         """Deliver `turn` from journal position `start`, the request answered (called before `reply`)."""
         ...
 
+    async def wait_keys(self) -> Sequence[str]:
+        """What a suspended turn this request may answer waits by in a shared store (cluster/waits.py), in the order
+        `resumes` prefers them; asked only when no local turn took the request."""
+        ...
+
+    def answer_from(self, events: list[TurnEvent], waiting: Waiting) -> ClientAnswer | None:
+        """The answer this request gives the turn of `events` (another gateway's), found by `waiting.key`, decided
+        as `resumes` decides it for a local turn; None: it answers nothing of that turn (a new turn, nothing
+        resolved)."""
+        ...
+
+    async def resuming_remote(self, waiting: Waiting, journal: Journal, start: int) -> Mapping[str, Any] | None:
+        """Deliver the turn `waiting.run` (another gateway runs it: `journal` follows it) from journal position `start`,
+        the request answered (called before `reply`); what the owner's side of the surface takes over with the answer
+        (`ClientAnswer.handoff`: a Responses turn's new Response), if anything."""
+        ...
+
 
 @dataclass(frozen=True)
 class Resume:
-    """A request's answer to a suspended turn: `apply()` gives it to the turn and says how many requests it resolved;
-    `persist`, the answering surface's own state, is stored when the turn settles (after the turn's own)."""
+    """A request's answer to a suspended turn of this gateway, as the surface decided it from the turn's
+    `required_action` (a DECLINE: the conversation moved on and the request is a new turn); `persist`, the answering
+    surface's own state, is stored when the turn settles (after the turn's own)."""
 
     turn: Turn
-    apply: Callable[[], int]
+    answer: ClientAnswer
     persist: Persister | None = None
 
 
 @dataclass(frozen=True)
 class Resumed:
-    """The suspended turn a request answered, delivered from `start` (just after the request it answered)."""
+    """The suspended turn a request answered, delivered from `start` (just after the request it answered): `turn` when
+    it runs here, else None and `journal` follows its owner's (W-15.4)."""
 
-    turn: Turn
+    journal: Journal
     start: int
+    run_id: str
+    turn: Turn | None = None
 
 
 @dataclass(frozen=True)
@@ -222,6 +256,8 @@ class Submitter:
         self.remote_turns = remote_turns
         self.placement = placement  # records which host keeps the sessions its turns run on (per-host sessions)
         self.profile_home = profile_home  # the host profile its turns run in (WIRE §14.3); None: the gateway's
+        # what suspended turns wait by in a shared store, so that an answer on another gateway finds them (W-15.4)
+        self.waits = Waits(store, journals, remote_turns.shared)
 
     def for_profile(self, scope: str, profile_home: Path, placement: Placement) -> Submitter:
         """The same submission path for a multiplexed host profile: its credential scope, its home, its sessions'
@@ -253,9 +289,9 @@ class Submitter:
         slot = await self.slot(surface.name, surface.key, surface.identity, surface.target(), surface.large)
         self.registry.check_draining()
         if slot is None:
-            resume = await surface.resumes(self.registry.waiting(self.scope))
-            if resume is not None:
-                return self._resume(resume, surface)
+            answered: Resumed | Refusal[H] | None = await self._answers(surface, None, False)
+            if answered is not None:
+                return answered
             new: NewTurn[H] | Refusal[H] | Decision = await self._new(None, False, surface, None)
             assert not isinstance(new, Decision)  # only a reservation can lose a race
             return new
@@ -265,24 +301,64 @@ class Submitter:
             except StoreError as exc:
                 return Refusal(store_failure(exc))
             if decision.verdict == "new":
-                resume = await surface.resumes(self.registry.waiting(self.scope))
-                if resume is not None:
-                    return await self._resume_keyed(resume, surface, slot, decision.free_expired)
+                answered = await self._answers(surface, slot, decision.free_expired)
+                if answered is not None:
+                    return answered
                 outcome = await self._new(slot, decision.free_expired, surface, early_head)
                 if not isinstance(outcome, Decision):
                     return outcome
                 decision = outcome  # another gateway reserved the key first: its record decides
         return await self._existing(decision)
 
-    def _resume(self, resume: Resume, surface: Planner) -> Resumed:
+    async def _answers(self, surface: Planner, slot: Slot | None, replace_expired: bool) -> Resumed | Refusal[H] | None:
+        """The suspended turn the request answers, answered (WIRE.md §15.1): one of this gateway's, else — on a shared
+        store, when none here took it — one that waits by the request's wait keys (cluster/waits.py): another
+        gateway's (W-15.4), or one of ours whose last delivery another gateway made (its keys are that delivery's).
+        None: the request is a new turn (what it left unanswered resolved negatively)."""
+        resume = await surface.resumes(self.registry.waiting(self.scope))
+        if resume is None and self.waits.shared:
+            try:
+                waiting = await self.waits.find(self.scope, await surface.wait_keys())
+            except StoreError as exc:
+                return Refusal(store_failure(exc))
+            if waiting is None:
+                return None
+            if waiting.run.owner != self.admissions.boot_id:
+                return await self._remote_answer(surface, waiting, slot, replace_expired)
+            resume = self._found_here(surface, waiting)
+        if resume is None:
+            return None
+        if declined(resume.answer):
+            await self._apply(resume.turn, resume.answer)
+            return None
+        if slot is not None:
+            return await self._resume_keyed(resume, surface, slot, replace_expired)
+        return await self._resume(resume, surface)
+
+    def _found_here(self, surface: Planner, waiting: Waiting) -> Resume | None:
+        """A turn of this gateway found by its wait keys, and the request's answer to it (decided from its journal, as
+        another gateway's turn is)."""
+        turn = self.registry.get(waiting.run.turn_id)
+        if turn is None or turn.request.scope != self.scope or turn.required_action is None:
+            return None
+        answer = surface.answer_from(list(turn.journal.events), waiting)
+        return Resume(turn, answer) if answer is not None else None
+
+    async def _apply(self, turn: Turn, answer: ClientAnswer) -> int:
+        """Give a local turn its answer (its wait keys go first); how many requests it resolved."""
+        await self.waits.answered(turn.run_id)
+        return apply_answer(turn, answer)[1]
+
+    async def _resume(self, resume: Resume, surface: Planner) -> Resumed:
         """Answer a suspended turn and deliver it from just after the request it answered."""
         turn = resume.turn
         start = turn.resume_position()
         surface.resuming(turn, start)
         if resume.persist is not None:
             turn.persist = _chained(turn.persist, resume.persist)
-        resume.apply()  # 0 when a timeout or stop resolved it first: the delivery shows what the turn does instead
-        return Resumed(turn, start)
+        # 0 when a timeout or stop resolved it first: the delivery shows what the turn does instead
+        await self._apply(turn, resume.answer)
+        return Resumed(turn.journal, start, turn.run_id, turn)
 
     async def _resume_keyed(
         self, resume: Resume, surface: Planner, slot: Slot, replace_expired: bool
@@ -303,7 +379,61 @@ class Submitter:
             turn.settles_keys = True
             if not self.journals.watching(turn.journal):
                 self.journals.watch(turn.run_id, turn.journal)
-        return self._resume(resume, surface)
+        return await self._resume(resume, surface)
+
+    async def _remote_answer(
+        self, surface: Planner, waiting: Waiting, slot: Slot | None, replace_expired: bool
+    ) -> Resumed | Refusal[H] | None:
+        """A suspended turn another gateway runs, found by the request's wait keys (cluster/waits.py): its answer is
+        decided from the owner's journal as a local turn's would be, forwarded to the owner (which checks the scope and
+        applies it, turns/answers.py), and the delivery follows the owner's journal from where the answer resumes it.
+        A keyed request's key is reserved for that run first — owned by the run's owner, so that a retry on any
+        gateway attaches to it and the owner's settlement settles it — and a retry never answers again. A DECLINE is
+        forwarded too; the request is then a new turn here."""
+        run = waiting.run
+        try:
+            journal = await self.remote_turns.journal(run.turn_id, run.owner)
+        except StoreError as exc:
+            return Refusal(store_failure(exc))
+        events = list(journal.events)
+        answer = surface.answer_from(events, waiting)
+        if answer is None:
+            return None
+        if declined(answer):
+            await self._forward(run, answer)  # what it answers nothing of resolves negatively, as a local turn's
+            return None
+        start = resume_position(events)
+        try:
+            handoff = await surface.resuming_remote(waiting, journal, start)
+        except StoreError as exc:
+            return Refusal(store_failure(exc))
+        if handoff is not None:
+            answer = replace(answer, handoff=handoff)
+        if slot is not None:
+            try:
+                reply = surface.reply(None).to_json()
+                holder = await self.admissions.reserve(slot, run.turn_id, reply, replace_expired, owner=run.owner)
+            except StoreError as exc:
+                return Refusal(store_failure(exc))
+            if holder is not None:
+                return Refusal("admission_conflict")
+        refused = await self._forward(run, answer)
+        if refused is not None:
+            return Refusal(refused)
+        return Resumed(journal, start, run.turn_id)
+
+    async def _forward(self, run: RunRecord, answer: ClientAnswer) -> str | None:
+        """Have the owner of `run` apply `answer` (its wait keys go first); the refusal code when nobody can know
+        whether it was applied (answer_unconfirmed) or the store fails. An owner that is gone, or a turn that no longer
+        waits for it, applies nothing: the delivery then shows what the turn does instead, as a local one's."""
+        await self.waits.answered(run.turn_id)
+        try:
+            await self.remote_turns.forward_answer(run.owner, run.turn_id, self.scope, answer)
+        except AnswerUnconfirmed:
+            return "answer_unconfirmed"
+        except StoreError as exc:
+            return store_failure(exc)
+        return None
 
     async def _settle_keys(self, turn: Turn, finished: TurnFinished) -> None:
         """The keys that name a turn admitted without one (a keyed answer's), settled once its whole journal is
@@ -434,7 +564,7 @@ class Submitter:
             if surface is not None:
                 await surface(turn, finished)
             await journals.write_now(turn.run_id, turn.journal, [finished], at=turn.finished_at)
-            if keyed:
+            if keyed or shared:  # shared: keys other gateways reserved for the turn, answering it (W-15.4)
                 await admissions.settle(turn.run_id)
             if shared:
                 await store.settle_run(turn.run_id, finished.status.value, turn.finished_at or time.time())

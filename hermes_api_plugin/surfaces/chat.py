@@ -7,7 +7,9 @@ the conversation as the client now holds it (`Turn.answer_key`). The client's ne
 found by its session header, by that key, or by the `tool_call_id`s of its trailing tool messages — answers the turn:
 an approval command (`/approve`, `/deny`, Hermes' plain words) decides the approval, any message answers a question,
 tool messages return the tool calls' outputs. Any other message leaves the request unanswered (denied, no answer, no
-output) and is a new turn."""
+output) and is a new turn. On a shared store the paused delivery also publishes what the turn waits by (its session,
+the conversation's key, the calls: cluster/waits.py), so that an answer landing on another gateway finds it, decides
+it from the turn's journal alike (`answer_from`) and delivers the owner's journal from there (W-15.4)."""
 
 from __future__ import annotations
 
@@ -16,9 +18,18 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..cluster.waits import Waiting, call_wait, conversation_wait, session_wait
 from ..config.settings import Settings
 from ..core.content import Message, TextPart
-from ..core.events import TextDelta, TurnEvent, TurnFinished, TurnStatus, TurnTranscript
+from ..core.events import (
+    TextDelta,
+    TurnEvent,
+    TurnFinished,
+    TurnStatus,
+    TurnTranscript,
+    required_action,
+    waiting_calls,
+)
 from ..core.offload import LARGE_MESSAGES, off_loop
 from ..core.transcript import turn_messages
 from ..dialects.chat_completions import ChatRenderer
@@ -28,7 +39,8 @@ from ..protocol.common import new_completion_id
 from ..submission.continuity import ConversationIndex, index_key, resolve
 from ..submission.conversations import Conversations
 from ..submission.submit import Existing, Resume, TurnPlan, turn_request
-from ..turns import HistoryLoader, Persister, Turn
+from ..turns import HistoryLoader, Journal, Persister, Turn
+from ..turns.answers import ClientAnswer, declined, outputs_answer
 from .chat_answers import chat_answer
 from .surface import Fold, Posted, Render, run_headers
 
@@ -94,7 +106,9 @@ class ChatSurface:
         self._run_id: str | None = None
         self._replayed = False
         self._reply_session: str | None = None
-        self._turn: Turn | None = None
+        self._turn: Turn | None = None  # the turn delivered, when it runs here
+        self._journal: Journal | None = None  # the journal delivered
+        self._run_session = ""  # the session of the run delivered
         self.start = 0  # the journal position this delivery begins at
 
     def _renderer(self, completion_id: str, created: int, model: str) -> ChatRenderer:
@@ -172,7 +186,7 @@ class ChatSurface:
 
         return history, record
 
-    def reply(self, turn: Turn) -> ChatReply:
+    def reply(self, turn: Turn | None) -> ChatReply:
         r = self.renderer
         return ChatReply(r.completion_id, r.created, r.model, self.session_id, self.start)
 
@@ -182,17 +196,46 @@ class ChatSurface:
     async def resumes(self, waiting: Sequence[Turn]) -> Resume | None:
         chat = self.chat
         if chat.tool_results:
-            outputs = {result.call_id: result.output for result in chat.tool_results}
+            outputs = self._outputs()
             calling = next((t for t in waiting if outputs.keys() & set(t.suspensions.pending_calls())), None)
             if calling is not None:
-                suspensions = calling.suspensions
-                return Resume(calling, lambda: sum(suspensions.tool_output(c, o) for c, o in outputs.items()))
+                return Resume(calling, outputs_answer(calling.suspensions.pending_calls(), outputs))
             return None  # results no turn waits for: the agent continues with them as a new turn
         turn = await self._conversation_turn(waiting)
-        answer = chat_answer(turn, self.chat.input.text) if turn is not None else None
-        if answer is None or self.hermes.session_id is not None or self.settings.chat_continuity != "auto":
-            return answer
-        return replace(answer, persist=self._record_answered)
+        if turn is None:
+            return None
+        answer = chat_answer(turn.required_action, self.chat.input.text)
+        if declined(answer) or self.hermes.session_id is not None or self.settings.chat_continuity != "auto":
+            return Resume(turn, answer)
+        return Resume(turn, answer, persist=self._record_answered)
+
+    def _outputs(self) -> dict[str, str]:
+        """The outputs of the request's trailing tool messages, by call id."""
+        return {result.call_id: result.output for result in self.chat.tool_results}
+
+    async def wait_keys(self) -> Sequence[str]:
+        """As `resumes` looks a turn up: by the calls its tool messages answer, else its session (explicit), else the
+        conversation its history ends at (none for a conversation's first message)."""
+        if self.chat.tool_results:
+            return [call_wait(call_id) for call_id in self._outputs()]
+        if self.hermes.session_id is not None:
+            return [session_wait(self.hermes.session_id)]
+        if not self.chat.history:
+            return ()
+        key = await self._key(self.chat.history)
+        return [conversation_wait(key)] if key is not None else ()
+
+    def answer_from(self, events: list[TurnEvent], waiting: Waiting) -> ClientAnswer | None:
+        if self.chat.tool_results:
+            answer = outputs_answer(waiting_calls(events), self._outputs())
+            return answer if answer.outputs else None
+        return chat_answer(required_action(events), self.chat.input.text)
+
+    async def resuming_remote(self, waiting: Waiting, journal: Journal, start: int) -> Mapping[str, Any] | None:
+        self.renderer.prime(journal.events[:start])
+        self.start = start
+        self._deliver(waiting.run.turn_id, journal, waiting.run.session_id)
+        return None
 
     async def _record_answered(self, turn: Turn, finished: TurnFinished) -> None:
         """Issue 14 for an answered turn: once it completed, the conversation as the client holds it — with the
@@ -232,8 +275,11 @@ class ChatSurface:
     # Delivery
 
     def delivering(self, turn: Turn) -> None:
-        self._run_id = self.renderer.run_id = turn.run_id
-        self._turn = turn
+        self._deliver(turn.run_id, turn.journal, turn.request.session_id, turn)
+
+    def _deliver(self, run_id: str, journal: Journal, session_id: str, turn: Turn | None = None) -> None:
+        self._run_id = self.renderer.run_id = run_id
+        self._journal, self._run_session, self._turn = journal, session_id, turn
 
     def replaying(self, existing: Existing) -> None:
         """The original ids, from where the original delivery began; a replay names the session its reply recorded."""
@@ -244,7 +290,8 @@ class ChatSurface:
         self._run_id = self.renderer.run_id = existing.run_id
         self._replayed = True
         self._reply_session = None if existing.kind == "attach" else reply.session_id
-        self._turn = existing.turn
+        self._turn, self._journal = existing.turn, existing.journal
+        self._run_session = existing.turn.request.session_id if existing.turn is not None else reply.session_id or ""
 
     @property
     def stream(self) -> bool:
@@ -268,15 +315,25 @@ class ChatSurface:
 
     async def suspended(self) -> None:
         """The delivery ended at a request to the client: the conversation as the client now holds it — what it sent,
-        and the assistant message this delivery ended with — is what its answer will be recognised by."""
-        turn = self._turn
-        if turn is None or self.hermes.session_id is not None or self.chat.tool_results:
+        and the assistant message this delivery ended with — is what its answer will be recognised by (and, on a shared
+        store, its session and the calls it waits for: the answer may land on another gateway, cluster/waits.py)."""
+        journal, run_id = self._journal, self._run_id
+        if journal is None or run_id is None:
             return
-        renderer = self.renderer
-        events = turn.journal.events[self.start :]
-        said = self._shown(events, renderer.paused_at(events, 0)) + renderer.said
-        held = [*self.chat.history, self.chat.input, Message("assistant", (TextPart(said),))]
-        turn.answer_key = await self._key(held)
+        waits = [session_wait(self._run_session)] if self._run_session else []
+        waits += [call_wait(call_id) for call_id in waiting_calls(journal.events)]
+        if self.hermes.session_id is None and not self.chat.tool_results:
+            renderer = self.renderer
+            events = journal.events[self.start :]
+            said = self._shown(events, renderer.paused_at(events, 0)) + renderer.said
+            held = [*self.chat.history, self.chat.input, Message("assistant", (TextPart(said),))]
+            key = await self._key(held)
+            if self._turn is not None:
+                self._turn.answer_key = key
+            if key is not None:
+                waits.append(conversation_wait(key))
+        if self.conversations.waits is not None:
+            await self.conversations.waits.publish(run_id, self.conversations.scope, waits, journal)
 
     @property
     def before_send(self) -> Callable[[], Awaitable[None]] | None:

@@ -9,6 +9,12 @@ its `previous_response_id` or `conversation`, or statelessly by the `approval_re
 items answer. A turn's Responses share one `_TurnResponses` (`Turn.dialect_state`): the turn's settlement stores the
 last one with the turn's whole transcript, the earlier ones keep none (a chain reads each turn once).
 
+On a shared store a Response that ends at a request also publishes what its turn waits by (its id, the approval
+request's, the calls': cluster/waits.py). An answer landing on another gateway finds the turn there, decides the answer
+from the owner's journal (`responses_answer`, as locally) and streams the new Response from the followed journal; the
+new Response travels with the answer (`resuming_remote` → `_TurnResponses.answered_elsewhere`), so that the owner keeps
+it — stored, ended at the next request, settled — exactly as if the request had come to it (W-15.4).
+
 Long because a Response and the turn-taking of its turn (the Responses one turn is delivered as) are one
 lifecycle: plan, admission, suspension, resumption and settlement share the same records."""
 
@@ -17,17 +23,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
+from ..cluster.waits import CALL, RESPONSE, Waiting, Waits, approval_wait, call_wait, response_wait, session_wait
 from ..config.settings import Settings
+from ..core.content import Message
 from ..core.events import (
     ApprovalRequested,
+    ClientRequest,
     QuestionAsked,
     ToolCallRequested,
+    TurnEvent,
     TurnFinished,
+    required_action,
     suspends,
+    waiting_calls,
 )
 from ..core.transcript import turn_messages
 from ..dialects.prompts import chosen
@@ -37,6 +49,7 @@ from ..dialects.responses import ResponseHead, ResponsesRenderer
 from ..protocol.approval_commands import ApprovalCommand, offered
 from ..protocol.common import new_chain_session_id, new_response_id, new_run_id
 from ..protocol.responses import (
+    ApprovalAnswer,
     ResponsesRequest,
     TrailingAnswers,
     hosted_tools,
@@ -49,6 +62,7 @@ from ..store.roles import ResponseStore
 from ..submission.conversations import Conversations, extended, fixed_history
 from ..submission.submit import Existing, Resume, TurnPlan, turn_request
 from ..turns import HistoryLoader, Journal, Persister, Turn
+from ..turns.answers import APPROVAL, DECLINE, QUESTION, ClientAnswer, outputs_answer
 from ..turns.durable import JournalSaver
 from .surface import Fold, Posted, Render, run_headers
 
@@ -65,6 +79,41 @@ def log_evictions(evictions: Sequence[Eviction]) -> None:
                 eviction.response_id,
                 ", ".join(eviction.conversations),
             )
+
+
+def response_waits(
+    response_id: str, approval_ids: Mapping[str, ApprovalRequested], events: list[TurnEvent], session_id: str
+) -> list[str]:
+    """What a Response that ended at a request is answered by (cluster/waits.py): its id (`previous_response_id`, a
+    conversation's head), the id of the approval request it waits for, the client tool calls that wait, its session."""
+    asked = required_action(events)
+    keys = [response_wait(response_id)]
+    keys += [approval_wait(item_id) for item_id, request in approval_ids.items() if request is asked]
+    keys += [call_wait(call_id) for call_id in waiting_calls(events)]
+    return [*keys, session_wait(session_id)]
+
+
+def responses_answer(
+    asked: ClientRequest | None, mine: Sequence[ApprovalAnswer], answers: TrailingAnswers, pending: Collection[str]
+) -> ClientAnswer:
+    """A Responses request as the answer to `asked`, what its suspended turn waits for (WIRE.md §15.3): the question's
+    answer (a non-blank text), the decision of the approval (`mine`: the `mcp_approval_response`s naming its request,
+    else any), the outputs of the calls among `pending`; else DECLINE — an input without an `mcp_approval_response`
+    while an approval waits is denied (it never runs), client tool calls without their outputs fail."""
+    if isinstance(asked, QuestionAsked):
+        text = answers.text
+        if text is not None and text.strip():
+            return ClientAnswer(QUESTION, text=chosen(asked, text))
+    elif isinstance(asked, ApprovalRequested):
+        decisions = list(mine) or list(answers.approvals)
+        if decisions:
+            decided = offered(ApprovalCommand(decisions[0].choice), asked.choices)
+            return ClientAnswer(APPROVAL, choice=decided.choice)
+    elif isinstance(asked, ToolCallRequested):
+        answer = outputs_answer(pending, {o.call_id: o.output for o in answers.outputs})
+        if answer.outputs:
+            return answer
+    return ClientAnswer(DECLINE)
 
 
 @dataclass(frozen=True)
@@ -110,10 +159,18 @@ class _TurnResponses:
     earlier ones of the turn stored at their suspension."""
 
     def __init__(
-        self, settings: Settings, store: ResponseStore, head: ResponseHead, record: StoredResponse | None
+        self,
+        settings: Settings,
+        store: ResponseStore,
+        head: ResponseHead,
+        record: StoredResponse | None,
+        waits: Waits | None = None,
+        scope: str = "",
     ) -> None:
         self.settings = settings
         self.store = store
+        self.waits = waits  # where the turn's wait keys go while it waits (an answer on another gateway, W-15.4)
+        self.scope = scope
         self.head = head
         self.record = record
         self.queued = False
@@ -164,17 +221,27 @@ class _TurnResponses:
             self.queued,
         )
         self.approval_ids = dict(r.approval_ids)
-        if record is None:
-            return
-        if self.ready is not None:
-            await asyncio.shield(self.ready)
-        end = next((i for i in range(self.start, len(events)) if suspends(events[i])), len(events))
-        messages = turn_messages(self.inputs, events[:end])
-        stored = replace(record, status=r.status, snapshot=r.snapshot(), messages=messages)
-        items = [*record.input_items, *r.output]
-        self.record = stored
-        await self._put(stored, items)
-        self._paused_items = items
+        if record is not None:
+            if self.ready is not None:
+                await asyncio.shield(self.ready)
+            end = next((i for i in range(self.start, len(events)) if suspends(events[i])), len(events))
+            messages = turn_messages(self.inputs, events[:end])
+            stored = replace(record, status=r.status, snapshot=r.snapshot(), messages=messages)
+            items = [*record.input_items, *r.output]
+            self.record = stored
+            await self._put(stored, items)
+            self._paused_items = items
+        if self.waits is not None:  # after the Response is stored: an answer on another gateway reads it
+            keys = response_waits(self.head.id, self.approval_ids, events, turn.request.session_id)
+            await self.waits.publish(turn.run_id, self.scope, keys, turn.journal)
+
+    def answered_elsewhere(self, turn: Turn, handoff: Mapping[str, Any]) -> None:
+        """Another gateway took the answer as a new Response (`ResponsesSurface.resuming_remote`): it becomes the
+        current one here, stored, ended and settled as if the request had come here (turns/answers.py `TakesOver`)."""
+        stored = handoff.get("record")
+        record = StoredResponse(**stored, messages=list(self.inputs)) if isinstance(stored, dict) else None
+        head = ResponseHead(**handoff["head"])
+        self.resume(turn, record, head, int(handoff["start"]), bool(handoff["commentary"]), bool(handoff["hosted"]))
 
     def resume(
         self, turn: Turn, record: StoredResponse | None, head: ResponseHead, start: int, commentary: bool, hosted: bool
@@ -264,6 +331,8 @@ class ResponsesSurface:
         self._before_send: Callable[[], Awaitable[None]] | None = None
         self._chain: _TurnResponses | None = None  # the Responses of the turn this one delivers (§15.3)
         self._answered: str | None = None  # the Response a resuming request answered, as it named it
+        self._run: tuple[str, Journal] | None = None  # the run delivered and its journal
+        self._previous: str | None = None  # the Response the request continues (`wait_keys`)
         self.start = 0  # the journal position this Response begins at
 
     def identity(self) -> str:
@@ -339,7 +408,9 @@ class ResponsesSurface:
             turn_id=turn_id,
         )
         request = replace(request, client_tools=body.client_tools, tool_choice=body.choice)
-        responses = _TurnResponses(self.settings, self.store, head, record if body.store else None)
+        responses = _TurnResponses(
+            self.settings, self.store, head, record if body.store else None, conversations.waits, conversations.scope
+        )
         responses.inputs = list(resolved.messages)
         responses.commentary, responses.hosted = self.commentary, self.hosted
         self._chain = responses
@@ -352,9 +423,9 @@ class ResponsesSurface:
             persist=self._persister(responses),
         )
 
-    def reply(self, turn: Turn) -> ResponsesReply:
+    def reply(self, turn: Turn | None) -> ResponsesReply:
         assert self.head is not None
-        queued = turn.queued_at_admission and not self.start
+        queued = turn is not None and turn.queued_at_admission and not self.start
         return ResponsesReply(self.head, self.commentary, queued, self.session_id, self.hosted, self.start)
 
     async def resumes(self, waiting: Sequence[Turn]) -> Resume | None:
@@ -374,7 +445,7 @@ class ResponsesSurface:
         for turn, responses in chains:
             if outputs.keys() & set(turn.suspensions.pending_calls()):
                 self._answered = previous if responses.head.id == previous else None
-                return self._tool_outputs(turn, outputs)
+                return Resume(turn, outputs_answer(turn.suspensions.pending_calls(), outputs))
         for turn, responses in chains:
             asked = turn.required_action
             if any(responses.approval_ids.get(a.request_id) is asked for a in answers.approvals):
@@ -387,35 +458,66 @@ class ResponsesSurface:
         return self._answer(*found, answers)
 
     @staticmethod
-    def _tool_outputs(turn: Turn, outputs: Mapping[str, str]) -> Resume:
-        suspensions = turn.suspensions
-        return Resume(turn, lambda: sum(suspensions.tool_output(c, o) for c, o in outputs.items()))
-
-    def _answer(self, turn: Turn, responses: _TurnResponses, answers: TrailingAnswers) -> Resume | None:
-        """The request as the answer to what `turn` waits for; None (after resolving it negatively) when it is not
-        one: an input without an `mcp_approval_response` while an approval waits (denied: it never runs), without
-        the outputs while client tool calls wait (they fail)."""
+    def _answer(turn: Turn, responses: _TurnResponses, answers: TrailingAnswers) -> Resume:
+        """The request as the answer to what `turn` waits for (`responses_answer`)."""
         asked = turn.required_action
-        suspensions = turn.suspensions
-        if isinstance(asked, QuestionAsked):
-            text = answers.text
-            if text is not None and text.strip():
-                return Resume(turn, lambda: int(suspensions.answer(chosen(asked, text))))
-        elif isinstance(asked, ApprovalRequested):
-            gate = turn.agent_turn.approvals or suspensions
-            mine = [a for a in answers.approvals if responses.approval_ids.get(a.request_id) is asked]
-            decisions = mine or list(answers.approvals)
-            if decisions:
-                decision = decisions[0]
-                decided = offered(ApprovalCommand(decision.choice), asked.choices)
-                return Resume(turn, lambda: gate.resolve(decided.choice, False))
-            gate.resolve("deny", True)  # the conversation moved on: a dangerous command never runs unapproved
-        elif isinstance(asked, ToolCallRequested):
-            outputs = {o.call_id: o.output for o in answers.outputs}
-            if outputs.keys() & set(suspensions.pending_calls()):
-                return self._tool_outputs(turn, outputs)
-        suspensions.decline()
-        return None
+        mine = [a for a in answers.approvals if responses.approval_ids.get(a.request_id) is asked]
+        return Resume(turn, responses_answer(asked, mine, answers, turn.suspensions.pending_calls()))
+
+    async def wait_keys(self) -> Sequence[str]:
+        """As `resumes` looks a turn up: by the calls and the approval requests its trailing items answer, else by the
+        Response its `previous_response_id` or `conversation` continues."""
+        body = self.create
+        answers = trailing_answers(body.input)
+        keys = [call_wait(o.call_id) for o in answers.outputs] + [
+            approval_wait(a.request_id) for a in answers.approvals
+        ]
+        previous = body.previous_response_id
+        if previous is None and body.conversation is not None:
+            previous = await self.conversations.store.conversation_head(self.conversations.scope, body.conversation)
+        self._previous = previous
+        return [*keys, response_wait(previous)] if previous is not None else keys
+
+    def answer_from(self, events: list[TurnEvent], waiting: Waiting) -> ClientAnswer | None:
+        if waiting.run.surface != self.name:
+            return None  # as `resumes`: a Response resumes only a turn delivered as Responses
+        answers = trailing_answers(self.create.input)
+        pending = waiting_calls(events)
+        if waiting.key.startswith(CALL):
+            answer = outputs_answer(pending, {o.call_id: o.output for o in answers.outputs})
+            return answer if answer.outputs else None
+        mine = [a for a in answers.approvals if approval_wait(a.request_id) in waiting.keys]
+        return responses_answer(required_action(events), mine, answers, pending)
+
+    async def resuming_remote(self, waiting: Waiting, journal: Journal, start: int) -> Mapping[str, Any] | None:
+        """This request's Response resumes the turn `waiting.run` another gateway runs, as `resuming` does a local one's
+        (its Response before read from the store); the owner keeps the new Response (`answered_elsewhere`)."""
+        run, before_id = waiting.run, waiting.value(RESPONSE) or ""
+        before = await self.store.get_response(self.conversations.scope, before_id) if before_id else None
+        self._answered = before_id if before_id and self._previous == before_id else None
+        model = (before.snapshot.get("model") if before is not None else None) or run.model or self.model_name
+        self._resume_as(
+            run.turn_id,
+            run.session_id,
+            start,
+            before_id,
+            before.instructions if before is not None else None,
+            model,
+            before.conversation if before is not None else None,
+            [],
+            run.owner,
+        )
+        self._deliver_run(run.turn_id, journal, queued=False)
+        record = self._record
+        assert record is not None and self.head is not None
+        stored = {f.name: getattr(record, f.name) for f in fields(record) if f.name != "messages"}
+        return {
+            "head": asdict(self.head),
+            "record": stored if self.create.store else None,
+            "start": start,
+            "commentary": self.commentary,
+            "hosted": self.hosted,
+        }
 
     def resuming(self, turn: Turn, start: int) -> None:
         """This request's Response resumes `turn` from `start`: a new Response (new id, the same run), chained to the
@@ -424,32 +526,59 @@ class ResponsesSurface:
         assert isinstance(responses, _TurnResponses)
         if self._chain is responses and self.start == start:
             return  # asked again (a keyed answer: before its key is reserved, then to apply it)
-        body, before = self.create, responses.head
+        before = responses.head
+        conversation = responses.record.conversation if responses.record is not None else None
+        self._chain = responses
+        self._resume_as(
+            turn.run_id,
+            turn.request.session_id,
+            start,
+            before.id,
+            before.instructions,
+            before.model,
+            conversation,
+            list(responses.inputs),
+            self.owner,
+        )
+        self.delivering(turn)
+
+    def _resume_as(
+        self,
+        run_id: str,
+        session_id: str,
+        start: int,
+        before_id: str,
+        instructions: str | None,
+        model: str,
+        conversation: str | None,
+        inputs: list[Message],
+        owner: str,
+    ) -> None:
+        """The new Response (new id, the same run) of a request that resumes a turn from `start`: chained to the one it
+        answered (`before_id`; named as `previous_response_id` when the request named it), on the turn's session,
+        taking what the request leaves out (instructions, model, conversation) from the one it answered."""
+        body = self.create
         response_id = new_response_id()
-        instructions = body.instructions if body.instructions is not None else before.instructions
-        self.head = self._head(response_id, before.model, instructions, self._answered)
-        self.session_id, self.start, self._chain = turn.request.session_id, start, responses
-        conversation = body.conversation
-        if conversation is None and responses.record is not None:
-            conversation = responses.record.conversation
+        instructions = body.instructions if body.instructions is not None else instructions
+        self.head = self._head(response_id, model, instructions, self._answered)
+        self.session_id, self.start = session_id, start
         self._record = StoredResponse(
             id=response_id,
             scope=self.conversations.scope,
-            turn_id=turn.run_id,
-            session_id=self.session_id,
+            turn_id=run_id,
+            session_id=session_id,
             status="in_progress",
             snapshot={},
-            previous_response_id=before.id,  # the chain goes through the Response it answered
-            conversation=conversation,
+            previous_response_id=before_id,  # the chain goes through the Response it answered
+            conversation=body.conversation if body.conversation is not None else conversation,
             input_items=stored_input_items(body.input, response_id),
             instructions=instructions,
             commentary=self.commentary,
             hosted=self.hosted,
-            messages=list(responses.inputs),
-            owner=self.owner,
+            messages=inputs,
+            owner=owner,
             start=start,
         )
-        self.delivering(turn)
 
     async def resumed(self, turn: Turn) -> None:
         """The answer is applied: this Response becomes the turn's current one — before the first await, so before the
@@ -479,10 +608,13 @@ class ResponsesSurface:
     # Delivery
 
     def delivering(self, turn: Turn) -> None:
+        self._deliver_run(turn.run_id, turn.journal, queued=turn.queued_at_admission and not self.start)
+
+    def _deliver_run(self, run_id: str, journal: Journal, *, queued: bool) -> None:
         assert self.head is not None
-        queued = turn.queued_at_admission and not self.start
-        self._deliver(self.head, self.commentary, self.hosted, queued, turn.journal)
-        self._headers = run_headers(self.session_id, turn.run_id, self.hermes.session_key)
+        self._deliver(self.head, self.commentary, self.hosted, queued, journal)
+        self._headers = run_headers(self.session_id, run_id, self.hermes.session_key)
+        self._run = (run_id, journal)
 
     def replaying(self, existing: Existing) -> None:
         """The original ids, from where the original delivery began (a resumed Response's start)."""
@@ -540,6 +672,12 @@ class ResponsesSurface:
         chain = self._chain
         if chain is not None and chain.paused is not None and chain.head is self.head:
             await asyncio.shield(chain.paused)
+        elif chain is None and self._run is not None and self._renderer is not None and self.head is not None:
+            # another gateway's turn (W-15.4): its owner stores the Response; the answer may come here at once
+            run_id, journal = self._run
+            keys = response_waits(self.head.id, self._renderer.approval_ids, journal.events, self.session_id)
+            if self.conversations.waits is not None:
+                await self.conversations.waits.publish(run_id, self.conversations.scope, keys, journal)
 
     @property
     def before_send(self) -> Callable[[], Awaitable[None]] | None:

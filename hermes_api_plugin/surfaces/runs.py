@@ -11,13 +11,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..cluster.waits import Waiting
 from ..core.content import Message
+from ..core.events import TurnEvent
 from ..protocol.common import new_session_id
 from ..protocol.runs import RunRequest
 from ..store.base import IdempotencyRecord
 from ..submission.conversations import Conversations, extended
 from ..submission.submit import Resume, TurnPlan, turn_request
-from ..turns import HistoryLoader, Turn
+from ..turns import HistoryLoader, Journal, Turn
+from ..turns.answers import ClientAnswer
 from .chat import ChatReply
 from .responses import ResponsesReply
 from .sessions import SessionChatReply
@@ -106,7 +109,8 @@ class RunSurface:
         request = replace(asked, hold_approvals=self.hold_approvals)
         return TurnPlan(request, history=history, inputs=run.messages, bind_key=chain.bind_key)
 
-    def reply(self, turn: Turn) -> RunReply:
+    def reply(self, turn: Turn | None) -> RunReply:
+        assert turn is not None  # a run never resumes another
         return RunReply(turn.request.session_id, self.model)
 
     async def resumes(self, waiting: Sequence[Turn]) -> Resume | None:
@@ -115,6 +119,15 @@ class RunSurface:
         return None
 
     def resuming(self, turn: Turn, start: int) -> None:
+        raise AssertionError("never resumes")
+
+    async def wait_keys(self) -> Sequence[str]:
+        return ()  # never answers a turn
+
+    def answer_from(self, events: list[TurnEvent], waiting: Waiting) -> ClientAnswer | None:
+        return None
+
+    async def resuming_remote(self, waiting: Waiting, journal: Journal, start: int) -> Mapping[str, Any] | None:
         raise AssertionError("never resumes")
 
     async def admitted(self, turn: Turn) -> None:

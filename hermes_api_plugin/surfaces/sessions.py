@@ -3,7 +3,8 @@ Hermes session goes on there), its history the session's transcript — its `Ses
 `/chat` reply or the named-event stream (dialects/sessions.py), where a retry's Last-Event-ID skips what it saw.
 
 Turn-taking (WIRE.md §15.2): a delivery ends where its turn suspends for the client (`run.requires_action`), and the
-session's next message answers it (surfaces/chat_answers.py) — its delivery resumes the same run."""
+session's next message answers it (surfaces/chat_answers.py) — its delivery resumes the same run, also when the
+message lands on another gateway than the run's (the session is its wait key, cluster/waits.py; W-15.4)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,15 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..core.events import TurnEvent
+from ..cluster.waits import Waiting, session_wait
+from ..core.events import TurnEvent, required_action
 from ..dialects.record import SseRecord, after_id
 from ..dialects.sessions import SessionStreamRenderer
 from ..protocol.sessions import SessionChatRequest
 from ..submission.conversations import Conversations
 from ..submission.submit import Existing, Resume, TurnPlan, turn_request
 from ..turns import Journal, Turn
+from ..turns.answers import ClientAnswer
 from .chat_answers import chat_answer
 from .surface import Fold, Posted, Render, run_headers
 
@@ -76,6 +79,7 @@ class SessionChatSurface:
         self._headers: dict[str, str] = {}
         self._renderer: SessionStreamRenderer | None = None
         self._first: list[SseRecord] = []
+        self._journal: Journal | None = None
 
     @classmethod
     async def on_live_tip(
@@ -113,17 +117,28 @@ class SessionChatSurface:
         )
         return TurnPlan(request, history=self.conversations.session_history(self.session_id))
 
-    def reply(self, turn: Turn) -> SessionChatReply:
+    def reply(self, turn: Turn | None) -> SessionChatReply:
         return SessionChatReply(self.session_id, self.model, self.start)
 
     async def resumes(self, waiting: Sequence[Turn]) -> Resume | None:
         """The session's suspended turn, answered by this message."""
         turn = next((t for t in waiting if t.request.session_id == self.session_id), None)
-        return chat_answer(turn, self.chat.message.text) if turn is not None else None
+        return Resume(turn, chat_answer(turn.required_action, self.chat.message.text)) if turn is not None else None
 
     def resuming(self, turn: Turn, start: int) -> None:
         self.start = start
         self._deliver(turn.journal, turn.run_id, replayed=False)
+
+    async def wait_keys(self) -> Sequence[str]:
+        return [session_wait(self.session_id)]
+
+    def answer_from(self, events: list[TurnEvent], waiting: Waiting) -> ClientAnswer | None:
+        return chat_answer(required_action(events), self.chat.message.text)
+
+    async def resuming_remote(self, waiting: Waiting, journal: Journal, start: int) -> Mapping[str, Any] | None:
+        self.start = start
+        self._deliver(journal, waiting.run.turn_id, replayed=False)
+        return None
 
     async def admitted(self, turn: Turn) -> None:
         pass
@@ -141,6 +156,7 @@ class SessionChatSurface:
         """A retry's Last-Event-ID skips what it saw; a value that is not a known id (yet) streams from the start
         (WIRE.md §6.3, §7.4)."""
         self._headers = {**run_headers(self.session_id, None, self.session_key, replayed), "X-Hermes-Run-Id": run_id}
+        self._journal = journal
         start, before = self.start, journal.events[: self.start]
         self._renderer = renderer = SessionStreamRenderer(
             self.session_id, run_id, journal.stamps, start=start, pauses=True
@@ -182,7 +198,10 @@ class SessionChatSurface:
         return self._renderer.is_paused
 
     async def suspended(self) -> None:
-        pass  # the session's next message finds the turn by its session
+        """The session's next message finds the turn by its session — from another gateway too (cluster/waits.py)."""
+        waits, run_id = self.conversations.waits, self._headers.get("X-Hermes-Run-Id")
+        if waits is not None and run_id is not None and self._journal is not None:
+            await waits.publish(run_id, self.conversations.scope, [session_wait(self.session_id)], self._journal)
 
     def headers(self) -> dict[str, str]:
         return self._headers

@@ -113,8 +113,9 @@ class Surface(Planner, Delivery, Protocol[R]):
     """One work-creating surface for one request: it plans the new turn (`Planner`), names what a keyed retry
     needs to re-render it (`reply`), and delivers a turn (`Delivery`) once told which one."""
 
-    def reply(self, turn: Turn) -> R:
-        """The typed reply of this request's admitted `turn`, stored with its key (`to_json`)."""
+    def reply(self, turn: Turn | None) -> R:
+        """The typed reply of this request's admitted `turn` (None: another gateway's, which this request resumed),
+        stored with its key (`to_json`)."""
         ...
 
     def delivering(self, turn: Turn) -> None:

@@ -12,10 +12,10 @@ from dataclasses import replace
 from ..core.content import Message
 from ..core.events import (
     ClientRequest,
-    ToolCallRequested,
     TurnFinished,
     TurnStatus,
     required_action,
+    resume_position,
     unanswered_approvals,
 )
 from ..runtimes.base import AgentTurn, TurnRequest
@@ -109,17 +109,8 @@ class Turn:
         return self.journal.finished is None and self.suspensions.pending > 0
 
     def resume_position(self) -> int:
-        """The journal position a delivery resuming this turn begins at: just after the oldest request it waits for
-        (and the client tool calls the agent made together with it), where the delivery before ended."""
-        events = self.journal.events
-        asked = required_action(events)
-        if asked is None:
-            return len(events)
-        at = next(i for i in range(len(events) - 1, -1, -1) if events[i] is asked) + 1
-        if isinstance(asked, ToolCallRequested):
-            while at < len(events) and isinstance(events[at], ToolCallRequested):
-                at += 1
-        return at
+        """The journal position a delivery resuming this turn begins at (core/events.py `resume_position`)."""
+        return resume_position(self.journal.events)
 
     @property
     def stopping(self) -> bool:

@@ -17,18 +17,15 @@ Fault injection (a closed listener, a dropped reply) is the only thing these tes
 from __future__ import annotations
 
 import secrets
-from pathlib import Path
 from typing import Any
 
-import pytest
 from aiohttp.test_utils import TestClient
 
 from hermes_api_plugin.core.events import QuestionAnswered, ToolCallAnswered
 from hermes_api_plugin.http.app_keys import LEASES, REMOTE_TURNS, SCOPE, TURNS
 from hermes_api_plugin.turns.answers import APPROVAL, TOOL_OUTPUTS, ClientAnswer
 from hermes_api_plugin.turns.suspension import Keyed
-from tests.helpers import RUNS, WEATHER_TOOL, assert_error_envelope, fetch, serve_app, wait_for_async
-from tests.live import write_home
+from tests.helpers import RUNS, WEATHER_TOOL, assert_error_envelope, fetch, wait_for_async
 from tests.routes.support import (
     get_run,
     post_tool_outputs,
@@ -43,27 +40,18 @@ from tests.routes.support import (
 BIG = 50_000  # characters of a tool output or an answer: far past a NOTIFY payload (under 8000 bytes)
 
 
-@pytest.fixture
-async def replicas(postgres_url: str, aiohttp_client: Any, tmp_path: Path) -> tuple[TestClient, TestClient]:
-    # postgres_url first: its database is dropped after the apps' clean shutdown, not under it
-    env = {"API_SERVER_STORE_URL": postgres_url}
-    a = await serve_app(aiohttp_client, write_home(tmp_path / "a", env=env, script="suspend.yaml"))
-    b = await serve_app(aiohttp_client, write_home(tmp_path / "b", env=env, script="suspend.yaml"))
-    return a, b
-
-
 async def post(api: TestClient, auth: dict[str, str], path: str, body: Any, key: str | None = None) -> Any:
     headers = {**auth, "Idempotency-Key": key} if key is not None else auth
     return await fetch(api, "POST", path, json=body, headers=headers)
 
 
 async def test_w_15_4_an_approval_through_b_runs_the_command_once_on_a(
-    replicas: tuple[TestClient, TestClient], auth: dict[str, str]
+    suspend_replicas: tuple[TestClient, TestClient], auth: dict[str, str]
 ) -> None:
     """W-15.4: a run A runs suspends at an approval; B sees it requires_action, B's decision reaches A, which resumes
     the same turn: the command runs once, on A; A's journal shows the one decision. B's reply is the owner's reply;
     its keyed retry (on B or on A) replays without deciding again; the key with another decision conflicts."""
-    a, b = replicas
+    a, b = suspend_replicas
     run_id = await start_run(a, auth, "delete the build")
     run = await suspended(b, auth, run_id)
     assert run["required_action"]["type"] == "approval" and run["required_action"]["command"] == "rm -rf build/"
@@ -91,10 +79,10 @@ async def test_w_15_4_an_approval_through_b_runs_the_command_once_on_a(
 
 
 async def test_w_15_4_a_question_answered_through_b_resumes_the_turn_on_a(
-    replicas: tuple[TestClient, TestClient], auth: dict[str, str]
+    suspend_replicas: tuple[TestClient, TestClient], auth: dict[str, str]
 ) -> None:
     """W-15.4: a question A's run asks is answered through B; A's turn goes on with the answer."""
-    a, b = replicas
+    a, b = suspend_replicas
     run_id = await start_run(a, auth, "deploy")
     run = await suspended(b, auth, run_id)
     assert run["required_action"] == {"type": "question", "question": "Which branch?", "choices": []}
@@ -109,11 +97,11 @@ async def test_w_15_4_a_question_answered_through_b_resumes_the_turn_on_a(
 
 
 async def test_w_15_4_b_answering_a_run_with_nothing_pending_gets_the_owners_409(
-    replicas: tuple[TestClient, TestClient], auth: dict[str, str]
+    suspend_replicas: tuple[TestClient, TestClient], auth: dict[str, str]
 ) -> None:
     """W-15.4: through B, an approval for a run of A that waits for a question is 409 approval_not_pending (what A
     says); once the run settled, 409 approval_not_active and question_not_pending, as on A. Nothing was decided."""
-    a, b = replicas
+    a, b = suspend_replicas
     run_id = await start_run(a, auth, "deploy")
     await suspended(b, auth, run_id)
     wrong = await post(b, auth, f"{RUNS}/{run_id}/approval", {"choice": "once"})
@@ -131,11 +119,11 @@ async def test_w_15_4_b_answering_a_run_with_nothing_pending_gets_the_owners_409
 
 
 async def test_w_15_4_a_forwarded_answer_applies_only_in_the_scope_that_admitted_the_run(
-    replicas: tuple[TestClient, TestClient], auth: dict[str, str]
+    suspend_replicas: tuple[TestClient, TestClient], auth: dict[str, str]
 ) -> None:
     """W-15.4: the owner checks the forwarded scope again — an answer naming another credential scope finds no run
     to answer (a forwarded decision is exactly as authorised as a local one); in the run's own scope it applies."""
-    a, b = replicas
+    a, b = suspend_replicas
     run_id = await start_run(a, auth, "delete the build")
     await suspended(b, auth, run_id)
     owner, remote = a.server.app[LEASES].owner, b.server.app[REMOTE_TURNS]
@@ -149,12 +137,12 @@ async def test_w_15_4_a_forwarded_answer_applies_only_in_the_scope_that_admitted
 
 
 async def test_w_15_4_an_owner_that_does_not_reply_leaves_the_run_suspended_and_b_answers_503(
-    replicas: tuple[TestClient, TestClient], auth: dict[str, str]
+    suspend_replicas: tuple[TestClient, TestClient], auth: dict[str, str]
 ) -> None:
     """W-15.4: when the owner cannot be reached (its feed listener is gone; its lease is still alive), B waits a
     bounded time for the reply, then answers 503 answer_unconfirmed with Retry-After — it cannot know whether the
     answer was applied, so it never says "nothing pending"; the run stays suspended and A decides it later."""
-    a, b = replicas
+    a, b = suspend_replicas
     run_id = await start_run(a, auth, "delete the build")
     await suspended(b, auth, run_id)
     feed = a.server.app[REMOTE_TURNS].feed
@@ -170,12 +158,12 @@ async def test_w_15_4_an_owner_that_does_not_reply_leaves_the_run_suspended_and_
 
 
 async def test_w_15_4_a_lost_reply_is_503_and_the_keyed_retry_gets_the_owners_outcome(
-    replicas: tuple[TestClient, TestClient], auth: dict[str, str]
+    suspend_replicas: tuple[TestClient, TestClient], auth: dict[str, str]
 ) -> None:
     """W-15.4: A applies the answer B forwarded but its reply is lost: B answers 503 answer_unconfirmed (Retry-After).
     The keyed retry reaches A again and gets what A recorded for the key — answered 1, replayed — and answers nothing
     twice: the run's next question still waits, and the journal holds the one answer."""
-    a, b = replicas
+    a, b = suspend_replicas
     run_id = await start_run(a, auth, "two questions")
     await suspended(b, auth, run_id)
     feed = a.server.app[REMOTE_TURNS].feed
@@ -213,12 +201,12 @@ async def test_w_15_4_a_lost_reply_is_503_and_the_keyed_retry_gets_the_owners_ou
 
 
 async def test_w_15_4_tool_outputs_posted_to_b_reach_the_tool_call_on_a(
-    replicas: tuple[TestClient, TestClient], auth: dict[str, str]
+    suspend_replicas: tuple[TestClient, TestClient], auth: dict[str, str]
 ) -> None:
     """W-15.2 / W-15.4: a run A runs calls a client tool; B shows the call as required_action, the output posted to B
     returns to A's turn (as A's own route would: a wrong call_id 409, then the output, keyed; the retry replays), and
     the agent on A answers with it. The owner checks the forwarded scope for tool outputs too."""
-    a, b = replicas
+    a, b = suspend_replicas
     run_id = await start_run(a, auth, "what is the weather", tools=[WEATHER_TOOL])
     action = await tool_call_waiting(b, auth, run_id)
     assert action["name"] == "get_weather"
@@ -242,13 +230,13 @@ async def test_w_15_4_tool_outputs_posted_to_b_reach_the_tool_call_on_a(
 
 
 async def test_w_15_4_a_50_kb_tool_output_and_a_50_kb_answer_cross_to_the_owner(
-    replicas: tuple[TestClient, TestClient], auth: dict[str, str]
+    suspend_replicas: tuple[TestClient, TestClient], auth: dict[str, str]
 ) -> None:
     """W-15.4: answers far past PostgreSQL's NOTIFY payload limit, posted to B, reach the turn on A whole (the feed
     carries them by reference): a 50 KB client tool output and a 50 KB answer to a question, non-ASCII included.
     (The scripted agent would stream each back 8 characters at a time; the runs are stopped once A's journal holds
     the answer.)"""
-    a, b = replicas
+    a, b = suspend_replicas
     output = ("sunny ☀ " * (BIG // 8 + 1))[:BIG]
     run_id = await start_run(a, auth, "what is the weather", tools=[WEATHER_TOOL])
     call_id = (await tool_call_waiting(b, auth, run_id))["call_id"]

@@ -21,8 +21,10 @@ from hermes_api_plugin.core.events import (
     event_to_json,
     negative_answer,
     required_action,
+    resume_position,
     suspends,
     unanswered_requests,
+    waiting_calls,
 )
 
 START = ToolStarted("call_1", "terminal", "{}", "ls", "💻", 0.0)
@@ -107,3 +109,16 @@ def test_client_tool_calls_pair_with_their_outputs_by_call_id_and_suspend() -> N
 def test_a_client_tool_call_ends_the_answer_as_a_tool_does() -> None:
     transcript = TurnTranscript().feed_all([TextDelta("Let me check."), ToolCallRequested("c1", "f", "{}")])
     assert transcript.answer == "" and transcript.any_text
+
+
+def test_a_resumed_delivery_begins_after_the_request_and_the_calls_made_with_it() -> None:
+    """WIRE.md §15.1: where a delivery resuming a suspended turn begins — one function for this gateway's turns and
+    another gateway's followed journal (W-15.4)."""
+    calls = [ToolCallRequested("c1", "f", "{}"), ToolCallRequested("c2", "f", "{}")]
+    events = [TextDelta("a"), *calls, TextDelta("b")]
+    assert resume_position(events) == 3 and waiting_calls(events) == ("c1", "c2")
+    answered = [*events, ToolCallAnswered("c1", "x")]
+    assert resume_position(answered) == 3 and waiting_calls(answered) == ("c2",)
+    asked = [TextDelta("a"), QuestionAsked("Which?"), TextDelta("b")]
+    assert resume_position(asked) == 2 and waiting_calls(asked) == ()
+    assert resume_position([TextDelta("a")]) == 1  # waits for nothing: the end

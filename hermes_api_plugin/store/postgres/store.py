@@ -1,6 +1,6 @@
 """PostgresStore: the plugin-owned state (stored Responses, conversation names, session keys, session placement,
-idempotency records, turn journals, leases and run records) in PostgreSQL, for several gateways sharing one database
-(`api_server.store.url`); its feed (`feed.py`) carries LISTEN/NOTIFY between them.
+idempotency records, turn journals, leases, run records and the wait keys of suspended turns) in PostgreSQL, for
+several gateways sharing one database (`api_server.store.url`); its feed (`feed.py`) carries LISTEN/NOTIFY between them.
 
 The same semantics as SqliteStore, statement for statement where SQLite's single writer thread made a read-then-
 write safe on its own: here concurrent requests (and other gateways) run in parallel transactions, so each such
@@ -63,6 +63,19 @@ _EVICTION_VICTIMS = (
     "ORDER BY accessed_at, id LIMIT %s FOR UPDATE SKIP LOCKED"
 )
 _PURGE_LEASES = "DELETE FROM leases WHERE owner = ANY(%s::text[]) AND expires_at < %s"
+# Wait keys (WIRE.md §15.1): only a run still running waits; its settlement drops its keys.
+_PUT_WAIT_KEYS = "INSERT INTO wait_keys (scope, key, run_id) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING"
+_WAITING_RUNS = (
+    "SELECT w.key, r.* FROM wait_keys w JOIN runs r ON r.turn_id = w.run_id AND r.status = 'running' "
+    "AND r.scope = w.scope WHERE w.scope = %(scope)s AND w.run_id IN "
+    "(SELECT run_id FROM wait_keys WHERE scope = %(scope)s AND key = ANY(%(keys)s::text[])) "
+    "ORDER BY r.created_at, w.key"
+)
+_DROP_WAIT_KEYS = "DELETE FROM wait_keys WHERE run_id = %s"
+_PURGE_WAIT_KEYS = (
+    "DELETE FROM wait_keys w "
+    "WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.turn_id = w.run_id AND r.status = 'running')"
+)
 # Followers on other gateways wake when the journal rows commit, and find them (feed.py).
 _NOTIFY_JOURNALS = (
     "SELECT pg_notify(%s, x.turn_id || ' ' || x.end_seq) FROM unnest(%s::text[], %s::int[]) AS x(turn_id, end_seq)"
@@ -335,8 +348,9 @@ class PostgresStore:
             await conn.execute(S.PUT_RUN.postgres, {c: getattr(run, c) for c in S.RUN_COLUMNS})
 
     async def settle_run(self, turn_id: str, status: str, settled_at: float) -> None:
-        async with self.db.connection() as conn:
+        async with self.db.transaction() as conn:
             await conn.execute(S.SETTLE_RUN.postgres, (status, settled_at, turn_id))
+            await conn.execute(_DROP_WAIT_KEYS, (turn_id,))  # a settled turn waits for nothing
 
     async def get_run(self, scope: str, turn_id: str) -> RunRecord | None:
         async with self.db.connection() as conn:
@@ -356,3 +370,23 @@ class PostgresStore:
         async with self.db.transaction() as conn:
             await conn.execute(S.PURGE_RUN_JOURNALS.postgres, before)
             await conn.execute(S.PURGE_RUNS.postgres, before)
+            await conn.execute(_PURGE_WAIT_KEYS)  # those of runs a gone owner left (settled by recovery)
+
+    # -- wait keys -----------------------------------------------------------------------------------
+    async def put_wait_keys(self, run_id: str, scope: str, keys: Sequence[str]) -> None:
+        if not keys:
+            return
+        async with self.db.connection() as conn, conn.cursor() as cursor:
+            await cursor.executemany(_PUT_WAIT_KEYS, [(scope, key, run_id) for key in keys])
+
+    async def waiting_runs(self, scope: str, keys: Sequence[str]) -> list[tuple[str, RunRecord]]:
+        if not keys:
+            return []
+        async with self.db.connection() as conn:
+            cursor = await conn.execute(_WAITING_RUNS, {"scope": scope, "keys": list(keys)})
+            rows = await cursor.fetchall()
+        return [(row["key"], RunRecord(**{c: row[c] for c in S.RUN_COLUMNS})) for row in rows]
+
+    async def drop_wait_keys(self, run_id: str) -> None:
+        async with self.db.connection() as conn:
+            await conn.execute(_DROP_WAIT_KEYS, (run_id,))

@@ -313,6 +313,17 @@ class SqliteStore:
 
         await self.db.call(purge)
 
+    # -- wait keys: a SQLite store is never shared by gateways at once, so every suspended turn is found in the
+    # registry of the process that runs it; nothing needs looking up across processes (roles.WaitStore).
+    async def put_wait_keys(self, run_id: str, scope: str, keys: Sequence[str]) -> None:
+        pass
+
+    async def waiting_runs(self, scope: str, keys: Sequence[str]) -> list[tuple[str, RunRecord]]:
+        return []
+
+    async def drop_wait_keys(self, run_id: str) -> None:
+        pass
+
 
 class MemoryStore(SqliteStore):
     """The same schema in memory: nothing survives a restart (`durable` is False)."""

@@ -60,13 +60,14 @@ def columns_sqlite(path: Path) -> dict[str, set[str]]:
 
 async def test_the_schema_has_the_columns_of_the_sqlite_one(postgres_url: str, tmp_path: Path) -> None:
     """Both backends' migrations end at the same tables and columns (PostgreSQL adds the write order SQLite's
-    rowid gives response_items, and the table of its feed's long messages)."""
+    rowid gives response_items, the table of its feed's long messages, and the wait keys of suspended turns)."""
     for store in (PostgresStore(postgres_url), SqliteStore(tmp_path / "s.sqlite3")):
         await store.open()
         await store.close()
     expected = columns_sqlite(tmp_path / "s.sqlite3")
     expected["response_items"] = expected["response_items"] | {"written"}
     expected["feed_messages"] = {"id", "body", "created_at"}  # the feed's long messages: SQLite has no feed
+    expected["wait_keys"] = {"scope", "key", "run_id"}  # answers landing on another gateway: SQLite is never shared
     assert columns_pg(postgres_url) == expected
 
 
