@@ -126,6 +126,11 @@ WEATHER_TOOL = {
 }
 WEATHER_ARGUMENTS = '{"city":"example","unit":"c"}'
 WEATHER_FLAT_TOOL = {"type": "function", **WEATHER_TOOL["function"]}  # the same tool in the Responses shape
+# tests/scripts/suspend.yaml (WIRE §15): the turn that asks to approve a command, and what it says once approved
+SUSPEND_SCRIPT = "suspend.yaml"
+SUSPEND_ASK = "delete the build"
+SUSPEND_COMMAND = "rm -rf build/"
+SUSPEND_DONE = "Done with the build directory."
 EXHAUST_SUMMARY = "I checked 41 of 60 log files; so far the linker step is the only failure."  # "exhaust"
 
 # Responses: the terminal events (exactly one ends a stream, WIRE.md §4.4) and the tool items' types.
@@ -563,3 +568,9 @@ def wait_until_nothing_held(live: LiveGateway, what: object, timeout: float = 10
         interval=0.005,
         what=f"nothing held after {what!r:.300}",
     )
+
+
+def conversation(*turns: str) -> list[dict[str, Any]]:
+    """Alternating user and assistant messages, as a chat client resends them."""
+    roles = ("user", "assistant")
+    return [{"role": roles[i % 2], "content": text} for i, text in enumerate(turns)]

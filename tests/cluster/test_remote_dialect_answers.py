@@ -19,12 +19,19 @@ A command "runs" when its terminal tool completes without error.
 from __future__ import annotations
 
 import secrets
-from typing import Any
 
 from aiohttp.test_utils import TestClient
 
 from hermes_api_plugin.http.app_keys import TURNS
-from tests.helpers import COMPLETION_ID, WEATHER_TOOL, wait_for_async
+from tests.helpers import (
+    COMPLETION_ID,
+    SUSPEND_ASK,
+    SUSPEND_COMMAND,
+    SUSPEND_DONE,
+    WEATHER_TOOL,
+    conversation,
+    wait_for_async,
+)
 from tests.routes.responses_helpers import create, snapshot, stream_response
 from tests.routes.support import (
     chat,
@@ -37,16 +44,6 @@ from tests.routes.support import (
     suspended,
     terminal_results,
 )
-
-ASK = "delete the build"
-COMMAND = "rm -rf build/"
-DONE = "Done with the build directory."
-
-
-def conversation(*turns: str) -> list[dict[str, Any]]:
-    """Alternating user and assistant messages, as a chat client resends them."""
-    roles = ("user", "assistant")
-    return [{"role": roles[i % 2], "content": text} for i, text in enumerate(turns)]
 
 
 async def ran(api: TestClient, auth: dict[str, str], run_id: str) -> list[bool]:
@@ -66,14 +63,14 @@ async def test_w_15_4_approve_on_b_with_the_history_resent_runs_the_command_once
     header — posted to B resumes A's turn: B streams the rest as a new completion of the same run, the command runs
     once, on A."""
     a, b = suspend_replicas
-    first = await stream_chat(a, auth, ASK)
+    first = await stream_chat(a, auth, SUSPEND_ASK)
     run_id = first.headers["X-Hermes-Run-Id"]
     assert (await suspended(b, auth, run_id))["required_action"]["type"] == "approval"
 
-    second = await stream_chat(b, auth, messages=conversation(ASK, first.content, "/approve"))
+    second = await stream_chat(b, auth, messages=conversation(SUSPEND_ASK, first.content, "/approve"))
     assert second.headers["X-Hermes-Run-Id"] == run_id  # the same turn, resumed
     assert COMPLETION_ID.match(second.finish["id"]) and second.finish["id"] != first.finish["id"]
-    assert second.content == DONE and second.finish["choices"][0]["finish_reason"] == "stop"
+    assert second.content == SUSPEND_DONE and second.finish["choices"][0]["finish_reason"] == "stop"
     assert second.headers["X-Hermes-Session-Id"] == first.headers["X-Hermes-Session-Id"]
     decided = [r.json() for r in second.records if r.event == "hermes.approval.responded"]
     assert [d["choice"] for d in decided] == ["once"]
@@ -88,10 +85,10 @@ async def test_w_15_4_with_an_explicit_session_the_next_message_on_b_answers(
     """W-15.4: a session the client names (X-Hermes-Session-Id): its next message answers from B, whatever history."""
     a, b = suspend_replicas
     session = {"X-Hermes-Session-Id": "remote-turn-taking-" + secrets.token_hex(4)}
-    first = await stream_chat(a, auth, ASK, headers=session)
+    first = await stream_chat(a, auth, SUSPEND_ASK, headers=session)
     run_id = first.headers["X-Hermes-Run-Id"]
     second = await stream_chat(b, auth, "/approve", headers=session)
-    assert second.headers["X-Hermes-Run-Id"] == run_id and second.content == DONE
+    assert second.headers["X-Hermes-Run-Id"] == run_id and second.content == SUSPEND_DONE
     assert second.headers["X-Hermes-Session-Id"] == session["X-Hermes-Session-Id"]
     assert await ran(a, auth, run_id) == [False]
     assert never_ran_on(b, run_id)
@@ -131,9 +128,9 @@ async def test_w_15_4_an_unrelated_message_on_b_denies_on_a_and_is_a_new_turn_on
     """W-15.4, W-15.1: the conversation moves on through B — A's pending approval is denied (the command never runs)
     and B answers the message as a turn of its own."""
     a, b = suspend_replicas
-    first = await stream_chat(a, auth, ASK)
+    first = await stream_chat(a, auth, SUSPEND_ASK)
     run_id = first.headers["X-Hermes-Run-Id"]
-    second = await stream_chat(b, auth, messages=conversation(ASK, first.content, "hello"))
+    second = await stream_chat(b, auth, messages=conversation(SUSPEND_ASK, first.content, "hello"))
     assert second.headers["X-Hermes-Run-Id"] != run_id and second.content == "Hello."
     assert b.server.app[TURNS].find(second.headers["X-Hermes-Run-Id"]) is not None, "B ran the new turn"
     assert (await settled(a, auth, run_id))["status"] == "completed"
@@ -146,12 +143,12 @@ async def test_w_15_4_the_next_message_of_a_session_chat_answers_on_b(
     """W-15.4: session chat (/api/sessions/{id}/chat): the session's next message, posted to B, answers A's run."""
     a, b = suspend_replicas
     session = (await create_session(a, auth))["id"]
-    headers, first = await chat(a, auth, session, ASK)
+    headers, first = await chat(a, auth, session, SUSPEND_ASK)
     run_id = headers["X-Hermes-Run-Id"]
-    assert first["status"] == "requires_action" and first["required_action"]["command"] == COMMAND
+    assert first["status"] == "requires_action" and first["required_action"]["command"] == SUSPEND_COMMAND
     again, second = await chat(b, auth, session, "/approve")
     assert again["X-Hermes-Run-Id"] == run_id
-    assert second["status"] == "completed" and second["message"]["content"] == DONE
+    assert second["status"] == "completed" and second["message"]["content"] == SUSPEND_DONE
     assert await ran(a, auth, run_id) == [False]
     assert never_ran_on(b, run_id)
 
@@ -163,7 +160,7 @@ async def test_w_15_4_an_mcp_approval_response_on_b_resumes_the_response_of_a(
     with previous_response_id is a new Response of the same run, streamed by B; the command runs once, on A, and the
     owner stores the new Response as B streamed it (GET on either gateway)."""
     a, b = suspend_replicas
-    first = await stream_response(a, auth, ASK)
+    first = await stream_response(a, auth, SUSPEND_ASK)
     run_id, response = first.headers["X-Hermes-Run-Id"], first.response
     [asked] = [item for item in response["output"] if item["type"] == "mcp_approval_request"]
     answer = {"type": "mcp_approval_response", "approval_request_id": asked["id"], "approve": True}
@@ -173,7 +170,7 @@ async def test_w_15_4_an_mcp_approval_response_on_b_resumes_the_response_of_a(
     assert resumed["id"] != response["id"] and resumed["previous_response_id"] == response["id"]
     assert resumed["status"] == "completed"
     finals = [i for i in resumed["output"] if i["type"] == "message" and i.get("phase") == "final_answer"]
-    assert "".join(p["text"] for i in finals for p in i["content"]) == DONE
+    assert "".join(p["text"] for i in finals for p in i["content"]) == SUSPEND_DONE
     assert (await settled(a, auth, run_id))["status"] == "completed"
     assert await ran(a, auth, run_id) == [False]
     assert never_ran_on(b, run_id)
@@ -191,16 +188,16 @@ async def test_w_15_4_a_keyed_answer_on_b_retried_on_a_and_on_b_never_answers_tw
     """W-15.4, §15.1 idempotency: a keyed `/approve` posted to B reserves its key for A's run; its retries — on A and
     on B — attach to or replay the same delivery (same completion, same text) and never answer again."""
     a, b = suspend_replicas
-    first = await stream_chat(a, auth, ASK)
+    first = await stream_chat(a, auth, SUSPEND_ASK)
     run_id = first.headers["X-Hermes-Run-Id"]
     key = {"Idempotency-Key": "k-" + secrets.token_hex(8)}
-    messages = conversation(ASK, first.content, "/approve")
+    messages = conversation(SUSPEND_ASK, first.content, "/approve")
     second = await stream_chat(b, auth, messages=messages, headers=key)
-    assert second.headers["X-Hermes-Run-Id"] == run_id and second.content == DONE
+    assert second.headers["X-Hermes-Run-Id"] == run_id and second.content == SUSPEND_DONE
     for gateway in (a, b, a):
         retry = await stream_chat(gateway, auth, messages=messages, headers=key)
         assert retry.headers["X-Hermes-Run-Id"] == run_id and retry.headers["Idempotency-Replayed"] == "true"
-        assert retry.finish["id"] == second.finish["id"] and retry.content == DONE
+        assert retry.finish["id"] == second.finish["id"] and retry.content == SUSPEND_DONE
     assert (await get_run(a, auth, run_id))["status"] == "completed"
     assert await ran(a, auth, run_id) == [False]
     assert never_ran_on(b, run_id)
@@ -232,14 +229,14 @@ async def test_w_15_4_a_stateless_history_on_b_answers_by_approval_request_id(
     """W-15.4, §15.1: an agent framework resends the whole history to B without previous_response_id; its trailing
     mcp_approval_response answers A's turn by its approval_request_id, as JSON."""
     a, b = suspend_replicas
-    headers, first = await create(a, auth, ASK)
+    headers, first = await create(a, auth, SUSPEND_ASK)
     run_id = headers["X-Hermes-Run-Id"]
     [asked] = [item for item in first["output"] if item["type"] == "mcp_approval_request"]
     answer = {"type": "mcp_approval_response", "approval_request_id": asked["id"], "approve": True}
-    again, resumed = await create(b, auth, [{"role": "user", "content": ASK}, *first["output"], answer])
+    again, resumed = await create(b, auth, [{"role": "user", "content": SUSPEND_ASK}, *first["output"], answer])
     assert again["X-Hermes-Run-Id"] == run_id and resumed["previous_response_id"] is None
     finals = [i for i in resumed["output"] if i["type"] == "message" and i.get("phase") == "final_answer"]
-    assert "".join(p["text"] for i in finals for p in i["content"]) == DONE
+    assert "".join(p["text"] for i in finals for p in i["content"]) == SUSPEND_DONE
     assert await ran(a, auth, run_id) == [False]
     assert never_ran_on(b, run_id)
 

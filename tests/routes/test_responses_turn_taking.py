@@ -12,15 +12,18 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 
 from tests.conftest import ApiFactory
-from tests.helpers import RESPONSES, WEATHER_ARGUMENTS, WEATHER_FLAT_TOOL
+from tests.helpers import (
+    RESPONSES,
+    SUSPEND_ASK,
+    SUSPEND_COMMAND,
+    SUSPEND_DONE,
+    SUSPEND_SCRIPT,
+    WEATHER_ARGUMENTS,
+    WEATHER_FLAT_TOOL,
+)
 
 from .responses_helpers import create, get_stream, snapshot, stream_response
 from .support import get_run, read_events, suspended, terminal_results
-
-SUSPEND = "suspend.yaml"
-ASK = "delete the build"
-COMMAND = "rm -rf build/"
-DONE = "Done with the build directory."
 
 
 def items_of(response: dict[str, Any], kind: str) -> list[dict[str, Any]]:
@@ -47,14 +50,16 @@ async def test_w_15_1_an_approval_ends_the_response_and_approving_resumes_the_ru
 ) -> None:
     """W-15.1, §15.3: the stream ends `completed` with an mcp_approval_request (added and done); an
     mcp_approval_response with previous_response_id is a new Response of the same run, and the command runs once."""
-    api = await make_api(script=SUSPEND)
-    first = await stream_response(api, auth, ASK)
+    api = await make_api(script=SUSPEND_SCRIPT)
+    first = await stream_response(api, auth, SUSPEND_ASK)
     run_id = first.headers["X-Hermes-Run-Id"]
     response = first.response
     assert response["status"] == "completed" and first.terminal["type"] == "response.completed"
     [asked] = items_of(response, "mcp_approval_request")
     assert asked["server_label"] == "hermes" and asked["name"] == "terminal"
-    assert json.loads(asked["arguments"])["command"] == COMMAND and "description" in json.loads(asked["arguments"])
+    assert json.loads(asked["arguments"])["command"] == SUSPEND_COMMAND and "description" in json.loads(
+        asked["arguments"]
+    )
     added = [e["item"]["type"] for e in first.events if e["type"] == "response.output_item.added"]
     assert added[-1] == "mcp_approval_request" and response["output"][-1] == asked
     assert (await suspended(api, auth, run_id))["required_action"]["type"] == "approval"
@@ -65,9 +70,11 @@ async def test_w_15_1_an_approval_ends_the_response_and_approving_resumes_the_ru
     assert second.headers["X-Hermes-Run-Id"] == run_id
     resumed = second.response
     assert resumed["id"] != response["id"] and resumed["previous_response_id"] == response["id"]
-    assert resumed["status"] == "completed" and answer_text(resumed) == DONE
+    assert resumed["status"] == "completed" and answer_text(resumed) == SUSPEND_DONE
     outputs = items_of(resumed, "function_call_output")
-    assert [o["output"] for o in outputs] == [f"Ran terminal: {COMMAND}"]  # the held command's result comes here
+    assert [o["output"] for o in outputs] == [
+        f"Ran terminal: {SUSPEND_COMMAND}"
+    ]  # the held command's result comes here
     assert await ran(api, auth, run_id) == [False]
     assert (await get_run(api, auth, run_id))["status"] == "completed"
 
@@ -82,13 +89,13 @@ async def test_w_15_1_deny_and_an_unrelated_input_never_run_the_command(
 ) -> None:
     """W-15.1: `approve: false` resumes the run with the command denied; an unrelated input chained to the suspended
     Response denies it too and is a new turn of its own."""
-    api = await make_api(script=SUSPEND)
-    _, first = await create(api, auth, ASK)
+    api = await make_api(script=SUSPEND_SCRIPT)
+    _, first = await create(api, auth, SUSPEND_ASK)
     headers, denied = await create(api, auth, [approval(first, False)], previous_response_id=first["id"])
-    assert answer_text(denied) == DONE
+    assert answer_text(denied) == SUSPEND_DONE
     assert await ran(api, auth, headers["X-Hermes-Run-Id"]) == [True]
 
-    first_headers, again = await create(api, auth, ASK)
+    first_headers, again = await create(api, auth, SUSPEND_ASK)
     headers, moved_on = await create(api, auth, "hello", previous_response_id=again["id"])
     assert headers["X-Hermes-Run-Id"] != first_headers["X-Hermes-Run-Id"] and answer_text(moved_on) == "Hello."
     assert await ran(api, auth, first_headers["X-Hermes-Run-Id"]) == [True]
@@ -99,21 +106,21 @@ async def test_w_15_1_a_stateless_approval_answers_by_its_request_id(
 ) -> None:
     """§15.1: the Agents SDK resends the whole history without previous_response_id; the trailing
     mcp_approval_response answers the suspended turn by its approval_request_id (scope extension: session)."""
-    api = await make_api(script=SUSPEND)
-    headers, first = await create(api, auth, ASK)
-    history = [{"role": "user", "content": ASK}, *first["output"], approval(first, scope="session")]
+    api = await make_api(script=SUSPEND_SCRIPT)
+    headers, first = await create(api, auth, SUSPEND_ASK)
+    history = [{"role": "user", "content": SUSPEND_ASK}, *first["output"], approval(first, scope="session")]
     again, resumed = await create(api, auth, history)
-    assert again["X-Hermes-Run-Id"] == headers["X-Hermes-Run-Id"] and answer_text(resumed) == DONE
+    assert again["X-Hermes-Run-Id"] == headers["X-Hermes-Run-Id"] and answer_text(resumed) == SUSPEND_DONE
     assert resumed["previous_response_id"] is None
     assert await ran(api, auth, headers["X-Hermes-Run-Id"]) == [False]
 
 
 async def test_w_15_1_a_conversation_continues_into_the_answer(make_api: ApiFactory, auth: dict[str, str]) -> None:
     """§15.3: `conversation` finds the suspended Response as its latest; the chain continues after the answer."""
-    api = await make_api(script=SUSPEND)
-    _, first = await create(api, auth, ASK, conversation="turns-1")
+    api = await make_api(script=SUSPEND_SCRIPT)
+    _, first = await create(api, auth, SUSPEND_ASK, conversation="turns-1")
     _, second = await create(api, auth, [approval(first)], conversation="turns-1")
-    assert second["previous_response_id"] == first["id"] and answer_text(second) == DONE
+    assert second["previous_response_id"] == first["id"] and answer_text(second) == SUSPEND_DONE
     _, third = await create(api, auth, "hello", conversation="turns-1")
     assert third["previous_response_id"] == second["id"] and answer_text(third) == "Hello."
 
@@ -121,7 +128,7 @@ async def test_w_15_1_a_conversation_continues_into_the_answer(make_api: ApiFact
 async def test_w_15_2_a_question_is_the_final_message_and_the_next_input_its_answer(
     make_api: ApiFactory, auth: dict[str, str]
 ) -> None:
-    api = await make_api(script=SUSPEND)
+    api = await make_api(script=SUSPEND_SCRIPT)
     first = await stream_response(api, auth, "deploy")
     assert first.response["status"] == "completed" and answer_text(first.response) == "Which branch?"
     second = await stream_response(api, auth, "main", previous_response_id=first.response["id"])
@@ -132,7 +139,7 @@ async def test_w_15_2_a_question_is_the_final_message_and_the_next_input_its_ans
 async def test_w_15_2_a_client_tool_round_trips_as_a_stream(make_api: ApiFactory, auth: dict[str, str]) -> None:
     """W-15.2: the call is a `function_call` item (added, arguments deltas, arguments done, done `completed`) that
     ends the Response; the `function_call_output` with previous_response_id is the result the agent answers with."""
-    api = await make_api(script=SUSPEND)
+    api = await make_api(script=SUSPEND_SCRIPT)
     first = await stream_response(api, auth, "weather in Paris?", tools=[WEATHER_FLAT_TOOL])
     [call] = items_of(first.response, "function_call")
     assert call["name"] == "get_weather" and call["status"] == "completed"
@@ -158,7 +165,7 @@ async def test_w_15_2_a_client_tool_round_trips_as_json_and_statelessly(
     make_api: ApiFactory, auth: dict[str, str]
 ) -> None:
     """W-15.2: JSON replies; the output answers by its call_id with the whole history resent."""
-    api = await make_api(script=SUSPEND)
+    api = await make_api(script=SUSPEND_SCRIPT)
     headers, first = await create(api, auth, "weather?", tools=[WEATHER_FLAT_TOOL])
     [call] = items_of(first, "function_call")
     history = [
@@ -173,7 +180,7 @@ async def test_w_15_2_a_client_tool_round_trips_as_json_and_statelessly(
 
 async def test_w_15_2_an_input_while_a_call_waits_declines_it(make_api: ApiFactory, auth: dict[str, str]) -> None:
     """§15.1: the conversation moved on without the output: the call fails for the agent, the input is a new turn."""
-    api = await make_api(script=SUSPEND)
+    api = await make_api(script=SUSPEND_SCRIPT)
     headers, first = await create(api, auth, "weather?", tools=[WEATHER_FLAT_TOOL])
     again, second = await create(api, auth, "hello", previous_response_id=first["id"])
     assert again["X-Hermes-Run-Id"] != headers["X-Hermes-Run-Id"] and answer_text(second) == "Hello."
@@ -186,8 +193,8 @@ async def test_w_15_2_an_input_while_a_call_waits_declines_it(make_api: ApiFacto
 async def test_w_15_1_a_keyed_answer_is_applied_once_and_its_retry_replays(
     make_api: ApiFactory, auth: dict[str, str]
 ) -> None:
-    api = await make_api(script=SUSPEND)
-    first = await stream_response(api, auth, ASK)
+    api = await make_api(script=SUSPEND_SCRIPT)
+    first = await stream_response(api, auth, SUSPEND_ASK)
     run_id = first.headers["X-Hermes-Run-Id"]
     key = {"Idempotency-Key": "answer-1"}
     body = {"input": [approval(first.response)], "previous_response_id": first.response["id"]}
@@ -201,8 +208,8 @@ async def test_w_15_1_a_keyed_answer_is_applied_once_and_its_retry_replays(
 async def test_a_background_answer_is_polled_to_its_end(make_api: ApiFactory, auth: dict[str, str]) -> None:
     """§4.9 with §15.3: a background Response ends at the approval (stored completed without a client); the
     background answer resumes it and settles."""
-    api = await make_api(script=SUSPEND)
-    _, first = await create(api, auth, ASK, background=True)
+    api = await make_api(script=SUSPEND_SCRIPT)
+    _, first = await create(api, auth, SUSPEND_ASK, background=True)
     from .responses_helpers import poll_status
 
     done = await poll_status(api, auth, first["id"], {"completed"})
@@ -210,7 +217,7 @@ async def test_a_background_answer_is_polled_to_its_end(make_api: ApiFactory, au
     _, second = await create(api, auth, [approval(done)], previous_response_id=first["id"], background=True)
     assert second["status"] in ("in_progress", "completed")
     settled = await poll_status(api, auth, second["id"], {"completed"})
-    assert answer_text(settled) == DONE
+    assert answer_text(settled) == SUSPEND_DONE
 
 
 async def test_input_items_schema_accepts_the_approval_items(api: TestClient, auth: dict[str, str]) -> None:

@@ -10,12 +10,9 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 
 from tests.conftest import ApiFactory
-from tests.helpers import RUNS, assert_error_envelope, fetch, wait_for_async
+from tests.helpers import RUNS, SUSPEND_COMMAND, SUSPEND_SCRIPT, assert_error_envelope, fetch, wait_for_async
 
 from .support import check_run_events, get_run, read_events, settled, start_run, suspended, terminal_results
-
-COMMAND = "rm -rf build/"
-SUSPEND = "suspend.yaml"
 
 
 async def post(api: TestClient, auth: dict[str, str], path: str, body: Any) -> Any:
@@ -27,12 +24,12 @@ async def test_w_15_1_an_approved_command_runs_once_and_the_run_resumes(
 ) -> None:
     """W-15.1 on runs: the run requires an approval (its required_action says what), `once` resumes the same turn
     (running again, no required_action), the command runs exactly once and the answer follows."""
-    api = await make_api(script=SUSPEND)
+    api = await make_api(script=SUSPEND_SCRIPT)
     run_id = await start_run(api, auth, "delete the build")
     run = await suspended(api, auth, run_id)
     assert run["required_action"] == {
         "type": "approval",
-        "command": COMMAND,
+        "command": SUSPEND_COMMAND,
         "description": "dangerous command (scripted)",
         "choices": ["once", "session", "always", "deny"],
     }
@@ -56,7 +53,7 @@ async def test_w_15_1_an_approved_command_runs_once_and_the_run_resumes(
     assert names.index("tool.started") < names.index("approval.request") < names.index("approval.responded")
     assert names.index("approval.responded") < names.index("tool.completed") < names.index("run.completed")
     request = next(p for p in events.payloads if p["event"] == "approval.request")
-    assert request["command"] == COMMAND and request["choices"][-1] == "deny"
+    assert request["command"] == SUSPEND_COMMAND and request["choices"][-1] == "deny"
     assert [p["choice"] for p in events.payloads if p["event"] == "approval.responded"] == ["once"]
     assert terminal_results(events.payloads) == [False]  # ran, once
 
@@ -64,7 +61,7 @@ async def test_w_15_1_an_approved_command_runs_once_and_the_run_resumes(
 async def test_w_15_1_a_denied_command_never_runs_and_the_turn_goes_on(
     make_api: ApiFactory, auth: dict[str, str]
 ) -> None:
-    api = await make_api(script=SUSPEND)
+    api = await make_api(script=SUSPEND_SCRIPT)
     run_id = await start_run(api, auth, "delete the build")
     await suspended(api, auth, run_id)
     assert (await post(api, auth, f"{RUNS}/{run_id}/approval", {"choice": "deny"})).status == 200
@@ -77,7 +74,7 @@ async def test_w_15_1_a_denied_command_never_runs_and_the_turn_goes_on(
 
 async def test_w_15_1_no_answer_within_suspend_seconds_denies(make_api: ApiFactory, auth: dict[str, str]) -> None:
     """`api_server.turns.suspend_seconds` bounds the wait: then the approval is denied and the question unanswered."""
-    api = await make_api(script=SUSPEND, config={"api_server": {"turns": {"suspend_seconds": 0.2}}})
+    api = await make_api(script=SUSPEND_SCRIPT, config={"api_server": {"turns": {"suspend_seconds": 0.2}}})
     run_id = await start_run(api, auth, "delete the build")
     done = await settled(api, auth, run_id)
     assert done["status"] == "completed" and "required_action" not in done
@@ -92,7 +89,7 @@ async def test_w_15_1_no_answer_within_suspend_seconds_denies(make_api: ApiFacto
 
 
 async def test_w_15_1_a_stop_while_suspended_denies_and_cancels(make_api: ApiFactory, auth: dict[str, str]) -> None:
-    api = await make_api(script=SUSPEND)
+    api = await make_api(script=SUSPEND_SCRIPT)
     run_id = await start_run(api, auth, "delete the build")
     await suspended(api, auth, run_id)
     stopped = await post(api, auth, f"{RUNS}/{run_id}/stop", None)
@@ -110,7 +107,7 @@ async def test_w_15_1_a_stop_while_suspended_denies_and_cancels(make_api: ApiFac
 
 async def test_a_question_round_trip_through_answer(make_api: ApiFactory, auth: dict[str, str]) -> None:
     """§15.4: the run requires an answer to its question; `/answer` resumes it and the turn uses the answer."""
-    api = await make_api(script=SUSPEND)
+    api = await make_api(script=SUSPEND_SCRIPT)
     run_id = await start_run(api, auth, "deploy")
     run = await suspended(api, auth, run_id)
     assert run["required_action"] == {"type": "question", "question": "Which branch?", "choices": []}
@@ -134,7 +131,7 @@ async def test_a_question_round_trip_through_answer(make_api: ApiFactory, auth: 
 async def test_answer_errors_in_the_one_envelope(make_api: ApiFactory, auth: dict[str, str]) -> None:
     """404 for an unknown run before the body; the body is checked before the turn (400); 409 when no question
     pends — an approval pending, a run that never asked, a settled run."""
-    api = await make_api(script=SUSPEND)
+    api = await make_api(script=SUSPEND_SCRIPT)
     unknown = await post(api, auth, f"{RUNS}/run_{'0' * 32}/answer", {"text": "x"})
     assert_error_envelope(unknown, 404, "run_not_found")
     run_id = await start_run(api, auth, "delete the build")
@@ -158,7 +155,7 @@ async def test_w_15_4_a_keyed_retry_of_an_answer_never_answers_twice(
 ) -> None:
     """The retry of a keyed answer, sent while the turn already waits for its next question, is told the first reply
     (Idempotency-Replayed) and answers nothing; the same key with another answer conflicts; a malformed key is 400."""
-    api = await make_api(script=SUSPEND)
+    api = await make_api(script=SUSPEND_SCRIPT)
     run_id = await start_run(api, auth, "two questions")
     await suspended(api, auth, run_id)
     path = f"{RUNS}/{run_id}/answer"
@@ -188,7 +185,7 @@ async def test_w_15_4_a_keyed_retry_of_an_answer_never_answers_twice(
 
 
 async def test_a_keyed_approval_retry_is_replayed_not_applied_again(make_api: ApiFactory, auth: dict[str, str]) -> None:
-    api = await make_api(script=SUSPEND)
+    api = await make_api(script=SUSPEND_SCRIPT)
     run_id = await start_run(api, auth, "delete the build")
     await suspended(api, auth, run_id)
     keyed = {**auth, "Idempotency-Key": "approve-1"}

@@ -11,7 +11,7 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 
 from tests.conftest import ApiFactory
-from tests.helpers import RUNS, WEATHER_ARGUMENTS, WEATHER_TOOL, assert_error_envelope, fetch
+from tests.helpers import RUNS, SUSPEND_SCRIPT, WEATHER_ARGUMENTS, WEATHER_TOOL, assert_error_envelope, fetch
 
 from .support import (
     check_run_events,
@@ -25,7 +25,6 @@ from .support import (
     tool_call_waiting,
 )
 
-SUSPEND = "suspend.yaml"
 ASK = "what is the weather"  # no turn of the script matches it: the default turn calls the first offered tool
 FLAT_TOOL = {"type": "function", **WEATHER_TOOL["function"]}  # Responses' shape
 
@@ -35,7 +34,7 @@ async def test_w_15_2_a_declared_tool_round_trips_through_tool_outputs(
 ) -> None:
     """W-15.2 / W-15.4 on runs: a run lending a tool requires the client's output (required_action client_tool, on GET
     and as a tool_call.request event), /tool_outputs returns it, the same turn resumes and the agent answers with it."""
-    api = await make_api(script=SUSPEND)
+    api = await make_api(script=SUSPEND_SCRIPT)
     run_id = await start_run(api, auth, ASK, tools=[WEATHER_TOOL])
     action = await tool_call_waiting(api, auth, run_id)
     assert (action["name"], action["arguments"]) == ("get_weather", WEATHER_ARGUMENTS)
@@ -71,7 +70,7 @@ async def test_responses_shaped_tools_and_a_named_tool_choice_are_taken_too(
 ) -> None:
     """§15.4: runs take either shape; `tool_choice` naming the function makes the agent call it even for an input the
     script would have answered itself, and `none` offers no tool at all."""
-    api = await make_api(script=SUSPEND)
+    api = await make_api(script=SUSPEND_SCRIPT)
     lookup = {"type": "function", "name": "lookup", "parameters": {"type": "object", "properties": {}}}
     run_id = await start_run(
         api, auth, "hello", tools=[lookup, FLAT_TOOL], tool_choice={"type": "function", "name": "get_weather"}
@@ -92,7 +91,7 @@ async def test_w_15_4_a_keyed_retry_of_tool_outputs_never_returns_twice(
 ) -> None:
     """W-15.4: the keyed retry is told the first reply (Idempotency-Replayed) and returns nothing again; the same key
     with another output conflicts; an unkeyed second post finds nothing pending."""
-    api = await make_api(script=SUSPEND, config={"api_server": {"turns": {"suspend_seconds": 30}}})
+    api = await make_api(script=SUSPEND_SCRIPT, config={"api_server": {"turns": {"suspend_seconds": 30}}})
     run_id = await start_run(api, auth, ASK, tools=[WEATHER_TOOL])
     call_id = (await tool_call_waiting(api, auth, run_id))["call_id"]
     bad_key = await post_tool_outputs(api, auth, run_id, [(call_id, "hail")], key=" ")
@@ -116,7 +115,7 @@ async def test_a_call_id_that_is_not_pending_is_409_and_returns_nothing(
 ) -> None:
     """A wrong call_id is 409 tool_call_not_pending; with the right one beside it nothing is returned either (all or
     nothing), and the run still waits; a run waiting for a question, or for nothing, has no tool call pending."""
-    api = await make_api(script=SUSPEND)
+    api = await make_api(script=SUSPEND_SCRIPT)
     run_id = await start_run(api, auth, ASK, tools=[WEATHER_TOOL])
     call_id = (await tool_call_waiting(api, auth, run_id))["call_id"]
     wrong = await post_tool_outputs(api, auth, run_id, [("call_unknown", "x")])
@@ -139,7 +138,7 @@ async def test_a_call_id_that_is_not_pending_is_409_and_returns_nothing(
 async def test_tool_outputs_errors_in_the_one_envelope(make_api: ApiFactory, auth: dict[str, str]) -> None:
     """404 for an unknown run before the body; a body that is not a list of {call_id, output strings} is 400 naming
     the field (an output that is not a string, a call_id given twice, no outputs), before the turn is touched."""
-    api = await make_api(script=SUSPEND)
+    api = await make_api(script=SUSPEND_SCRIPT)
     unknown = await post_tool_outputs(api, auth, f"run_{'0' * 32}", [("call_x", "y")])
     assert_error_envelope(unknown, 404, "run_not_found")
     run_id = await start_run(api, auth, ASK, tools=[WEATHER_TOOL])
@@ -170,7 +169,7 @@ async def test_tool_outputs_errors_in_the_one_envelope(make_api: ApiFactory, aut
 async def test_bad_tools_on_post_runs_are_400_before_anything_runs(make_api: ApiFactory, auth: dict[str, str]) -> None:
     """§15.4, §1.7: tools that do not declare a function properly, or a tool_choice the tools cannot satisfy, are 400
     naming the field; other tool types are ignored, not offered."""
-    api = await make_api(script=SUSPEND)
+    api = await make_api(script=SUSPEND_SCRIPT)
     nameless = {"type": "function", "function": {"description": "no name"}}
     cases: list[tuple[dict[str, Any], str]] = [
         ({"tools": WEATHER_TOOL}, "tools"),
@@ -198,7 +197,7 @@ async def test_bad_tools_on_post_runs_are_400_before_anything_runs(make_api: Api
 async def test_w_15_1_no_output_in_time_or_a_stop_returns_no_output(make_api: ApiFactory, auth: dict[str, str]) -> None:
     """§15.1: no output within suspend_seconds → tool_call.responded with output null, and the agent says the tool
     gave none; a stop while waiting resolves the call the same way and cancels the run."""
-    api = await make_api(script=SUSPEND, config={"api_server": {"turns": {"suspend_seconds": 0.3}}})
+    api = await make_api(script=SUSPEND_SCRIPT, config={"api_server": {"turns": {"suspend_seconds": 0.3}}})
     run_id = await start_run(api, auth, ASK, tools=[WEATHER_TOOL])
     done = await settled(api, auth, run_id)
     assert done["status"] == "completed" and done["output"] == "get_weather gave no output."
@@ -208,7 +207,7 @@ async def test_w_15_1_no_output_in_time_or_a_stop_returns_no_output(make_api: Ap
     late = await post_tool_outputs(api, auth, run_id, [(responded[0]["call_id"], "too late")])
     assert_error_envelope(late, 409, "tool_call_not_pending", type="conflict_error")
 
-    patient = await make_api(script=SUSPEND)
+    patient = await make_api(script=SUSPEND_SCRIPT)
     stopped = await start_run(patient, auth, ASK, tools=[WEATHER_TOOL])
     await tool_call_waiting(patient, auth, stopped)
     reply = await fetch(patient, "POST", f"{RUNS}/{stopped}/stop", headers=auth)

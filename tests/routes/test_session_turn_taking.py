@@ -10,12 +10,9 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 
 from tests.conftest import ApiFactory
-from tests.helpers import Reply, fetch
+from tests.helpers import SUSPEND_COMMAND, SUSPEND_SCRIPT, Reply, fetch
 
 from .support import SESSIONS, chat, create_session, read_events, terminal_results
-
-SUSPEND = "suspend.yaml"
-COMMAND = "rm -rf build/"
 
 
 async def stream(api: TestClient, auth: dict[str, str], session_id: str, message: str) -> Reply:
@@ -31,13 +28,15 @@ def events(reply: Reply) -> list[dict[str, Any]]:
 async def test_w_15_1_a_session_stream_ends_at_the_approval_and_the_next_message_decides(
     make_api: ApiFactory, auth: dict[str, str]
 ) -> None:
-    api = await make_api(script=SUSPEND)
+    api = await make_api(script=SUSPEND_SCRIPT)
     session = (await create_session(api, auth))["id"]
     first = await stream(api, auth, session, "delete the build")
     names = [e["event"] for e in events(first)]
     assert names[-4:] == ["approval.request", "assistant.completed", "run.requires_action", "done"]
     closing = events(first)[-3]
-    assert closing["content"].startswith("⚠️") and COMMAND in closing["content"]  # the answer since the last tool
+    assert (
+        closing["content"].startswith("⚠️") and SUSPEND_COMMAND in closing["content"]
+    )  # the answer since the last tool
     assert events(first)[-2]["required_action"]["type"] == "approval"
     run_id = first.headers["X-Hermes-Run-Id"]
 
@@ -55,11 +54,11 @@ async def test_w_15_1_a_session_stream_ends_at_the_approval_and_the_next_message
 async def test_w_15_1_a_session_json_chat_reports_requires_action_and_deny_keeps_the_file(
     make_api: ApiFactory, auth: dict[str, str]
 ) -> None:
-    api = await make_api(script=SUSPEND)
+    api = await make_api(script=SUSPEND_SCRIPT)
     session = (await create_session(api, auth))["id"]
     headers, first = await chat(api, auth, session, "delete the build")
-    assert first["status"] == "requires_action" and first["required_action"]["command"] == COMMAND
-    assert COMMAND in first["message"]["content"]
+    assert first["status"] == "requires_action" and first["required_action"]["command"] == SUSPEND_COMMAND
+    assert SUSPEND_COMMAND in first["message"]["content"]
     again, second = await chat(api, auth, session, "/deny")
     assert again["X-Hermes-Run-Id"] == headers["X-Hermes-Run-Id"] and second["status"] == "completed"
     assert terminal_results((await read_events(api, auth, headers["X-Hermes-Run-Id"])).payloads) == [True]
@@ -68,7 +67,7 @@ async def test_w_15_1_a_session_json_chat_reports_requires_action_and_deny_keeps
 async def test_w_15_2_a_session_question_is_answered_by_the_next_message(
     make_api: ApiFactory, auth: dict[str, str]
 ) -> None:
-    api = await make_api(script=SUSPEND)
+    api = await make_api(script=SUSPEND_SCRIPT)
     session = (await create_session(api, auth))["id"]
     _, first = await chat(api, auth, session, "deploy")
     assert first["status"] == "requires_action" and first["message"]["content"] == "Which branch?"
