@@ -222,6 +222,7 @@ async def test_a_resent_history_ending_in_the_servers_own_call_and_result_is_ans
     body = {"model": "hermes-agent", "input": [{"role": "user", "content": "x"}, own, result]}
     async with api.post(RESPONSES, json=body, headers=auth) as resp:
         assert resp.status == 200, await resp.text()
+        await resp.read()  # the whole reply: a client leaving after the early head would cancel the turn (§5.5)
     results = "[Result of the client's tool call call_client_1]\n42"
     await wait_for_async(lambda: [e for e in executions(api.home) if e["input"]["content"][0]["text"] == results])
     given = execution_for(api, results)
