@@ -63,6 +63,22 @@ RESPONSE_KEYS = {
     "previous_response_id",
     "store",
     "usage",
+    # WIRE.md §16: what the Open Responses ResponseResource requires besides
+    "completed_at",
+    "truncation",
+    "text",
+    "temperature",
+    "top_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "top_logprobs",
+    "reasoning",
+    "max_output_tokens",
+    "max_tool_calls",
+    "service_tier",
+    "safety_identifier",
+    "prompt_cache_key",
+    "user",
 }
 USAGE_KEYS = {"input_tokens", "output_tokens", "total_tokens", "input_tokens_details", "output_tokens_details"}
 ITEM_ID = {

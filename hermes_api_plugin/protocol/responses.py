@@ -37,6 +37,7 @@ from .common import (
 from .counts import MAX_INPUT_ITEMS
 from .limits import ID_MAX, METADATA, NAME_MAX, short
 from .params import IntText, Param
+from .response_settings import SETTINGS_PROPS, ResponseSettings, parse_settings
 from .schema import AnyJson, Arr, Bool, Either, Obj, Prop, Str, Tagged
 
 
@@ -73,6 +74,7 @@ class ResponsesRequest:
     identity: Callable[[], str]  # the §5.2 identity hash, computed when a key asks for it
     client_tools: tuple[ClientTool, ...] = ()  # the declared function tools, lent to the agent (§15.3)
     choice: ToolChoice = CHOOSE_AUTO
+    settings: ResponseSettings = ResponseSettings()  # the fields the Response object echoes (WIRE.md §16)
 
     @property
     def declares_function_tools(self) -> bool:
@@ -209,8 +211,10 @@ RESPONSES_BODY = Obj(
         ),
         Prop("tool_choice", TOOL_CHOICE),
         Prop("parallel_tool_calls", Bool()),
+        *SETTINGS_PROPS,
     ),
-    description="OpenAI sampling fields (temperature, top_p, max_output_tokens, …) are accepted and ignored (§1.10)",
+    description="The sampling and output settings (temperature, top_p, max_output_tokens, text, …) are checked and "
+    "echoed on the Response object, not applied: the agent's model settings are its own (§16)",
 )
 
 
@@ -266,6 +270,7 @@ def parse_responses_request(raw: dict[str, Any], providers: frozenset[str]) -> R
         identity=partial(_identity, raw, previous, conversation, instructions, selection),
         client_tools=tools,
         choice=choice,
+        settings=parse_settings(body, selection.reasoning_effort if selection.reasoning_enabled else "none"),
     )
 
 

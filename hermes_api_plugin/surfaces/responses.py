@@ -48,6 +48,7 @@ from ..dialects.response_objects import render_from, renderer, settled
 from ..dialects.responses import ResponseHead, ResponsesRenderer
 from ..protocol.approval_commands import ApprovalCommand, offered
 from ..protocol.common import new_chain_session_id, new_response_id, new_run_id
+from ..protocol.response_settings import echoed_tools
 from ..protocol.responses import (
     ApprovalAnswer,
     ResponsesRequest,
@@ -352,10 +353,12 @@ class ResponsesSurface:
             store=body.store,
             instructions=instructions,
             metadata=body.metadata,
-            tools=body.tools,
+            tools=echoed_tools(body.tools),
             tool_choice=body.tool_choice,
             parallel_tool_calls=body.parallel_tool_calls,
             previous_response_id=previous,
+            truncation=body.truncation,
+            **body.settings.echoed(),
         )
 
     async def plan(self) -> TurnPlan:
