@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ..core.events import (
@@ -96,6 +96,17 @@ class ResponseHead:
 
 
 HEAD_FIELDS = frozenset(f.name for f in fields(ResponseHead))
+_SETTINGS = ResponseHead("", 0, "")  # the defaults of the §16 echoed settings (the fields after previous_response_id)
+_ECHOED_DEFAULTS = {
+    f.name: getattr(_SETTINGS, f.name)
+    for f in fields(ResponseHead)[[f.name for f in fields(ResponseHead)].index("truncation") :]
+}
+
+
+def head_to_json(head: ResponseHead) -> dict[str, Any]:
+    """A head as a keyed reply stores it: the §16 echoed settings only where they differ from their defaults, so
+    that a head written before they existed is written back as it was (`ResponseHead(**…)` reads both)."""
+    return {k: v for k, v in asdict(head).items() if k not in _ECHOED_DEFAULTS or v != _ECHOED_DEFAULTS[k]}
 
 
 def usage_object(usage: Usage) -> dict[str, Any]:

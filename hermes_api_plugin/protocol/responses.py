@@ -344,6 +344,9 @@ class ResolvedInput:
     messages: list[Message]  # history items first, the turn input last
     system: list[str]
     stored_items: list[dict[str, Any]]
+    # call ids of outputs of the client's own calls whose function_call is not in this input: it must be in the
+    # conversation the request continues, or the output answers nothing (`unanswerable_outputs`)
+    unpaired_outputs: tuple[str, ...] = ()
 
 
 def _output_text(output: Any) -> str:
@@ -383,6 +386,7 @@ def _convert(items: Sequence[Any], outputs: dict[str, str | None], response_id: 
     ignored = False
     server_result_last = False  # the last message so far is the result of a tool the server ran (its stored output)
     client_results: list[ToolResult] = []  # the trailing outputs of the client's own calls (none the server ran)
+    client_outputs: list[str] = []  # the call ids of every output of the client's own calls
     for i, item in enumerate(items):
         param = f"input[{i}]"
         own_id = _input_item_id(response_id, i)
@@ -441,6 +445,7 @@ def _convert(items: Sequence[Any], outputs: dict[str, str | None], response_id: 
             server_result_last = output is not None
             if output is None:
                 client_results.append(ToolResult(call_id, text))
+                client_outputs.append(call_id)
         elif kind == "mcp_call":
             name, arguments = item.get("name"), item.get("arguments") or "{}"
             if not isinstance(name, str) or not isinstance(arguments, str):
@@ -466,7 +471,21 @@ def _convert(items: Sequence[Any], outputs: dict[str, str | None], response_id: 
         raise invalid_request(
             "missing_user_message", "The last input item must be a user message with text or an image", "input"
         )
-    return ResolvedInput(messages, system, stored)
+    unpaired = tuple(dict.fromkeys(c for c in client_outputs if c not in calls))
+    return ResolvedInput(messages, system, stored, unpaired)
+
+
+def unanswerable_outputs(unpaired: Sequence[str], history: Sequence[Message], previous_output: Sequence[Any]) -> None:
+    """WIRE.md §15.3, as OpenAI answers it: an output of the client's own call needs that call — a function_call of
+    the input, of the Response it continues (`previous_output`) or of the conversation's history; an output whose
+    call_id none of them made is 400."""
+    known = {i.get("call_id") for i in previous_output if isinstance(i, dict) and i.get("type") == "function_call"}
+    known.update(call.id for message in history for call in message.tool_calls)
+    for call_id in unpaired:
+        if call_id not in known:
+            raise invalid_request(
+                "tool_call_not_found", f"No tool call found for function call output with call_id {call_id}.", "input"
+            )
 
 
 _STORED_PREFIX = {
