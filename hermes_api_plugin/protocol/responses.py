@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Protocol
 
@@ -74,7 +74,7 @@ class ResponsesRequest:
     identity: Callable[[], str]  # the §5.2 identity hash, computed when a key asks for it
     client_tools: tuple[ClientTool, ...] = ()  # the declared function tools, lent to the agent (§15.3)
     choice: ToolChoice = CHOOSE_AUTO
-    settings: ResponseSettings = ResponseSettings()  # the fields the Response object echoes (WIRE.md §16)
+    settings: ResponseSettings = field(default_factory=ResponseSettings)  # what the Response object echoes (§16)
 
     @property
     def declares_function_tools(self) -> bool:

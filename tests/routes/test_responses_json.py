@@ -30,7 +30,10 @@ from .responses_helpers import create, message_texts, poll_status, rejected, str
 def normalized(value: Any) -> Any:
     """A Response object with ids and timestamps blanked, for comparing two turns of the same input."""
     if isinstance(value, dict):
-        return {k: ("<id>" if k in ("id", "call_id", "created_at", "completed_at") else normalized(v)) for k, v in value.items()}
+        return {
+            k: ("<id>" if k in ("id", "call_id", "created_at", "completed_at") else normalized(v))
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [normalized(v) for v in value]
     return value
