@@ -167,6 +167,8 @@ class Num(Node):
 
     def check(self, value: Any, param: str) -> Any:
         number = isinstance(value, (int, float)) and not isinstance(value, bool) and value == value  # NaN: never
+        if number and self.integer and isinstance(value, float) and value.is_integer():
+            value = int(value)  # JSON Schema's integer: 9.0 is 9
         if (
             not number
             or (self.integer and not isinstance(value, int))
