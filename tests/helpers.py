@@ -197,7 +197,7 @@ def chat_body(
 _IDS = re.compile(
     r"\b(chatcmpl-[0-9a-f]{32}|(?:resp|run)_[0-9a-f]{32}|(?:rs|msg|fco|fc)_[0-9a-f]{24}|call_[0-9a-f]{24})\b"
 )
-_INTEGERS = re.compile(r'"(created|created_at|duration_ms)":\d+(?=[,}])')
+_INTEGERS = re.compile(r'"(created|created_at|completed_at|duration_ms)":\d+(?=[,}])')
 _FLOATS = re.compile(r'"(timestamp|ts|duration)":\d+\.\d+(?=[,}])')
 
 
