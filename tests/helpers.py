@@ -63,6 +63,22 @@ RESPONSE_KEYS = {
     "previous_response_id",
     "store",
     "usage",
+    # WIRE.md §16: what the Open Responses ResponseResource requires besides
+    "completed_at",
+    "truncation",
+    "text",
+    "temperature",
+    "top_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "top_logprobs",
+    "reasoning",
+    "max_output_tokens",
+    "max_tool_calls",
+    "service_tier",
+    "safety_identifier",
+    "prompt_cache_key",
+    "user",
 }
 USAGE_KEYS = {"input_tokens", "output_tokens", "total_tokens", "input_tokens_details", "output_tokens_details"}
 ITEM_ID = {
@@ -181,7 +197,7 @@ def chat_body(
 _IDS = re.compile(
     r"\b(chatcmpl-[0-9a-f]{32}|(?:resp|run)_[0-9a-f]{32}|(?:rs|msg|fco|fc)_[0-9a-f]{24}|call_[0-9a-f]{24})\b"
 )
-_INTEGERS = re.compile(r'"(created|created_at|duration_ms)":\d+(?=[,}])')
+_INTEGERS = re.compile(r'"(created|created_at|completed_at|duration_ms)":\d+(?=[,}])')
 _FLOATS = re.compile(r'"(timestamp|ts|duration)":\d+\.\d+(?=[,}])')
 
 

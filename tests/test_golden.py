@@ -6,8 +6,8 @@ Any change of the wire — a field, its order, spacing, escaping, a record more 
 server never has adjacent deltas of one kind to coalesce, §2.2) with a 30 s keepalive (no comment can fall into
 a turn). Ids, timestamps and durations are normalised: `chatcmpl-<1>`, `resp_<1>`, `rs_<1>`, `msg_<2>`,
 `call_<1>`, `run_<1>` (numbered per prefix in order of first appearance), `"created":0`, `"created_at":0`,
-`"duration_ms":0`, and the float `"timestamp"`, `"ts"`, `"duration"` as `0.0`; the normalised files stay valid
-SSE with valid JSON.
+`"completed_at":0`, `"duration_ms":0`, and the float `"timestamp"`, `"ts"`, `"duration"` as `0.0`; the normalised
+files stay valid SSE with valid JSON.
 
 After a deliberate wire change: `HERMES_UPDATE_GOLDEN=1 ./test tests/test_golden.py`, then review the diff.
 """

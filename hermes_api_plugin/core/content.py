@@ -5,8 +5,12 @@ Every content error names the offending part in `param` (e.g. `messages[1].conte
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import mimetypes
 import re
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Union
@@ -17,7 +21,12 @@ MAX_PARTS = 1000
 _TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
 _FILE_TYPES = frozenset({"file", "input_file"})
 _IMAGE_DATA_URL = re.compile(r"^data:image/[A-Za-z0-9.+-]+;base64,", re.IGNORECASE)
-_UNSUPPORTED = "Uploaded files and document inputs are not supported; send images as image_url parts"
+_UNSUPPORTED = (
+    "Uploaded files (file_id) and this content type are not supported; send images as image_url parts and files "
+    "inline as file_data"
+)
+_DATA_URL = re.compile(r"^data:([^;,]*)(?:;[^;,]*)*?(;base64)?,(.*)$", re.DOTALL | re.IGNORECASE)
+_TEXT_MIMES = frozenset({"application/json", "application/xml", "application/x-yaml", "application/yaml"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +147,31 @@ def _image(url: Any, detail: Any, param: str) -> ImagePart:
     return ImagePart(url=url, detail=detail)
 
 
+def _inline_file(data: Any, filename: Any, param: str) -> TextPart:
+    """A file sent inline (`file_data`: a data URL or bare base64, WIRE.md §16): the agent reads text, so a text file
+    is given as its text and any other file (a PDF, an archive…) as a note naming it — the agent can say it cannot
+    read it, the request is never refused for it."""
+    if not isinstance(data, str) or not data.strip():
+        raise invalid_request("invalid_content_part", "'file_data' must be a data URL or base64 text", param)
+    name = filename.strip() if isinstance(filename, str) and filename.strip() else "file"
+    found = _DATA_URL.match(data)
+    mime = (found.group(1) if found else "").lower() or (mimetypes.guess_type(name)[0] or "application/octet-stream")
+    if found and not found.group(2):  # a data URL without ;base64: percent-encoded
+        raw = urllib.parse.unquote_to_bytes(found.group(3))
+    else:
+        try:
+            raw = base64.b64decode("".join((found.group(3) if found else data).split()), validate=True)
+        except (binascii.Error, ValueError):
+            message = "'file_data' must be base64 (or a data URL)"
+            raise invalid_request("invalid_content_part", message, param) from None
+    if mime.startswith("text/") or mime in _TEXT_MIMES:
+        try:
+            return TextPart(f"[File {name}]\n{raw.decode('utf-8')}\n[End of file {name}]")
+        except UnicodeDecodeError:
+            pass
+    return TextPart(f"[Attached file {name} ({mime}, {len(raw)} bytes): its content cannot be read here]")
+
+
 def parse_part(part: Any, param: str) -> Part:
     if isinstance(part, str):
         return TextPart(part)
@@ -146,6 +180,10 @@ def parse_part(part: Any, param: str) -> Part:
     kind = part.get("type")
     if not isinstance(kind, (str, type(None))):  # e.g. a list, which a set lookup cannot even hash
         raise invalid_request("invalid_content_part", "A content part needs a string 'type'", param)
+    if kind in _FILE_TYPES and "file_id" not in part:
+        inline = part.get("file") if kind == "file" else part
+        if isinstance(inline, dict) and "file_id" not in inline and inline.get("file_data") is not None:
+            return _inline_file(inline.get("file_data"), inline.get("filename"), param)
     if "file_id" in part or kind in _FILE_TYPES:
         raise _unsupported(param)
     if kind in _TEXT_TYPES:

@@ -160,6 +160,9 @@ class TurnFinished:
     usage: Usage = field(default_factory=Usage)
     error_code: str | None = None  # iteration_budget_exhausted, output_truncated, cancelled, agent_error, ...
     error_message: str | None = None
+    # When it was journaled (epoch seconds): the journal sets it from the record's stamp, a stored journal from its
+    # row's. Not part of the record's value: the same outcome recorded twice is the same record.
+    at: float | None = field(default=None, compare=False)
 
 
 TurnEvent = Union[

@@ -13,7 +13,7 @@ from ..config.settings import Settings
 from ..core.events import TurnEvent
 from ..core.transcript import turn_messages
 from ..store.base import StoredResponse
-from .responses import ResponseHead, ResponsesRenderer
+from .responses import HEAD_FIELDS, ResponseHead, ResponsesRenderer
 
 
 def renderer(
@@ -32,19 +32,9 @@ def renderer(
 
 
 def head_from_snapshot(snapshot: dict[str, Any]) -> ResponseHead:
-    return ResponseHead(
-        id=snapshot["id"],
-        created_at=snapshot["created_at"],
-        model=snapshot["model"],
-        background=snapshot["background"],
-        store=snapshot["store"],
-        instructions=snapshot["instructions"],
-        metadata=snapshot["metadata"],
-        tools=snapshot["tools"],
-        tool_choice=snapshot["tool_choice"],
-        parallel_tool_calls=snapshot["parallel_tool_calls"],
-        previous_response_id=snapshot["previous_response_id"],
-    )
+    """The head a stored Response object keeps; the fields a snapshot stored before they existed lacks (WIRE.md §16's
+    echoed settings) take their defaults."""
+    return ResponseHead(**{name: value for name, value in snapshot.items() if name in HEAD_FIELDS})
 
 
 def stored_renderer(settings: Settings, record: StoredResponse, tool_items: bool = True) -> ResponsesRenderer:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ..core.events import (
@@ -77,6 +77,36 @@ class ResponseHead:
     tool_choice: Any = "auto"
     parallel_tool_calls: bool = True
     previous_response_id: str | None = None
+    # The settings every Response object echoes (WIRE.md §16, the Open Responses ResponseResource), as the request
+    # set them or the spec's defaults; heads stored before they existed load with the defaults.
+    truncation: str = "disabled"
+    text: dict[str, Any] = field(default_factory=lambda: {"format": {"type": "text"}})
+    temperature: float = 1.0
+    top_p: float = 1.0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    top_logprobs: int = 0
+    reasoning: dict[str, Any] | None = field(default_factory=lambda: {"effort": None, "summary": None})
+    max_output_tokens: int | None = None
+    max_tool_calls: int | None = None
+    service_tier: str = "default"
+    safety_identifier: str | None = None
+    prompt_cache_key: str | None = None
+    user: str | None = None
+
+
+HEAD_FIELDS = frozenset(f.name for f in fields(ResponseHead))
+_SETTINGS = ResponseHead("", 0, "")  # the defaults of the §16 echoed settings (the fields after previous_response_id)
+_ECHOED_DEFAULTS = {
+    f.name: getattr(_SETTINGS, f.name)
+    for f in fields(ResponseHead)[[f.name for f in fields(ResponseHead)].index("truncation") :]
+}
+
+
+def head_to_json(head: ResponseHead) -> dict[str, Any]:
+    """A head as a keyed reply stores it: the §16 echoed settings only where they differ from their defaults, so
+    that a head written before they existed is written back as it was (`ResponseHead(**…)` reads both)."""
+    return {k: v for k, v in asdict(head).items() if k not in _ECHOED_DEFAULTS or v != _ECHOED_DEFAULTS[k]}
 
 
 def usage_object(usage: Usage) -> dict[str, Any]:
@@ -106,7 +136,7 @@ def truncate_output(text: str, limit: int) -> str:
 
 
 def _text_part(text: str) -> dict[str, Any]:
-    return {"type": "output_text", "text": text, "annotations": []}
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
 
 
 @dataclass
@@ -152,6 +182,7 @@ class ResponsesRenderer:
         self._error: dict[str, Any] | None = None
         self._incomplete: dict[str, Any] | None = None
         self.terminal: SseRecord | None = None
+        self.completed_at: int | None = None  # epoch seconds the Response completed: its terminal record's time
         self._primed: dict[str, ToolStarted] = {}  # server tools a resumed Response finishes, started before it
         self.paused: ClientRequest | None = None  # the request this Response ended at (WIRE.md §15.3)
         self.approval_ids: dict[str, ApprovalRequested] = {}  # mcp_approval_request item id → its request
@@ -193,6 +224,21 @@ class ResponsesRenderer:
             "previous_response_id": h.previous_response_id,
             "store": h.store,
             "usage": usage_object(self._usage) if self._usage is not None else None,
+            "completed_at": self.completed_at if (status or self.status) == "completed" else None,
+            "truncation": h.truncation,
+            "text": h.text,
+            "temperature": h.temperature,
+            "top_p": h.top_p,
+            "presence_penalty": h.presence_penalty,
+            "frequency_penalty": h.frequency_penalty,
+            "top_logprobs": h.top_logprobs,
+            "reasoning": h.reasoning,
+            "max_output_tokens": h.max_output_tokens,
+            "max_tool_calls": h.max_tool_calls,
+            "service_tier": h.service_tier,
+            "safety_identifier": h.safety_identifier,
+            "prompt_cache_key": h.prompt_cache_key,
+            "user": h.user,
         }
 
     # -- events ------------------------------------------------------------------------------------
@@ -493,6 +539,8 @@ class ResponsesRenderer:
             self._close_message(records, "completed" if finished.status is TurnStatus.FAILED else "incomplete")
         self.status = finished.status.value
         self._usage = finished.usage
+        # the terminal record's journal time: a replay renders the same second (a record without one: creation)
+        self.completed_at = int(finished.at) if finished.at is not None else self.head.created_at
         if finished.status is TurnStatus.FAILED:
             self._error = {"code": finished.error_code or "agent_error", "message": finished.error_message or "failed"}
         elif finished.status is TurnStatus.INCOMPLETE:
@@ -548,6 +596,8 @@ class ResponsesRenderer:
                 self._client_call(records, event)
         self.status = "completed"
         self._usage = Usage()
+        # No journal time reaches the renderer for a suspension: the Response's creation time keeps replays identical
+        self.completed_at = self.head.created_at
         self._emit(records, "response.completed", response=self.snapshot())
         self.terminal = records[-1]
 

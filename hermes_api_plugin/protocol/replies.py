@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from ..core.errors import ERROR_TYPES
 from .params import IntText
-from .schema import AnyJson, Arr, Bool, Obj, Prop, Str
+from .schema import AnyJson, Arr, Bool, Num, Obj, Prop, Str
 
 _INT = IntText(0)
 _TEXT = Str()
 _OBJECT = Obj(())
+_SAMPLING = ("temperature", "top_p", "presence_penalty", "frequency_penalty")
 
 
 ERROR = Obj(
@@ -179,6 +180,14 @@ CHAT_COMPLETION = Obj(
         Prop("usage", _USAGE),
     ),
 )
+_RESPONSE_USAGE = Obj(
+    (
+        *(Prop(name, _INT, True) for name in ("input_tokens", "output_tokens", "total_tokens")),
+        Prop("input_tokens_details", Obj((Prop("cached_tokens", _INT, True),)), True),
+        Prop("output_tokens_details", Obj((Prop("reasoning_tokens", _INT, True),)), True),
+    ),
+    name="ResponseUsage",
+)
 RESPONSE = Obj(
     name="Response",
     props=(
@@ -191,11 +200,38 @@ RESPONSE = Obj(
         ),
         Prop("model", _TEXT, True, nullable=True),
         Prop("output", Arr(Obj((Prop("id", _TEXT, True), Prop("type", _TEXT, True)))), True),
-        Prop("usage", _USAGE, True, nullable=True),
+        Prop("usage", _RESPONSE_USAGE, True, nullable=True),
         Prop("error", _OBJECT, True, nullable=True),
         Prop("previous_response_id", _TEXT, True, nullable=True),
+        # WIRE.md §16: the rest of the Open Responses ResponseResource, on every object
+        Prop("created_at", _INT, True),
+        Prop("completed_at", _INT, True, "Epoch seconds; null until completed", nullable=True),
+        Prop("incomplete_details", Obj((Prop("reason", _TEXT, True),)), True, nullable=True),
+        Prop("instructions", _TEXT, True, nullable=True),
+        Prop("tools", Arr(Obj((Prop("type", _TEXT, True),))), True),
+        Prop("tool_choice", AnyJson(), True),
+        Prop("parallel_tool_calls", Bool(), True),
+        Prop("truncation", Str(enum=("auto", "disabled")), True),
+        Prop("text", Obj((Prop("format", Obj((Prop("type", _TEXT, True),)), True),)), True),
+        *(Prop(name, Num(), True, "Echoed as sent (the spec's default otherwise)") for name in _SAMPLING),
+        Prop("top_logprobs", Num(integer=True), True),
+        Prop(
+            "reasoning",
+            Obj((Prop("effort", _TEXT, True, nullable=True), Prop("summary", _TEXT, True, nullable=True))),
+            True,
+            nullable=True,
+        ),
+        Prop("max_output_tokens", Num(integer=True), True, nullable=True),
+        Prop("max_tool_calls", Num(integer=True), True, nullable=True),
+        Prop("store", Bool(), True),
+        Prop("background", Bool(), True),
+        Prop("service_tier", _TEXT, True),
+        Prop("metadata", _OBJECT, True),
+        Prop("safety_identifier", _TEXT, True, nullable=True),
+        Prop("prompt_cache_key", _TEXT, True, nullable=True),
+        Prop("user", _TEXT, True, nullable=True),
     ),
-    description="WIRE.md §4.5",
+    description="WIRE.md §4.5; every field of the Open Responses ResponseResource (§16)",
 )
 RESPONSE_DELETED = Obj(
     (Prop("id", _TEXT, True), Prop("object", Str(enum=("response",)), True), Prop("deleted", Bool(), True))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Protocol
 
@@ -37,6 +37,7 @@ from .common import (
 from .counts import MAX_INPUT_ITEMS
 from .limits import ID_MAX, METADATA, NAME_MAX, short
 from .params import IntText, Param
+from .response_settings import SETTINGS_PROPS, ResponseSettings, parse_settings
 from .schema import AnyJson, Arr, Bool, Either, Obj, Prop, Str, Tagged
 
 
@@ -73,6 +74,7 @@ class ResponsesRequest:
     identity: Callable[[], str]  # the §5.2 identity hash, computed when a key asks for it
     client_tools: tuple[ClientTool, ...] = ()  # the declared function tools, lent to the agent (§15.3)
     choice: ToolChoice = CHOOSE_AUTO
+    settings: ResponseSettings = field(default_factory=ResponseSettings)  # what the Response object echoes (§16)
 
     @property
     def declares_function_tools(self) -> bool:
@@ -209,8 +211,10 @@ RESPONSES_BODY = Obj(
         ),
         Prop("tool_choice", TOOL_CHOICE),
         Prop("parallel_tool_calls", Bool()),
+        *SETTINGS_PROPS,
     ),
-    description="OpenAI sampling fields (temperature, top_p, max_output_tokens, …) are accepted and ignored (§1.10)",
+    description="The sampling and output settings (temperature, top_p, max_output_tokens, text, …) are checked and "
+    "echoed on the Response object, not applied: the agent's model settings are its own (§16)",
 )
 
 
@@ -266,6 +270,7 @@ def parse_responses_request(raw: dict[str, Any], providers: frozenset[str]) -> R
         identity=partial(_identity, raw, previous, conversation, instructions, selection),
         client_tools=tools,
         choice=choice,
+        settings=parse_settings(body, selection.reasoning_effort if selection.reasoning_enabled else "none"),
     )
 
 
@@ -339,6 +344,9 @@ class ResolvedInput:
     messages: list[Message]  # history items first, the turn input last
     system: list[str]
     stored_items: list[dict[str, Any]]
+    # call ids of outputs of the client's own calls whose function_call is not in this input: it must be in the
+    # conversation the request continues, or the output answers nothing (`unanswerable_outputs`)
+    unpaired_outputs: tuple[str, ...] = ()
 
 
 def _output_text(output: Any) -> str:
@@ -378,6 +386,7 @@ def _convert(items: Sequence[Any], outputs: dict[str, str | None], response_id: 
     ignored = False
     server_result_last = False  # the last message so far is the result of a tool the server ran (its stored output)
     client_results: list[ToolResult] = []  # the trailing outputs of the client's own calls (none the server ran)
+    client_outputs: list[str] = []  # the call ids of every output of the client's own calls
     for i, item in enumerate(items):
         param = f"input[{i}]"
         own_id = _input_item_id(response_id, i)
@@ -436,6 +445,7 @@ def _convert(items: Sequence[Any], outputs: dict[str, str | None], response_id: 
             server_result_last = output is not None
             if output is None:
                 client_results.append(ToolResult(call_id, text))
+                client_outputs.append(call_id)
         elif kind == "mcp_call":
             name, arguments = item.get("name"), item.get("arguments") or "{}"
             if not isinstance(name, str) or not isinstance(arguments, str):
@@ -461,7 +471,21 @@ def _convert(items: Sequence[Any], outputs: dict[str, str | None], response_id: 
         raise invalid_request(
             "missing_user_message", "The last input item must be a user message with text or an image", "input"
         )
-    return ResolvedInput(messages, system, stored)
+    unpaired = tuple(dict.fromkeys(c for c in client_outputs if c not in calls))
+    return ResolvedInput(messages, system, stored, unpaired)
+
+
+def unanswerable_outputs(unpaired: Sequence[str], history: Sequence[Message], previous_output: Sequence[Any]) -> None:
+    """WIRE.md §15.3, as OpenAI answers it: an output of the client's own call needs that call — a function_call of
+    the input, of the Response it continues (`previous_output`) or of the conversation's history; an output whose
+    call_id none of them made is 400."""
+    known = {i.get("call_id") for i in previous_output if isinstance(i, dict) and i.get("type") == "function_call"}
+    known.update(call.id for message in history for call in message.tool_calls)
+    for call_id in unpaired:
+        if call_id not in known:
+            raise invalid_request(
+                "tool_call_not_found", f"No tool call found for function call output with call_id {call_id}.", "input"
+            )
 
 
 _STORED_PREFIX = {

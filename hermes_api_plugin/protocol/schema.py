@@ -144,6 +144,54 @@ class Bool(Node):
 
 
 @dataclass(frozen=True)
+class Num(Node):
+    """A JSON number (an integer when `integer`; never a boolean) within [minimum, maximum] when they are set."""
+
+    minimum: float | None = None
+    maximum: float | None = None
+    integer: bool = False
+    description: str = ""
+
+    @property
+    def types(self) -> tuple[str, ...]:  # type: ignore[override]
+        return ("integer",) if self.integer else ("integer", "number")
+
+    @property
+    def expected(self) -> str:  # type: ignore[override]
+        kind = "an integer" if self.integer else "a number"
+        if self.minimum is not None and self.maximum is not None:
+            return f"{kind} from {_bound(self.minimum)} to {_bound(self.maximum)}"
+        if self.minimum is not None:
+            return f"{kind} of at least {_bound(self.minimum)}"
+        return kind
+
+    def check(self, value: Any, param: str) -> Any:
+        number = isinstance(value, (int, float)) and not isinstance(value, bool) and value == value  # NaN: never
+        if number and self.integer and isinstance(value, float) and value.is_integer():
+            value = int(value)  # JSON Schema's integer: 9.0 is 9
+        if (
+            not number
+            or (self.integer and not isinstance(value, int))
+            or (self.minimum is not None and value < self.minimum)
+            or (self.maximum is not None and value > self.maximum)
+        ):
+            raise self.fail(param)
+        return value
+
+    def render(self, defs: Defs) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "integer" if self.integer else "number"}
+        if self.minimum is not None:
+            schema["minimum"] = self.minimum
+        if self.maximum is not None:
+            schema["maximum"] = self.maximum
+        return self._described(schema)
+
+
+def _bound(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+@dataclass(frozen=True)
 class AnyJson(Node):
     """Any JSON value, kept as sent (sampling fields, `tool_choice`, …)."""
 

@@ -24,7 +24,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from ..cluster.waits import CALL, RESPONSE, Waiting, Waits, approval_wait, call_wait, response_wait, session_wait
@@ -45,9 +45,10 @@ from ..core.transcript import turn_messages
 from ..dialects.prompts import chosen
 from ..dialects.record import SseRecord
 from ..dialects.response_objects import render_from, renderer, settled
-from ..dialects.responses import ResponseHead, ResponsesRenderer
+from ..dialects.responses import ResponseHead, ResponsesRenderer, head_to_json
 from ..protocol.approval_commands import ApprovalCommand, offered
 from ..protocol.common import new_chain_session_id, new_response_id, new_run_id
+from ..protocol.response_settings import echoed_tools
 from ..protocol.responses import (
     ApprovalAnswer,
     ResponsesRequest,
@@ -56,6 +57,7 @@ from ..protocol.responses import (
     resolve_input,
     stored_input_items,
     trailing_answers,
+    unanswerable_outputs,
 )
 from ..store.base import Eviction, StoredResponse, StoreError
 from ..store.roles import ResponseStore
@@ -135,7 +137,7 @@ class ResponsesReply:
 
     def to_json(self) -> dict[str, Any]:
         reply: dict[str, Any] = {
-            "head": asdict(self.head),
+            "head": head_to_json(self.head),
             "commentary": self.commentary,
             "queued": self.queued,
             "session_id": self.session_id,
@@ -352,10 +354,12 @@ class ResponsesSurface:
             store=body.store,
             instructions=instructions,
             metadata=body.metadata,
-            tools=body.tools,
+            tools=echoed_tools(body.tools),
             tool_choice=body.tool_choice,
             parallel_tool_calls=body.parallel_tool_calls,
             previous_response_id=previous,
+            truncation=body.truncation,
+            **body.settings.echoed(),
         )
 
     async def plan(self) -> TurnPlan:
@@ -378,6 +382,11 @@ class ResponsesSurface:
             base = conversations.chain_history(previous)
         elif chain.key_session:
             base = conversations.session_history(chain.session_id)
+        if resolved.unpaired_outputs:  # outputs of calls this input does not make: the conversation must have made them
+            made = previous.snapshot.get("output", []) if previous is not None else []
+            answered = {i.get("call_id") for i in made if isinstance(i, dict) and i.get("type") == "function_call"}
+            if not answered.issuperset(resolved.unpaired_outputs):
+                unanswerable_outputs(resolved.unpaired_outputs, list(await base()) if base is not None else [], made)
         history = extended(base, resolved.messages[:-1], TRUNCATION_KEEP if body.truncation == "auto" else None)
         head = self._head(response_id, self.model_name, instructions, previous.id if previous else None)
         self.head, self.session_id = head, chain.session_id
@@ -512,7 +521,7 @@ class ResponsesSurface:
         assert record is not None and self.head is not None
         stored = {f.name: getattr(record, f.name) for f in fields(record) if f.name != "messages"}
         return {
-            "head": asdict(self.head),
+            "head": head_to_json(self.head),
             "record": stored if self.create.store else None,
             "start": start,
             "commentary": self.commentary,

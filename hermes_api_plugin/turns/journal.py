@@ -10,6 +10,7 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
 
 from ..core.events import TurnEvent, TurnFinished, event_from_json, event_to_json
 
@@ -33,6 +34,9 @@ class Journal:
     def settled(cls, events: Sequence[TurnEvent], stamps: Sequence[float] | None = None) -> Journal:
         """A journal holding recorded events (a replay); settled when they end with the terminal record."""
         journal = cls()
+        events = list(events)
+        if events and isinstance(events[-1], TurnFinished) and events[-1].at is None and stamps:
+            events[-1] = replace(events[-1], at=stamps[-1])
         journal.events.extend(events)
         journal.stamps.extend(stamps if stamps is not None else [0.0] * len(events))
         if events and isinstance(events[-1], TurnFinished):
@@ -53,9 +57,12 @@ class Journal:
         self._append(list(events), list(stamps))
 
     def _append(self, events: list[TurnEvent], stamps: list[float]) -> None:
+        last = events[-1]
+        if isinstance(last, TurnFinished) and last.at is None:
+            last = replace(last, at=stamps[-1])  # the Response's `completed_at` (WIRE.md §16)
+            events = [*events[:-1], last]
         self.events.extend(events)
         self.stamps.extend(stamps)
-        last = events[-1]
         if isinstance(last, TurnFinished):
             self.finished = last
         waiters, self._waiters = self._waiters, []
@@ -143,7 +150,10 @@ def decode_events(rows: Sequence[str]) -> tuple[list[TurnEvent], list[float]]:
     for row in rows:
         data = json.loads(row)
         stamps.append(float(data.pop("ts", 0.0)))
-        events.append(event_from_json(data))
+        event = event_from_json(data)
+        if isinstance(event, TurnFinished):
+            event = replace(event, at=stamps[-1])  # journaled at its row's time, as the live journal set it
+        events.append(event)
     return events, stamps
 
 

@@ -238,8 +238,8 @@ class TurnRegistry:
         if turn.journal.finished is not None:
             return
         turn.journal.extend(self._closing_events(turn, outcome))
-        finished = self._terminal(outcome)
         turn.finished_at = time.time()
+        finished = replace(self._terminal(outcome), at=turn.finished_at)  # what its persisters render, as journaled
         if persist:
             await self._persist(turn, finished)
         turn.journal.extend([finished], at=turn.finished_at)

@@ -16,7 +16,10 @@ from ..helpers import assert_error_envelope, read_reply
 from ..live import executions
 
 SYSTEM = {"role": "system", "content": "Be brief."}
-UNSUPPORTED_MESSAGE = "Uploaded files and document inputs are not supported; send images as image_url parts"
+UNSUPPORTED_MESSAGE = (
+    "Uploaded files (file_id) and this content type are not supported; send images as image_url parts and files "
+    "inline as file_data"
+)
 
 
 def user(content: Any) -> dict[str, Any]:
@@ -131,12 +134,8 @@ async def test_system_message_images_are_dropped(api: TestClient, auth: dict[str
 
 UNSUPPORTED_PARTS: dict[str, Any] = {
     "file": {"type": "file", "file": {"file_id": "file-abc123"}},
-    "file_with_data": {
-        "type": "file",
-        "file": {"filename": "a.pdf", "file_data": "data:application/pdf;base64,JVBERi0="},
-    },
     "input_file": {"type": "input_file", "file_id": "file-abc123"},
-    "input_file_data": {"type": "input_file", "filename": "a.pdf", "file_data": "data:application/pdf;base64,JVBERi0="},
+    "file_data_with_file_id": {"type": "input_file", "file_id": "f", "file_data": "aGk="},
     "file_id_only": {"file_id": "file-abc123"},
     "image_with_file_id": {"type": "input_image", "file_id": "file-abc123"},
     "text_with_file_id": {"type": "text", "text": "hi", "file_id": "file-abc123"},
@@ -325,6 +324,27 @@ def test_parse_content_images_keep_url_and_detail() -> None:
 def test_parse_content_rejects_unsupported_parts(part: Any) -> None:
     """W-9.2: unsupported_content_type with the part's path."""
     expect_error([{"type": "text", "text": "x"}, part], "unsupported_content_type", "messages[1].content[1]")
+
+
+def test_an_inline_file_the_agent_cannot_read_is_a_note_naming_it() -> None:
+    """§16 (Open Responses `input_file`): a PDF sent as file_data is accepted; the agent reads a note naming it."""
+    pdf = {"type": "input_file", "filename": "a.pdf", "file_data": "data:application/pdf;base64,JVBERi0="}
+    chat_shape = {"type": "file", "file": {"filename": "a.pdf", "file_data": "data:application/pdf;base64,JVBERi0="}}
+    for part in (pdf, chat_shape):
+        (note,) = parse_content([part], "content")
+        assert note == TextPart("[Attached file a.pdf (application/pdf, 5 bytes): its content cannot be read here]")
+
+
+def test_an_inline_text_file_is_given_as_its_text() -> None:
+    """§16: a text file (by MIME type, or guessed from its name for bare base64) reaches the agent as its text."""
+    (csv,) = parse_content([{"type": "input_file", "filename": "t.csv", "file_data": "data:text/csv;base64,YSxi"}], "c")
+    (bare,) = parse_content([{"type": "input_file", "filename": "n.txt", "file_data": "aGVsbG8="}], "c")
+    assert csv == TextPart("[File t.csv]\na,b\n[End of file t.csv]")
+    assert bare == TextPart("[File n.txt]\nhello\n[End of file n.txt]")
+
+
+def test_file_data_that_is_not_base64_is_400_naming_the_part() -> None:
+    expect_error(["x", {"type": "input_file", "file_data": "!!"}], "invalid_content_part", "messages[1].content[1]")
 
 
 @pytest.mark.parametrize("url", list(INVALID_URLS.values()), ids=list(INVALID_URLS))

@@ -204,9 +204,9 @@ def test_each_reasoning_burst_is_its_own_item() -> None:
     output = terminal(records)["output"]
     assert [(i["type"], i.get("summary") or i.get("content")) for i in output] == [
         ("reasoning", [{"type": "summary_text", "text": "one"}]),
-        ("message", [{"type": "output_text", "text": "a", "annotations": []}]),
+        ("message", [{"type": "output_text", "text": "a", "annotations": [], "logprobs": []}]),
         ("reasoning", [{"type": "summary_text", "text": "two"}]),
-        ("message", [{"type": "output_text", "text": "b", "annotations": []}]),
+        ("message", [{"type": "output_text", "text": "b", "annotations": [], "logprobs": []}]),
     ]
 
 
@@ -250,7 +250,7 @@ def test_message_content_part_added_precedes_text_deltas() -> None:
     }
     part_added = body[1][1]
     assert (part_added["item_id"], part_added["output_index"], part_added["content_index"]) == (message_id, 0, 0)
-    assert part_added["part"] == {"type": "output_text", "text": "", "annotations": []}
+    assert part_added["part"] == {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
     for _, delta, _ in body[2:4]:
         assert delta["item_id"] == message_id
         assert delta["output_index"] == 0
@@ -258,14 +258,14 @@ def test_message_content_part_added_precedes_text_deltas() -> None:
         assert delta["logprobs"] == []
     assert [p["delta"] for _, p, _ in body[2:4]] == ["Hel", "lo"]
     assert body[4][1]["text"] == "Hello" and body[4][1]["logprobs"] == [] and body[4][1]["content_index"] == 0
-    assert body[5][1]["part"] == {"type": "output_text", "text": "Hello", "annotations": []}
+    assert body[5][1]["part"] == {"type": "output_text", "text": "Hello", "annotations": [], "logprobs": []}
     assert body[6][1]["item"] == {
         "id": message_id,
         "type": "message",
         "status": "completed",
         "role": "assistant",
         "phase": "final_answer",
-        "content": [{"type": "output_text", "text": "Hello", "annotations": []}],
+        "content": [{"type": "output_text", "text": "Hello", "annotations": [], "logprobs": []}],
     }
 
 
@@ -412,7 +412,7 @@ def test_commentary_is_one_completed_item_added_and_done() -> None:
         "status": "completed",
         "role": "assistant",
         "phase": "commentary",
-        "content": [{"type": "output_text", "text": "Checking the log.", "annotations": []}],
+        "content": [{"type": "output_text", "text": "Checking the log.", "annotations": [], "logprobs": []}],
     }
     assert body[1][1]["item"] == item
     assert ITEM_ID["message"].match(item["id"])
@@ -582,7 +582,7 @@ def test_cancelled_closes_open_items_incomplete_in_index_order() -> None:
     output = terminal(records)["output"]
     assert [(i["type"], i["status"]) for i in output] == [("reasoning", "completed"), ("message", "incomplete")]
     assert "phase" not in output[1], "no final_answer on a cancelled turn (W-4.18)"
-    assert output[1]["content"] == [{"type": "output_text", "text": "Partial", "annotations": []}]
+    assert output[1]["content"] == [{"type": "output_text", "text": "Partial", "annotations": [], "logprobs": []}]
     done_order = [p["output_index"] for p in item_events(records, "response.output_item.done")]
     assert done_order == sorted(done_order)
 
@@ -694,7 +694,7 @@ def test_empty_final_message_when_turn_ends_without_open_text(status: TurnStatus
         "status": "completed",
         "role": "assistant",
         "phase": "final_answer",
-        "content": [{"type": "output_text", "text": "", "annotations": []}],
+        "content": [{"type": "output_text", "text": "", "annotations": [], "logprobs": []}],
     }
     assert output[-2]["type"] == "reasoning" and output[-2]["status"] == "completed"
 

@@ -27,6 +27,7 @@ SEMANTIC_REJECTIONS = {
     ("missing_user_message", None),
     ("conflicting_parameters", None),
     ("item_reference_not_found", None),
+    ("tool_call_not_found", None),  # an output of a call the conversation never made (§16)
     ("invalid_parameter", "provider"),
     ("invalid_parameter", "background"),
     ("invalid_parameter", "after"),

@@ -117,7 +117,14 @@ CASES: dict[str, Case] = {
     "responses function_call_output call_id": Case(
         "POST",
         _path("/v1/responses"),
-        lambda s: {"input": [{"type": "function_call_output", "call_id": s, "output": "ok"}, *HI]},
+        # the call it answers is in the input too: an output of a call never made is 400 (§16)
+        lambda s: {
+            "input": [
+                {"type": "function_call_output", "call_id": s, "output": "ok"},
+                {"type": "function_call", "call_id": s, "name": "f"},
+                *HI,
+            ]
+        },
         "input[0].call_id",
         ID_MAX,
         200,

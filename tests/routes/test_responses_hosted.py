@@ -75,7 +75,7 @@ async def test_with_client_tools_declared_no_server_tool_is_rendered_as_a_functi
         "response.mcp_call_arguments.done",
         "response.mcp_call.completed",
     ]
-    assert stream.response["tools"] == [CLIENT_TOOL]
+    assert stream.response["tools"] == [{**CLIENT_TOOL, "strict": True}]  # §16: strict as OpenAI defaults it
     response_id = stream.response["id"]
     assert await snapshot(api, auth, response_id) == stream.response
     replay = await get_stream(api, auth, response_id)

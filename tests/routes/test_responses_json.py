@@ -30,7 +30,10 @@ from .responses_helpers import create, message_texts, poll_status, rejected, str
 def normalized(value: Any) -> Any:
     """A Response object with ids and timestamps blanked, for comparing two turns of the same input."""
     if isinstance(value, dict):
-        return {k: ("<id>" if k in ("id", "call_id", "created_at") else normalized(v)) for k, v in value.items()}
+        return {
+            k: ("<id>" if k in ("id", "call_id", "created_at", "completed_at") else normalized(v))
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [normalized(v) for v in value]
     return value
@@ -148,7 +151,8 @@ async def test_request_tools_are_echoed_and_never_executed(api: TestClient, auth
     tools = [{"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {}}}]
     result = await stream_response(api, auth, "hello", tools=tools, tool_choice="none", parallel_tool_calls=False)
     for event in (result.events[0], result.terminal):
-        assert event["response"]["tools"] == tools
+        # §16: an echoed function tool carries every FunctionTool field (description null, strict as OpenAI defaults)
+        assert event["response"]["tools"] == [{**tools[0], "description": None, "strict": True}]
         assert event["response"]["tool_choice"] == "none"
         assert event["response"]["parallel_tool_calls"] is False
     assert [i["type"] for i in result.response["output"]] == ["reasoning", "message"]

@@ -111,9 +111,11 @@ async def test_use_tool_stream_exact_event_order(api: TestClient, auth: dict[str
         "output": "README.md\nsrc/",
     }
     assert commentary["phase"] == "commentary" and commentary["status"] == "completed"
-    assert commentary["content"] == [{"type": "output_text", "text": "Listed the files.", "annotations": []}]
+    assert commentary["content"] == [
+        {"type": "output_text", "text": "Listed the files.", "annotations": [], "logprobs": []}
+    ]
     assert message["phase"] == "final_answer"
-    assert message["content"] == [{"type": "output_text", "text": USE_TOOL_ANSWER, "annotations": []}]
+    assert message["content"] == [{"type": "output_text", "text": USE_TOOL_ANSWER, "annotations": [], "logprobs": []}]
     deltas = "".join(e["delta"] for e in result.events if e["type"] == "response.output_text.delta")
     assert deltas == USE_TOOL_ANSWER
     for event in result.events:
