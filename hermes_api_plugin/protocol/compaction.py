@@ -9,7 +9,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import invalid_request
+from ..core.errors import ApiError, invalid_request
 from .common import MODEL_SELECTION, ModelSelection, parse_model_selection
 from .limits import ID_MAX, NAME_MAX, short
 from .params import IntText
@@ -27,6 +27,7 @@ COMPACT_BODY = Obj(
         Prop("previous_response_id", short(ID_MAX), description="Compact a stored response's chain (§4.7), then input"),
         Prop("instructions", Str(), description="The conversation's system prompt, given to the summariser"),
     ),
+    any_of=("input", "previous_response_id"),
     description="`input`, `previous_response_id` or both",
 )
 _USAGE = Obj(
@@ -71,10 +72,12 @@ def parse_compact_request(raw: dict[str, Any], providers: frozenset[str]) -> Com
     items: list[Any] = [] if value is None else [value] if isinstance(value, str) else list(value)
     previous = body.get("previous_response_id")
     if not items and previous is None:
-        raise invalid_request(
-            "missing_required_parameter", "Send 'input' or 'previous_response_id': there is nothing to compact", "input"
-        )
+        raise nothing_to_compact()
     return CompactRequest(items, previous, body.get("instructions"), parse_model_selection(body, providers))
+
+
+def nothing_to_compact() -> ApiError:
+    return invalid_request("nothing_to_compact", "The conversation to compact has no messages", "input")
 
 
 def new_compaction_id() -> str:

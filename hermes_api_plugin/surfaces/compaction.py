@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import ApiError, invalid_request
-from ..protocol.compaction import CompactRequest, compacted_resource, new_compaction_id
+from ..core.errors import ApiError
+from ..protocol.compaction import CompactRequest, compacted_resource, new_compaction_id, nothing_to_compact
 from ..protocol.compaction_item import compaction_item
 from ..protocol.responses import ItemLookup, resolve_input
 from ..runtimes.base import AgentRuntime, CompactionFailed, CompactionRequest
@@ -44,7 +44,7 @@ class CompactionService:
         resolved = await resolve_input(request.input, self.store, self.conversations.scope, resource_id, turn=False)
         messages = (*history, *resolved.messages)
         if not any(m.visible or m.tool_calls for m in messages):
-            raise invalid_request("nothing_to_compact", "The conversation to compact has no messages", "input")
+            raise nothing_to_compact()
         # The conversation's instructions are context for the summariser (a previous response's, unless replaced).
         instructions = request.instructions
         if instructions is None and previous is not None:
