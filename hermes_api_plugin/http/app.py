@@ -18,6 +18,7 @@ from ..protocol.common import credential_scope
 from ..routes import (
     approvals,
     chat,
+    compaction,
     cron_fire,
     discovery,
     health,
@@ -145,6 +146,9 @@ def create_app(
     app.router.add_get("/v1/toolsets", host_data.toolsets, name="toolsets", allow_head=False)
     app.router.add_post("/v1/chat/completions", chat.chat_completions, name="chat_completions")
     app.router.add_post("/v1/responses", responses.create_response, name="responses")
+    # Before /v1/responses/{response_id}: `compact` is never taken for a response id, whatever the method (WIRE §16).
+    app.router.add_post("/v1/responses/compact", compaction.compact_response, name="responses_compact")
+    app.router.add_route("*", "/v1/responses/compact", compaction.compact_other_method)
     app.router.add_get("/v1/responses/{response_id}", responses.get_response, name="response", allow_head=False)
     app.router.add_delete("/v1/responses/{response_id}", responses.delete_response, name="response_delete")
     app.router.add_post("/v1/responses/{response_id}/cancel", responses.cancel_response, name="response_cancel")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import approvals, chat, jobs, replies, responses, runs, sessions
+from . import approvals, chat, compaction, jobs, replies, responses, runs, sessions
 from .common import (
     APPROVALS_HEADER,
     IDEMPOTENCY_HEADER,
@@ -93,6 +93,11 @@ OPERATIONS: dict[str, Operation] = {
         reply=replies.RESPONSE,
         sse=True,
         links={**_RESPONSE_LINKS, **_RUN_OF_TURN},
+    ),
+    "responses_compact": Operation(
+        "Compact a conversation (§16): its summary as a `compaction` item to send as the next response's input",
+        body=compaction.COMPACT_BODY,
+        reply=compaction.COMPACTED,
     ),
     "response": Operation(
         "Read a stored Response (?stream=true&starting_after=N re-streams it)",

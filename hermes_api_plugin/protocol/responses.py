@@ -34,6 +34,7 @@ from .common import (
     identity_hash,
     parse_model_selection,
 )
+from .compaction_item import COMPACTION_ITEM, decode_summary, summary_message
 from .counts import MAX_INPUT_ITEMS
 from .limits import ID_MAX, METADATA, NAME_MAX, short
 from .params import IntText, Param
@@ -168,6 +169,7 @@ _ITEM = Tagged(
             ),
             description="The decision on an mcp_approval_request (§15.3): resumes the turn that waits for it",
         ),
+        "compaction": COMPACTION_ITEM,
         "reasoning": Obj(
             name="ReasoningItem",
             props=(Prop("type", Str(enum=("reasoning",)), True),),
@@ -176,17 +178,15 @@ _ITEM = Tagged(
     },
     default="message",
 )
+# `input` as POST /v1/responses and POST /v1/responses/compact check it
+INPUT = Either(
+    (Str(), Arr(Either((Str(), _ITEM)), max_items=MAX_INPUT_ITEMS)),
+    expected="a string or an array of items",
+)
 RESPONSES_BODY = Obj(
     name="ResponseCreateRequest",
     props=(
-        Prop(
-            "input",
-            Either(
-                (Str(), Arr(Either((Str(), _ITEM)), max_items=MAX_INPUT_ITEMS)),
-                expected="a string or an array of items",
-            ),
-            True,
-        ),
+        Prop("input", INPUT, True),
         Prop("instructions", Str(), description="System prompt for this turn"),
         Prop("previous_response_id", short(ID_MAX), description="Continue a stored response's chain (§4.7)"),
         Prop(
@@ -357,9 +357,12 @@ def _output_text(output: Any) -> str:
     return "" if output is None else str(output)
 
 
-async def resolve_input(items: Sequence[Any], store: ItemLookup, scope: str, response_id: str) -> ResolvedInput:
+async def resolve_input(
+    items: Sequence[Any], store: ItemLookup, scope: str, response_id: str, *, turn: bool = True
+) -> ResolvedInput:
     """Input items → messages (item references resolved, stored tool outputs substituted). The store is read first;
-    the conversion of thousands of items then runs off the event loop (issue 20, defect 3)."""
+    the conversion of thousands of items then runs off the event loop (issue 20, defect 3). `turn`: the last message
+    is a turn's input (False: a conversation to compact, §16)."""
     found: dict[int, Any] = {}
     for i, item in enumerate(items):
         if isinstance(item, dict) and item.get("type") == "item_reference":
@@ -374,10 +377,10 @@ async def resolve_input(items: Sequence[Any], store: ItemLookup, scope: str, res
             call_id = item.get("call_id")
             if isinstance(call_id, str) and call_id not in outputs:
                 outputs[call_id] = await store.find_tool_output(scope, call_id)  # a tool this server ran: its output
-    return await off_loop(lambda: _convert(resolved, outputs, response_id), len(items) > LARGE_MESSAGES)
+    return await off_loop(lambda: _convert(resolved, outputs, response_id, turn), len(items) > LARGE_MESSAGES)
 
 
-def _convert(items: Sequence[Any], outputs: dict[str, str | None], response_id: str) -> ResolvedInput:
+def _convert(items: Sequence[Any], outputs: dict[str, str | None], response_id: str, turn: bool) -> ResolvedInput:
     messages: list[Message] = []
     system: list[str] = []
     stored: list[dict[str, Any]] = []
@@ -387,6 +390,7 @@ def _convert(items: Sequence[Any], outputs: dict[str, str | None], response_id: 
     server_result_last = False  # the last message so far is the result of a tool the server ran (its stored output)
     client_results: list[ToolResult] = []  # the trailing outputs of the client's own calls (none the server ran)
     client_outputs: list[str] = []  # the call ids of every output of the client's own calls
+    summary_last = False  # the last message so far is a compaction's summary (§16): context, never a turn's input
     for i, item in enumerate(items):
         param = f"input[{i}]"
         own_id = _input_item_id(response_id, i)
@@ -404,7 +408,7 @@ def _convert(items: Sequence[Any], outputs: dict[str, str | None], response_id: 
                 {**item, "id": own_id.replace("msg_", "mcpr_" if kind == "mcp_approval_request" else "mcpa_", 1)}
             )
             continue
-        server_result_last = False
+        server_result_last = summary_last = False
         if kind != "function_call_output":
             client_results.clear()
         if kind == "message":
@@ -446,6 +450,11 @@ def _convert(items: Sequence[Any], outputs: dict[str, str | None], response_id: 
             if output is None:
                 client_results.append(ToolResult(call_id, text))
                 client_outputs.append(call_id)
+        elif kind == "compaction":
+            summary = decode_summary(item.get("encrypted_content"), f"{param}.encrypted_content")
+            messages.append(summary_message(summary))
+            stored.append({**item, "id": own_id.replace("msg_", "ci_", 1)})
+            summary_last = True
         elif kind == "mcp_call":
             name, arguments = item.get("name"), item.get("arguments") or "{}"
             if not isinstance(name, str) or not isinstance(arguments, str):
@@ -458,6 +467,8 @@ def _convert(items: Sequence[Any], outputs: dict[str, str | None], response_id: 
             stored.append({**item, "id": own_id.replace("msg_", "mcp_", 1)})
         else:
             raise invalid_parameter(f"'{param}' has an unsupported type {kind!r}", param)
+    if not turn:
+        return ResolvedInput(messages, system, stored)
     if client_results and messages and messages[-1].role == "tool":
         # §15.3: the outputs of the client's own calls that no suspended turn took (it timed out, the gateway
         # restarted): the agent continues with them as its input, their calls and results out of the history.
@@ -467,7 +478,7 @@ def _convert(items: Sequence[Any], outputs: dict[str, str | None], response_id: 
         # Nothing new but results of the server's own calls — ignored, or a resent call + output pair (the Vercel AI
         # SDK's agent loop resends the whole history with its tool error last): never 400 (§15.3).
         messages.append(text_message("user", NOTHING_NEW))
-    if not messages or messages[-1].role != "user" or not messages[-1].visible:
+    if not messages or messages[-1].role != "user" or not messages[-1].visible or summary_last:
         raise invalid_request(
             "missing_user_message", "The last input item must be a user message with text or an image", "input"
         )
@@ -494,6 +505,7 @@ _STORED_PREFIX = {
     "mcp_call": "mcp_",
     "mcp_approval_request": "mcpr_",
     "mcp_approval_response": "mcpa_",
+    "compaction": "ci_",
 }
 
 

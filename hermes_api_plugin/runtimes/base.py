@@ -76,6 +76,29 @@ class TurnResult:
     error_message: str | None = None
 
 
+@dataclass(frozen=True)
+class CompactionRequest:
+    """A conversation to summarise (POST /v1/responses/compact, WIRE.md §16): no turn, no session, no tools."""
+
+    messages: tuple[Message, ...]
+    system_prompt: str | None = None  # the conversation's instructions: context for the summariser
+    model: str | None = None
+    provider: str | None = None
+    profile_home: Path | None = None  # the Hermes profile it is made in (WIRE §14.3); None: the gateway's own
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """A runtime's summary of a conversation: what the agent continues from instead of it."""
+
+    summary: str
+    usage: Usage = field(default_factory=Usage)
+
+
+class CompactionFailed(Exception):
+    """The summariser failed (its model provider refused, failed or was unreachable): the message says why."""
+
+
 class TurnSink(Protocol):
     """The receiving end of a turn's callbacks (turns/callback_sink.py's `CallbackSink`; the registry closes it at
     the end)."""
@@ -233,6 +256,11 @@ class AgentRuntime(Protocol):
 
     async def run(self, turn: AgentTurn) -> TurnResult:
         """Execute the turn, reporting through `turn.callbacks`; return promptly after `interrupt()`."""
+        ...
+
+    async def compact(self, request: CompactionRequest) -> Compaction:
+        """Summarise a conversation (WIRE.md §16); CompactionFailed when the summariser's model call fails. Runs off
+        the event loop when it blocks; cancelling the await abandons it."""
         ...
 
     async def model_inventory(self, refresh: bool) -> list[dict[str, Any]] | None:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..config.settings import Settings
+from ..core.content import text_message
 from ..core.events import TurnStatus
 from ..hermes import compat
 from ..hermes.approvals import SuspendedApprovals, TurnApprovals, claim_key, release_key
@@ -36,7 +37,7 @@ from ..hermes.clarify import clarify_callback
 from ..hermes.client_tools import TurnClientTools
 from ..hermes.host import HermesHost
 from ..hermes.sessions import HermesSessionStore
-from .base import AgentTurn, TurnRequest, TurnResult
+from .base import AgentTurn, Compaction, CompactionFailed, CompactionRequest, TurnRequest, TurnResult
 from .hermes_messages import message_to_openai, outcome_from_result, reasoning_config_for, user_content
 from .host_data import HostData
 from .resolved_settings import ResolvedSettings
@@ -205,7 +206,42 @@ class HermesRuntime:
             turn.interrupt()
             raise
 
+    async def compact(self, request: CompactionRequest) -> Compaction:
+        """Hermes' context compressor summarises the conversation (WIRE.md §16) with the provider a turn of this request
+        would use, in a worker thread inside the profile's scope. Cancelling the await abandons the call: Hermes
+        shields its summary call from interrupts, so the thread ends when the provider answers."""
+        try:
+            summary = await asyncio.to_thread(self._summarize, request)
+        except compat.compression.SummaryFailed as exc:
+            raise CompactionFailed(f"Hermes' context compressor failed: {exc}") from None
+        except Exception as exc:  # the provider's resolution (no credentials, say) or hermes-agent itself
+            log.warning("[API Server] compaction failed", exc_info=True)
+            raise CompactionFailed(f"Hermes' context compressor failed: {type(exc).__name__}: {exc}") from None
+        return Compaction(summary)  # Hermes' summariser reports no token usage
+
     # -- worker thread --------------------------------------------------------------------------------
+    def _summarize(self, request: CompactionRequest) -> str:
+        # the provider resolution of a turn of this request: a stand-in turn carries its model and provider
+        turn = TurnRequest(
+            "compaction",
+            "compaction",
+            text_message("user", ""),
+            model=request.model,
+            provider=request.provider,
+            profile_home=request.profile_home,
+        )
+        with compat.profiles.profile_scope(request.profile_home):
+            self._hermes_agent_class()  # hermes-agent imported (and its .env loaded) as before a turn
+            home = request.profile_home or compat.home.hermes_home()
+            key = (turn.provider, _requested_model(self.settings, turn), turn.profile_home)
+            resolved = self.resolved.get(
+                key, home, lambda: _hermes_gateway_settings(self.settings, turn), keep=_no_credential_pool
+            )
+            messages = [message_to_openai(m) for m in request.messages]
+            if request.system_prompt:
+                messages.insert(0, {"role": "system", "content": request.system_prompt})
+            return compat.compression.summarize(resolved.pop("model"), resolved, messages)
+
     def _hermes_agent_class(self) -> type:
         """`AIAgent`, hermes-agent imported (seconds, the first time) and its TLS contexts shared when configured."""
         agent_class = compat.agent.agent_class()

@@ -28,9 +28,10 @@ import yaml
 
 from ..core.client_tools import AUTO, ClientTool
 from ..core.events import TurnStatus, Usage
-from .base import AgentTurn, TurnResult
+from .base import AgentTurn, Compaction, CompactionRequest, TurnResult
 from .host_data import HostData
 from .schema_example import example_arguments
+from .scripted_summary import scripted_summary
 
 STEP_KINDS = (
     "reasoning",
@@ -179,6 +180,9 @@ class ScriptedRuntime:
 
     async def close(self) -> None:
         return None
+
+    async def compact(self, request: CompactionRequest) -> Compaction:
+        return scripted_summary(request.messages, request.system_prompt)  # no model: pure, instant
 
     async def model_inventory(self, refresh: bool) -> list[dict[str, Any]] | None:
         return None  # no host inventory: api_server.model_options from config.yaml is the list

@@ -26,6 +26,7 @@ HELLO = {"role": "user", "content": "hello"}
 BODIES: dict[str, tuple[dict[str, Any], ...]] = {
     "chat_completions": ({"messages": [HELLO]}, {"messages": [HELLO], "stream": True}),
     "responses": ({"input": "hello"}, {"input": "hello", "stream": True}, {"input": "hello", "background": True}),
+    "responses_compact": ({"model": "hermes-agent", "input": "hello"},),
     "runs": ({"input": "hello"},),
     "run_approval": ({"choice": "deny"},),
     "run_answer": ({"text": "main"},),

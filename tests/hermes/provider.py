@@ -23,6 +23,8 @@ first (`scenario_of`):
   answers `CLARIFIED` + the user's response the tool returned.
 - `[client-tool]`: when the request offers the client's `CLIENT_TOOL`, calls it with `CLIENT_TOOL_ARGS`; the call
   after its result answers `CLIENT_TOOL_DONE` + the result; without it, answers `NO_CLIENT_TOOL`.
+- `[compact]`: answers `COMPACT_SUMMARY` (Hermes' context compressor summarising a conversation that has the tag:
+  POST /v1/responses/compact); `[compact-fail]`: answers HTTP 400, as a provider refusing the summary call.
 
 Every request is recorded in `requests` (with whether the client dropped the stream), so tests can
 assert what the agent did and that nothing was called after an interrupt. Runs in its own thread and
@@ -57,6 +59,8 @@ TAGS = (
     "bench-zero",
     "clarify",
     "client-tool",
+    "compact-fail",
+    "compact",
 )
 DANGER_DONE = "Dangerous command finished: "
 BENCH_DELTAS = 200
@@ -67,6 +71,7 @@ CLIENT_TOOL = "get_weather"
 CLIENT_TOOL_ARGS = {"city": "Paris"}
 CLIENT_TOOL_DONE = "The client's tool said: "
 NO_CLIENT_TOOL = "No client tool offered."
+COMPACT_SUMMARY = "## Goal\nThe user keeps the launch word: heliotrope."
 
 
 @dataclass
@@ -139,6 +144,7 @@ class Reply:
     reasoning: tuple[str, ...] = ()
     text: tuple[str, ...] = ()
     tool_calls: tuple[tuple[str, str, dict[str, Any]], ...] = ()
+    error: int = 0  # an HTTP error status instead of a completion
     delay: float = 0.01
     repeat_reasoning_for: float = 0.0  # keep streaming reasoning this long (slow-stream)
 
@@ -147,6 +153,10 @@ def plan(record: Recorded, count: int) -> Reply:
     """The scripted reply to the `count`-th request (1-based) of a conversation in `record.scenario`."""
     messages = record.messages
     after_tool = record.last_role == "tool"
+    if record.scenario == "compact":
+        return Reply(text=(COMPACT_SUMMARY,))
+    if record.scenario == "compact-fail":
+        return Reply(error=400)
     if record.scenario == "always-tool":
         if record.tools:
             return Reply(
@@ -308,6 +318,10 @@ class ScriptedProvider:
             self.requests.append(record)
             count = sum(1 for r in self.requests if r.scenario == record.scenario)
         reply = plan(record, count)
+        if reply.error:
+            record.ended = time.monotonic()
+            error = {"message": "scripted refusal", "type": "invalid_request_error", "code": "refused"}
+            return web.json_response({"error": error}, status=reply.error)
         try:
             if not record.stream:
                 return self._whole(reply)

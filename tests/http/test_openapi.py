@@ -9,7 +9,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from hermes_api_plugin.core.errors import ApiError
-from hermes_api_plugin.protocol import approvals, chat, jobs, responses, runs, sessions
+from hermes_api_plugin.protocol import approvals, chat, compaction, jobs, responses, runs, sessions
 from hermes_api_plugin.protocol.operations import OPERATIONS
 from hermes_api_plugin.protocol.schema import AnyJson, Obj
 
@@ -21,6 +21,7 @@ PARSERS: dict[str, tuple[Any, dict[str, Any]]] = {
         {"messages": [{"role": "user", "content": "hi"}]},
     ),
     "responses": (lambda b: responses.parse_responses_request(b, PROVIDERS), {"input": "hi"}),
+    "responses_compact": (lambda b: compaction.parse_compact_request(b, PROVIDERS), {"model": "m", "input": "hi"}),
     "runs": (lambda b: runs.parse_run_request(b, None, PROVIDERS), {"input": "hi"}),
     "session_create": (sessions.parse_session_create, {}),
     "session_update": (sessions.parse_session_update, {}),

@@ -261,6 +261,7 @@ FREE_TEXT = {
     "message",
     "output",
     "description",
+    "encrypted_content",  # a compaction's summary (WIRE §16): opaque, as long as the conversation it stands for
 }
 FREE_HEADERS = {"Last-Event-ID"}
 

@@ -44,6 +44,7 @@ WIRE_ROUTES = {
     ("get", "/openapi.json"),
     ("post", "/v1/chat/completions"),
     ("post", "/v1/responses"),
+    ("post", "/v1/responses/compact"),  # §16
     ("get", "/v1/responses/{response_id}"),
     ("delete", "/v1/responses/{response_id}"),
     ("post", "/v1/responses/{response_id}/cancel"),

@@ -8,6 +8,7 @@ that call them, and imports only `_core` and the modules below it in this list:
 
 - `home` — `$HERMES_HOME` and config.yaml as Hermes resolves them;
 - `agent` — `AIAgent`, what `hermes gateway` builds one with, running a turn, warm agents;
+- `compression` — Hermes' context compressor as the summariser of POST /v1/responses/compact;
 - `sessions` — Hermes' SessionDB and a turn's session context;
 - `approvals` — dangerous-command approvals (and how long one turn's wait);
 - `client_tools` — the function tools a client lends an agent for one turn;
@@ -27,11 +28,12 @@ and creates files under `$HERMES_HOME`, so the callers reach it from worker thre
 
 from __future__ import annotations
 
-from . import agent, approvals, catalog, client_tools, cron, gateway, home, profiles, sessions, tls
+from . import agent, approvals, catalog, client_tools, compression, cron, gateway, home, profiles, sessions, tls
 from ._core import API_SERVER, HERMES_TOP_LEVEL_MODULES, HermesName
 
 HERMES_NAMES: tuple[HermesName, ...] = (
     *agent.NAMES,
+    *compression.NAMES,
     *sessions.NAMES,
     *approvals.NAMES,
     *client_tools.NAMES,
@@ -52,6 +54,7 @@ __all__ = [
     "approvals",
     "catalog",
     "client_tools",
+    "compression",
     "cron",
     "gateway",
     "home",
