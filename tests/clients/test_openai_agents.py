@@ -29,6 +29,7 @@ from .agent_tools import (
     server_tool_prompt,
     weather_prompt,
 )
+from .compat import ROWS
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +107,7 @@ def test_agents_sdk_websocket_model_runs_its_function_tool_once_over_one_socket(
     """W-15.2 over the socket: the `function_call` item ends the first response, the Runner runs the tool, and the
     model's next `response.create` on the same socket carries the output, which resumes the same run (one execution,
     `tool_call.request` then `tool_call.responded`); the agent answers with the tool's result."""
+    assert ROWS["openai-agents-websocket"].client_tools.works
     prompt = weather_prompt("agents-sdk-ws")
     output, executed, items = agents_sdk_run(agents, clients_gateway, prompt, streamed, websocket=True)
     assert kinds(items) == ["reasoning_item", "tool_call_item", "tool_call_output_item", "message_output_item"]
@@ -129,6 +131,7 @@ def test_agents_sdk_websocket_model_answers_a_plain_prompt(
     agents: ModuleType, clients_gateway: LiveGateway, streamed: bool
 ) -> None:
     """§16: an agent without tools gets the scripted default turn's reasoning and answer over the socket."""
+    assert ROWS["openai-agents-websocket"].responses.works
     prompt = weather_prompt("agents-sdk-ws-plain")
     output, executed, items = agents_sdk_run(agents, clients_gateway, prompt, streamed, websocket=True, tools=False)
     assert (output, executed) == (DEFAULT_ANSWER, [])

@@ -43,7 +43,7 @@ from tests.live import LiveGateway
 
 from .compat import ROWS
 
-ROW = ROWS["openai-python"]
+ROW = ROWS["openai-python-websocket"]
 UNKNOWN_RESPONSE = "resp_" + "0" * 32
 HOSTED_TYPES = ["reasoning", "mcp_call", "message", "reasoning", "message"]  # "use tool" with server tools as mcp_call
 TOOL_ARGUMENTS = '{"command":"ls -la"}'
