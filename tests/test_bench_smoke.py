@@ -37,6 +37,9 @@ def test_every_benchmark_runs_at_tiny_size_and_reports_each_figure(tmp_path: Pat
         "answers.question_session",
         "answers.client_tool_history",
         "answers.new_turn_history",
+        "websocket.ws",
+        "websocket.sse",
+        "websocket.ratio",
     ):
         assert any(line.startswith(prefix) for line in lines), (prefix, done.stdout)
     results = json.loads(out.read_text())["results"]
@@ -49,6 +52,10 @@ def test_every_benchmark_runs_at_tiny_size_and_reports_each_figure(tmp_path: Pat
         assert answers[name]["first_content"]["p50_ms"] > 0 and answers[name]["head"]["p99_ms"] > 0, name
         assert answers[name]["ratio"]["p50_ms"] > 0, name
     assert answers["new_turn_session"]["first_content"]["p50_ms"] > 0 and answers["rounds"] == 3
+    sockets = results["websocket"]  # the same short responses on one socket and on one keep-alive connection
+    for name in ("ws", "sse"):
+        assert sockets[name]["first_event"]["p50_ms"] > 0 and sockets[name]["sequence_ms"] > 0, name
+    assert sockets["ratio"]["sequence"] > 0
     store = results["store"]
     if "skipped" in store:  # no PostgreSQL server binaries here; CI installs them
         assert os.environ.get("CI") != "true", store["skipped"]
