@@ -25,6 +25,7 @@ from ..routes import (
     jobs,
     platform_events,
     responses,
+    responses_socket,
     runs,
     sessions,
 )
@@ -57,6 +58,7 @@ from .app_keys import (
     SCOPE,
     SESSIONS,
     SETTINGS,
+    SOCKETS,
     STARTED_AT,
     STORE,
     STREAM_GAUGE,
@@ -66,6 +68,7 @@ from .app_keys import (
 from .middleware import MAX_BODY_BYTES, MIDDLEWARES, add_common_headers
 from .profiles import PROFILES, Profile, Profiles, profile_builder, profile_middleware
 from .stream_gauge import StreamGauge
+from .websocket import OpenSockets
 
 
 def create_app(
@@ -88,6 +91,7 @@ def create_app(
         middlewares=[*MIDDLEWARES, streams.middleware, profile_middleware], client_max_size=MAX_BODY_BYTES
     )
     app[STREAM_GAUGE] = streams
+    app[SOCKETS] = OpenSockets()
     app[SETTINGS] = settings
     app[RUNTIME] = runtime
     app[STORE] = store
@@ -145,6 +149,7 @@ def create_app(
     app.router.add_get("/v1/toolsets", host_data.toolsets, name="toolsets", allow_head=False)
     app.router.add_post("/v1/chat/completions", chat.chat_completions, name="chat_completions")
     app.router.add_post("/v1/responses", responses.create_response, name="responses")
+    app.router.add_get("/v1/responses", responses_socket.responses_socket, name="responses_socket", allow_head=False)
     app.router.add_get("/v1/responses/{response_id}", responses.get_response, name="response", allow_head=False)
     app.router.add_delete("/v1/responses/{response_id}", responses.delete_response, name="response_delete")
     app.router.add_post("/v1/responses/{response_id}/cancel", responses.cancel_response, name="response_cancel")
@@ -222,8 +227,11 @@ async def _open_store(app: web.Application) -> None:
 
 
 async def _drain(app: web.Application) -> None:
-    """Refuse new work, settle every turn and wait for the background work (both bounded by the drain grace)."""
+    """Refuse new work, settle every turn and wait for the background work (both bounded by the drain grace); then
+    close the WebSocket connections (1001), each once its last delivery wrote its end, as SSE streams end with their
+    terminal record."""
     await asyncio.gather(app[TURNS].drain(), app[BACKGROUND].drain(DRAIN_GRACE_S))
+    await app[SOCKETS].close_all()
 
 
 async def _close_store(app: web.Application) -> None:

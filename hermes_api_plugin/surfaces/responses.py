@@ -334,6 +334,7 @@ class ResponsesSurface:
         self._run: tuple[str, Journal] | None = None  # the run delivered and its journal
         self._previous: str | None = None  # the Response the request continues (`wait_keys`)
         self.start = 0  # the journal position this Response begins at
+        self._warm: StoredResponse | None = None  # a warm-up's Response (WebSocket mode's `generate: false`)
 
     def identity(self) -> str:
         return self.create.identity()
@@ -692,6 +693,40 @@ class ResponsesSurface:
     def body(self) -> dict[str, Any]:
         assert self._renderer is not None
         return self._renderer.snapshot()
+
+    # WebSocket mode (WIRE.md §16)
+
+    async def warm_up(self) -> list[SseRecord]:
+        """`generate: false`: a Response that runs no turn — its input resolved and its chain checked as a new turn's
+        (`plan`, nothing admitted), completed with no output; stored when the request stores (its input is then its
+        chain's messages), else for its connection to keep (`kept`). The records of its delivery."""
+        await self.plan()
+        record = self._record
+        assert record is not None and self.head is not None
+        r = renderer(self.settings, self.head, self.commentary, self.hermes.tool_items_shown, hosted=self.hosted)
+        records = r.created() + r.warmed()
+        self._renderer = r
+        self._warm = replace(record, status=r.status, snapshot=r.snapshot())
+        if self.create.store:
+            log_evictions(await self.store.put_response(self._warm, record.input_items))
+        return records
+
+    def kept(self) -> StoredResponse | None:
+        """This request's Response as its WebSocket connection keeps it for `previous_response_id` when it is not
+        stored: its chain fields and the messages its part of the turn added (up to where it ended: the turn's end, or
+        a request to the client). None when it is stored, ended otherwise than completed or incomplete, or is a keyed
+        retry's (its journal replayed: nothing of it was planned here)."""
+        if self.create.store:
+            return None
+        if self._warm is not None:
+            return self._warm
+        record, run, r = self._record, self._run, self._renderer
+        if record is None or run is None or r is None or r.status not in ("completed", "incomplete"):
+            return None
+        events = run[1].events
+        end = next((i for i in range(self.start, len(events)) if suspends(events[i])), len(events))
+        inputs = list(record.messages) if not self.start else []  # a resumed turn's input is the earlier Response's
+        return replace(record, status=r.status, messages=turn_messages(inputs, events[self.start : end]))
 
     def _persister(self, responses: _TurnResponses) -> Persister:
         journals = self.journals
