@@ -2,8 +2,9 @@
 event. Pure: no aiohttp.
 
 A message is a create body (§4.1) with `type: "response.create"`, never the HTTP transport fields `stream`,
-`stream_options` and `background` (a socket always streams; nothing runs detached from it), plus two fields of its
-own, taken out before the body is parsed:
+`stream_options` and `background` (a socket always streams; nothing runs detached from it) — but for `stream: true`
+and `background: false`, what a socket does anyway (the OpenAI Agents SDK sends `stream: true`) — plus two fields of
+its own, taken out before the body is parsed:
 
 - `generate` (Open Responses): `false` warms the connection up — a Response is created and completed with no output
   and no agent turn, and the next `response.create` continues it by `previous_response_id`;
@@ -30,6 +31,9 @@ from .schema import Bool, Obj, Prop, Str
 CREATE = "response.create"
 KEY_FIELD = "idempotency_key"
 TRANSPORT_FIELDS = ("stream", "stream_options", "background")  # HTTP's own: never sent over a socket
+# ...except with the value a socket implies: the OpenAI Agents SDK's OpenAIResponsesWSModel (openai-agents 0.24.0)
+# puts `"stream": true` in every `response.create` it sends, so refusing it would refuse that client outright.
+_IMPLIED = {"stream": True, "background": False}
 _OWN_FIELDS = ("type", "generate", KEY_FIELD)  # taken out before the create body is parsed
 
 SOCKET_MESSAGE = Obj(
@@ -61,7 +65,8 @@ def parse_socket_create(raw: dict[str, Any], providers: frozenset[str]) -> Socke
     if kind != CREATE:
         raise invalid_request("unknown_event_type", f"Unknown client event type {kind!r}; send {CREATE!r}", "type")
     for name in TRANSPORT_FIELDS:
-        if raw.get(name) is not None:
+        value = raw.get(name)
+        if value is not None and not (name in _IMPLIED and value is _IMPLIED[name]):
             raise invalid_request(
                 "unsupported_parameter",
                 f"'{name}' is not sent over WebSocket: every response streams on the socket it was created on",
