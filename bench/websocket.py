@@ -71,7 +71,16 @@ async def on_sse(url: str, count: int) -> Sequence:
     done = Sequence()
     body = {"input": PROMPT, "stream": True}
     connector = aiohttp.TCPConnector(limit=1)  # one connection, kept alive between the requests
-    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None)) as session:
+    connections: list[object] = []
+
+    async def connected(*what: object) -> None:
+        connections.append(what)
+
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_create_end.append(connected)
+    async with aiohttp.ClientSession(
+        connector=connector, timeout=aiohttp.ClientTimeout(total=None), trace_configs=[trace]
+    ) as session:
         opened = time.perf_counter()
         for _ in range(count):
             sent = time.perf_counter()
@@ -89,6 +98,7 @@ async def on_sse(url: str, count: int) -> Sequence:
             done.first_event_ms.append((first - sent) * 1000)
             done.response_ms.append((now - sent) * 1000)
         done.total_ms = (now - opened) * 1000
+    assert len(connections) == 1, f"{len(connections)} HTTP connections for one sequence: keep-alive was not kept"
     return done
 
 
