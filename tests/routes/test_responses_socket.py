@@ -191,15 +191,16 @@ async def test_w_16_1_generate_false_with_store_is_stored(api: TestClient, auth:
 async def test_w_16_1_bad_frames_are_error_events_and_the_socket_stays_usable(
     api: TestClient, auth: dict[str, str]
 ) -> None:
-    """Not JSON, a binary frame, another event type, an HTTP transport field, an invalid body: each an error event
-    (nothing admitted); the next response.create runs."""
+    """Not JSON, a binary frame, another event type, an HTTP transport field (but for the values a socket implies,
+    `stream: true` and `background: false`: the Agents SDK sends `stream: true`), an invalid body: each an error
+    event (nothing admitted); the next response.create runs."""
     async with await connect(api, auth) as ws:
         check_error((await turn(ws, "not json"))[0], 400, "invalid_json")
         await ws.send_bytes(b"{}")
         check_error((await receive_turn(ws))[0], 400, "invalid_json")
         check_error((await turn(ws, {"type": "response.cancel"}))[0], 400, "unknown_event_type")
         check_error((await turn(ws, {"input": "no type"}))[0], 400, "unknown_event_type")
-        for field, value in (("stream", True), ("background", True), ("stream_options", {})):
+        for field, value in (("stream", False), ("background", True), ("stream_options", {})):
             [error] = await turn(ws, create("x", **{field: value}))
             check_error(error, 400, "unsupported_parameter")
             assert error["error"]["param"] == field
