@@ -71,7 +71,7 @@ ROWS: dict[str, Row] = {
             responses=Cell(
                 True,
                 "`responses.connect()` sync and async: sequential responses on one socket, `store: false` continued "
-                "there, errors as `ResponseWsError` events",
+                "there, errors as `ResponseWsError` events, `on_reconnecting` after a gateway restart",
             ),
             reasoning=Cell(True, "summary deltas and items, as over SSE"),
             tool_progress=Cell(True, "tool items; `mcp_call` with a client tool or `X-Hermes-Tool-Items: hosted`"),

@@ -7,8 +7,9 @@ URL from `base_url` (`http://host:port/v1` → `ws://host:port/v1/responses`), s
 one `{"type": "response.create", …}` text frame, and `recv()` / iteration parse each text frame into a typed
 `ResponsesServerEvent`. An `error` frame is just an event (`ResponseWsError`: `status` and `error.{type, code,
 message, param}`); only `dispatch_events()` with no `error` handler raises it, as `OpenAIError`. The SDK reconnects
-only when `connect(on_reconnecting=…)` is given and the close code is recoverable; a reconnected socket is a new
-connection, so `store: false` responses of the old one are not continuable there (the cache is connection-local).
+only when `connect(on_reconnecting=…)` is given and the close code is recoverable (1001, the gateway's close at a
+shutdown, is), and only while it is iterated; what is sent meanwhile is queued for the new socket. A reconnected
+socket is a new connection, so `store: false` responses of the old one are not continuable there (connection-local).
 
 One gateway per module (`live_gateway`, scripted runtime, tests/scripts/chat.yaml).
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -25,6 +27,7 @@ import pytest
 from openai.resources.responses.responses import AsyncResponsesConnection, ResponsesConnection
 from openai.types.responses.response_output_item import McpCall
 from openai.types.responses.responses_server_event import ResponsesServerEvent, ResponseWsError
+from openai.types.websocket_reconnection import ReconnectingEvent
 
 from tests.helpers import (
     AUTH_FAILED,
@@ -39,7 +42,7 @@ from tests.helpers import (
     execution_for,
     history_texts,
 )
-from tests.live import LiveGateway
+from tests.live import LiveGateway, start_gateway, write_home
 
 from .compat import ROWS
 
@@ -328,6 +331,46 @@ def test_a_wrong_key_is_refused_at_the_handshake(live_gateway: LiveGateway) -> N
         client.responses.connect().enter()
     assert caught.value.response.status_code == 401
     assert json.loads(caught.value.response.body or b"{}") == AUTH_FAILED
+
+
+# -- reconnecting --------------------------------------------------------------------------------------------------
+
+
+def test_the_sdk_reconnects_after_a_gateway_restart_and_the_new_socket_keeps_nothing(tmp_path: Path) -> None:
+    """The SDK's own reconnect (`connect(on_reconnecting=…)`): a gateway shutting down closes the socket 1001 (going
+    away, recoverable to the SDK), the SDK opens a new socket to the restarted gateway and sends what was queued
+    meanwhile there. The new connection keeps nothing: continuing the old socket's `store: false` response is
+    `previous_response_not_found`, while a stored response continues."""
+    home = write_home(tmp_path / "home")
+    gateways = [start_gateway(home)]
+    attempts: list[ReconnectingEvent] = []
+    try:
+        with sdk(gateways[0]) as client:
+
+            def reconnecting(event: ReconnectingEvent) -> None:
+                attempts.append(event)
+                if len(attempts) == 1:  # sent once the new socket is open (the SDK queues it meanwhile)
+                    connection.response.create(model=MODEL, input="again", store=False, previous_response_id=unkept.id)
+
+            connection = client.responses.connect(on_reconnecting=reconnecting, initial_delay=0.2).enter()
+            try:
+                connection.response.create(model=MODEL, input="hello", store=False)
+                unkept = completed(one_response(connection))
+                connection.response.create(model=MODEL, input="hello")
+                stored = completed(one_response(connection))
+                gateways[0].stop()
+                gateways.append(start_gateway(home, {"API_SERVER_PORT": str(gateways[0].port)}))
+                error = the_error([next(iter(connection))])  # the iterator reconnects, then reads the new socket
+                connection.response.create(model=MODEL, input="hello", previous_response_id=stored.id)
+                continued = completed(one_response(connection))
+            finally:
+                connection.close()
+    finally:
+        for gateway in gateways:
+            gateway.stop()
+    assert attempts[0].close_code == 1001
+    assert (error.status, error.error.code) == (400, "previous_response_not_found")
+    assert continued.previous_response_id == stored.id and answer_text(continued) == DEFAULT_ANSWER
 
 
 # -- the async connection --------------------------------------------------------------------------------------------
