@@ -31,7 +31,6 @@ from tests.helpers import (
     parse_sse,
     wait_for_async,
 )
-
 from tests.live import executions
 
 from .responses_helpers import stream_response
