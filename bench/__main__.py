@@ -56,8 +56,8 @@ FULL = {
     "replicas_rounds": 3,
     "answers_rounds": 200,
     "answers_warmup": 10,
-    "ws_responses": 20,
-    "ws_rounds": 10,
+    "socket_turns": 20,
+    "socket_rounds": 10,
 }
 QUICK = {
     "deltas": 500,
@@ -77,8 +77,8 @@ QUICK = {
     "replicas_rounds": 1,
     "answers_rounds": 3,
     "answers_warmup": 1,
-    "ws_responses": 3,
-    "ws_rounds": 1,
+    "socket_turns": 20,
+    "socket_rounds": 1,
 }
 
 

@@ -1,15 +1,11 @@
-"""The `websocket` part (WIRE.md §16): short Responses one after another on one WebSocket versus as SSE requests on
-one keep-alive HTTP connection, on the scripted runtime.
+"""Part `websocket`: N sequential short Responses on one WebSocket connection (WIRE.md §16) against the same N as SSE
+requests on one keep-alive HTTP connection, same server, same run.
 
-A sequence is N responses of the script's default turn (`hello` → one text delta, `ok`), each sent once the previous
-one ended:
-- `ws`: one socket (`GET /v1/responses` upgraded, the API key in the handshake), one `response.create` frame per
-  response, its event frames read up to `response.completed`;
-- `sse`: `POST /v1/responses` with `stream: true`, N times over one keep-alive connection (a connector that holds
-  one), each stream read to its end.
-Per response: request sent → its first event (`response.created`) and → its terminal event; per sequence: opening
-the connection (TCP, and the upgrade for `ws`) → the last terminal event. Rounds alternate which transport goes
-first, so drift hits both alike. Ratios are WebSocket / SSE (below 1: the socket is faster).
+Per transport and round: the connection opened (the handshake, or the first request's connect), then N responses
+one after another, each the script's default turn (`ok`), `store: false`; a response is sent → first event received
+(`response.created`), and sent → its terminal event. Reported: first-event p50/p99 over every response, the
+round's total (connect to the last terminal event) median over rounds, and socket / SSE ratios. One warm-up round
+of each is not counted.
 """
 
 from __future__ import annotations
@@ -17,136 +13,80 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
 
-from .common import AUTH, Server, p50_p99
+from .common import AUTH, p50_p99
 
-PROMPT = "hello"  # runtime.py: the default turn, "ok"
-TERMINALS = ("response.completed", "response.incomplete", "response.failed", "response.cancelled", "error")
-
-
-@dataclass
-class Sequence:
-    """One transport's N responses; times in ms."""
-
-    first_event_ms: list[float] = field(default_factory=list)
-    response_ms: list[float] = field(default_factory=list)
-    total_ms: float = 0.0
+BODY = {"model": "hermes-agent", "input": "hello", "store": False}
 
 
-def _terminal(event: dict[str, Any]) -> bool:
-    if event["type"] in TERMINALS:
-        assert event["type"] == "response.completed", json.dumps(event)[:300]
-        return True
-    return False
-
-
-async def on_websocket(url: str, count: int) -> Sequence:
-    done = Sequence()
-    frame = json.dumps({"type": "response.create", "input": PROMPT})
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None)) as session:
-        opened = time.perf_counter()
-        async with session.ws_connect(url + "/v1/responses", headers=AUTH) as socket:
-            for _ in range(count):
-                sent = time.perf_counter()
-                await socket.send_str(frame)
-                first: float | None = None
-                while True:
-                    message = await socket.receive()
-                    now = time.perf_counter()
-                    assert message.type == aiohttp.WSMsgType.TEXT, message
-                    first = now if first is None else first
-                    if _terminal(json.loads(message.data)):
-                        break
-                done.first_event_ms.append((first - sent) * 1000)
-                done.response_ms.append((now - sent) * 1000)
-        done.total_ms = (now - opened) * 1000
-    return done
-
-
-async def on_sse(url: str, count: int) -> Sequence:
-    done = Sequence()
-    body = {"input": PROMPT, "stream": True}
-    connector = aiohttp.TCPConnector(limit=1)  # one connection, kept alive between the requests
-    connections: list[object] = []
-
-    async def connected(*what: object) -> None:
-        connections.append(what)
-
-    trace = aiohttp.TraceConfig()
-    trace.on_connection_create_end.append(connected)
-    async with aiohttp.ClientSession(
-        connector=connector, timeout=aiohttp.ClientTimeout(total=None), trace_configs=[trace]
-    ) as session:
-        opened = time.perf_counter()
-        for _ in range(count):
+async def _over_socket(url: str, turns: int) -> tuple[list[float], float]:
+    firsts: list[float] = []
+    started = time.perf_counter()
+    async with aiohttp.ClientSession() as session, session.ws_connect(url + "/v1/responses", headers=AUTH) as ws:
+        for _ in range(turns):
             sent = time.perf_counter()
-            first: float | None = None
-            ended = False
-            async with session.post(url + "/v1/responses", json=body, headers=AUTH) as response:
-                assert response.status == 200, await response.read()
-                async for line in response.content:
-                    if not line.startswith(b"data: {"):
-                        continue
-                    now = time.perf_counter()
-                    first = now if first is None else first
-                    ended = ended or _terminal(json.loads(line[6:]))
-            assert first is not None and ended
-            done.first_event_ms.append((first - sent) * 1000)
-            done.response_ms.append((now - sent) * 1000)
-        done.total_ms = (now - opened) * 1000
-    assert len(connections) == 1, f"{len(connections)} HTTP connections for one sequence: keep-alive was not kept"
-    return done
+            await ws.send_str(json.dumps({"type": "response.create", **BODY}))
+            first = True
+            while True:
+                frame = await ws.receive()
+                assert frame.type is aiohttp.WSMsgType.TEXT, frame
+                if first:
+                    firsts.append((time.perf_counter() - sent) * 1000)
+                    first = False
+                kind = json.loads(frame.data)["type"]
+                assert kind != "error", frame.data
+                if kind in ("response.completed", "response.failed", "response.incomplete"):
+                    break
+    return firsts, (time.perf_counter() - started) * 1000
 
 
-def _figures(sequences: list[Sequence]) -> dict[str, Any]:
-    return {
-        "first_event": p50_p99([ms for s in sequences for ms in s.first_event_ms]),
-        "response": p50_p99([ms for s in sequences for ms in s.response_ms]),
-        "sequence_ms": round(statistics.median(s.total_ms for s in sequences), 3),
+async def _over_sse(url: str, turns: int) -> tuple[list[float], float]:
+    firsts: list[float] = []
+    started = time.perf_counter()
+    connector = aiohttp.TCPConnector(limit=1)  # one keep-alive connection for every request
+    async with aiohttp.ClientSession(connector=connector) as session:
+        for _ in range(turns):
+            sent = time.perf_counter()
+            async with session.post(url + "/v1/responses", json={**BODY, "stream": True}, headers=AUTH) as response:
+                assert response.status == 200
+                body = await response.content.readany()
+                firsts.append((time.perf_counter() - sent) * 1000)
+                while not response.content.at_eof():
+                    body += await response.content.readany()
+            assert b"response.completed" in body, body[-300:]
+    return firsts, (time.perf_counter() - started) * 1000
+
+
+async def websocket(session: aiohttp.ClientSession, server: Any, size: dict[str, Any]) -> dict[str, Any]:
+    turns, rounds = size["socket_turns"], size["socket_rounds"]
+    firsts: dict[str, list[float]] = {"socket": [], "sse": []}
+    totals: dict[str, list[float]] = {"socket": [], "sse": []}
+    for round_ in range(rounds + 1):
+        for name, run in (("socket", _over_socket), ("sse", _over_sse)):
+            first, total = await run(server.url, turns)
+            if round_:  # the first round warms both paths up
+                firsts[name] += first
+                totals[name].append(total)
+    out: dict[str, Any] = {"turns": turns, "rounds": rounds}
+    for name in ("socket", "sse"):
+        out[name] = {"first_event": p50_p99(firsts[name]), "total_ms": round(statistics.median(totals[name]), 3)}
+    out["ratio"] = {
+        "first_event_p50": round(out["socket"]["first_event"]["p50_ms"] / out["sse"]["first_event"]["p50_ms"], 3),
+        "total": round(out["socket"]["total_ms"] / out["sse"]["total_ms"], 3),
     }
-
-
-async def websocket(session: aiohttp.ClientSession, server: Server, size: dict[str, Any]) -> dict[str, Any]:
-    """Sequential short responses: one WebSocket versus SSE on one keep-alive connection."""
-    count, rounds = size["ws_responses"], size["ws_rounds"]
-    await on_websocket(server.url, 1)  # warm-up: the first turn of each transport pays one-off costs
-    await on_sse(server.url, 1)
-    runs: dict[str, list[Sequence]] = {"ws": [], "sse": []}
-    for i in range(rounds):
-        order = ("ws", "sse") if i % 2 == 0 else ("sse", "ws")
-        for name in order:
-            runs[name].append(await (on_websocket if name == "ws" else on_sse)(server.url, count))
-    ws, sse = _figures(runs["ws"]), _figures(runs["sse"])
-    return {
-        "responses": count,
-        "rounds": rounds,
-        "ws": ws,
-        "sse": sse,
-        "ratio": {
-            "first_event_p50": round(ws["first_event"]["p50_ms"] / sse["first_event"]["p50_ms"], 3),
-            "response_p50": round(ws["response"]["p50_ms"] / sse["response"]["p50_ms"], 3),
-            "sequence": round(ws["sequence_ms"] / sse["sequence_ms"], 3),
-        },
-    }
+    return out
 
 
 def report(result: dict[str, Any]) -> list[str]:
-    lines = []
-    for name, label in (("ws", "one WebSocket"), ("sse", "SSE, one keep-alive connection")):
-        figures = result[name]
-        lines.append(
-            f"websocket.{name:4s}         first event p50 {figures['first_event']['p50_ms']} / p99 "
-            f"{figures['first_event']['p99_ms']} ms, response p50 {figures['response']['p50_ms']} / p99 "
-            f"{figures['response']['p99_ms']} ms, {result['responses']} responses in {figures['sequence_ms']} ms "
-            f"(median of {result['rounds']}; {label})"
-        )
-    ratio = result["ratio"]
-    lines.append(
-        f"websocket.ratio        first event x{ratio['first_event_p50']}, response x{ratio['response_p50']}, "
-        f"sequence x{ratio['sequence']} (WebSocket / SSE)"
-    )
-    return lines
+    socket, sse, ratio = result["socket"]["first_event"], result["sse"]["first_event"], result["ratio"]
+    return [
+        f"websocket.first_event  socket p50 {socket['p50_ms']} / p99 {socket['p99_ms']} ms,"
+        f" SSE p50 {sse['p50_ms']} / p99 {sse['p99_ms']} ms"
+        f" (ratio {ratio['first_event_p50']})",
+        f"websocket.total        {result['turns']} responses: socket {result['socket']['total_ms']} ms,"
+        f" SSE {result['sse']['total_ms']} ms"
+        f" on one keep-alive connection (ratio {ratio['total']})",
+    ]

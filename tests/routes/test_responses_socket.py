@@ -232,9 +232,15 @@ async def test_w_16_1_get_without_upgrade_is_426(api: TestClient, auth: dict[str
     assert reply.headers["Upgrade"] == "websocket"
 
 
-async def test_w_16_1_capabilities_say_websocket(api: TestClient, auth: dict[str, str]) -> None:
+async def test_w_16_1_capabilities_and_openapi_describe_the_upgrade(api: TestClient, auth: dict[str, str]) -> None:
     features = (await fetch(api, "GET", "/v1/capabilities", headers=auth)).json()["features"]
     assert features["responses_websocket"] is True
+    document = (await fetch(api, "GET", "/openapi.json", headers=auth)).json()
+    upgrade = document["paths"][RESPONSES]["get"]
+    assert upgrade["operationId"] == "responses_socket" and "101" in upgrade["responses"]
+    assert upgrade["x-websocket"]["client_message"] == {"$ref": "#/components/schemas/ResponseCreateEvent"}
+    message = document["components"]["schemas"]["ResponseCreateEvent"]["properties"]
+    assert {"type", "generate", "idempotency_key", "input"} <= set(message) and "stream" not in message
 
 
 async def test_w_5_5_a_closed_socket_cancels_an_unkeyed_turn(api: TestClient, auth: dict[str, str]) -> None:
