@@ -90,6 +90,16 @@ class Conversations:
             return await self.lookup.get_response(self.scope, head_id) if head_id else None
         return None
 
+    async def carried(self, previous: StoredResponse | None) -> list[Message]:
+        """What a stored Response continuing `previous` must carry itself: the chain of a Response only a WebSocket
+        connection keeps (WIRE.md §16), which no stored row holds — so that the stored chain stays whole once the
+        connection is gone. Nothing when `previous` is stored."""
+        if previous is None or self.lookup is self.store:
+            return []
+        if await self.store.get_response(self.scope, previous.id) is not None:
+            return []
+        return await self.lookup.chain_messages(self.scope, previous.id)
+
     async def resolve(
         self,
         *,

@@ -364,6 +364,7 @@ class ResponsesSurface:
         response_id = new_response_id()
         resolved = await resolve_input(body.input, self.store, conversations.scope, response_id)
         previous = await conversations.previous(body.previous_response_id, body.conversation)
+        carried = await conversations.carried(previous) if body.store else []  # a kept chain, stored with this one
         # A conversation name never falls back to the session key (WIRE.md §4.7).
         key = self.hermes.session_key if body.conversation is None else None
         chain = await conversations.resolve(
@@ -396,7 +397,7 @@ class ResponsesSurface:
             instructions=instructions,
             commentary=self.commentary,
             hosted=self.hosted,
-            messages=list(resolved.messages),  # until it settles: what a restart-settled turn leaves in the chain
+            messages=[*carried, *resolved.messages],  # until it settles: what a restart-settled turn leaves
             owner=self.owner,
         )
         request = turn_request(
@@ -412,7 +413,7 @@ class ResponsesSurface:
         responses = _TurnResponses(
             self.settings, self.store, head, record if body.store else None, conversations.waits, conversations.scope
         )
-        responses.inputs = list(resolved.messages)
+        responses.inputs = [*carried, *resolved.messages]
         responses.commentary, responses.hosted = self.commentary, self.hosted
         self._chain = responses
         return TurnPlan(

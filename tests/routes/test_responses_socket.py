@@ -130,6 +130,24 @@ async def test_w_16_1_store_true_continues_from_the_store(api: TestClient, auth:
     assert history_texts(execution_for(api, "stored second"))[0] == ("user", "stored first")
 
 
+async def test_w_16_1_a_stored_response_carries_the_kept_chain_it_continues(
+    api: TestClient, auth: dict[str, str]
+) -> None:
+    """store:true continuing a store:false Response: the stored chain holds what only the connection kept, so it
+    continues whole over HTTP once the socket is gone."""
+    async with await connect(api, auth) as ws:
+        kept = final(await turn(ws, create("kept first")))
+        stored = final(await turn(ws, create("stored second", store=True, previous_response_id=kept["id"])))
+    later = await stream_response(api, auth, "http third", previous_response_id=stored["id"])
+    assert later.response["status"] == "completed"
+    assert history_texts(execution_for(api, "http third")) == [
+        ("user", "kept first"),
+        ("assistant", DEFAULT_ANSWER),
+        ("user", "stored second"),
+        ("assistant", DEFAULT_ANSWER),
+    ]
+
+
 async def test_w_16_1_a_new_connection_keeps_nothing(api: TestClient, auth: dict[str, str]) -> None:
     """Reconnected, a store:false id is unknown: 400 previous_response_not_found, as for an id never seen."""
     async with await connect(api, auth) as ws:
