@@ -25,7 +25,7 @@ from typing import Any
 
 import aiohttp
 
-from . import answers, replicas, store
+from . import answers, replicas, store, websocket
 from .common import (
     AUTH,
     ROOT,
@@ -56,6 +56,8 @@ FULL = {
     "replicas_rounds": 3,
     "answers_rounds": 200,
     "answers_warmup": 10,
+    "socket_turns": 20,
+    "socket_rounds": 10,
 }
 QUICK = {
     "deltas": 500,
@@ -75,6 +77,8 @@ QUICK = {
     "replicas_rounds": 1,
     "answers_rounds": 3,
     "answers_warmup": 1,
+    "socket_turns": 20,
+    "socket_rounds": 1,
 }
 
 
@@ -243,6 +247,7 @@ BENCHES: dict[str, Callable[..., Awaitable[dict[str, Any]]]] = {
     "idle_streams": idle_streams,
     "admissions": admissions,
     "answers": answers.answers,
+    "websocket": websocket.websocket,
 }
 
 
@@ -274,6 +279,8 @@ def report(name: str, result: dict[str, Any]) -> list[str]:
         ]
     if name == "answers":
         return answers.report(result)
+    if name == "websocket":
+        return websocket.report(result)
     return [f"startup                /health 200 after {result['median_s']} s (median of {result['runs']})"]
 
 

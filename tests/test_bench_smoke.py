@@ -37,6 +37,8 @@ def test_every_benchmark_runs_at_tiny_size_and_reports_each_figure(tmp_path: Pat
         "answers.question_session",
         "answers.client_tool_history",
         "answers.new_turn_history",
+        "websocket.first_event",
+        "websocket.total",
     ):
         assert any(line.startswith(prefix) for line in lines), (prefix, done.stdout)
     results = json.loads(out.read_text())["results"]
@@ -57,6 +59,9 @@ def test_every_benchmark_runs_at_tiny_size_and_reports_each_figure(tmp_path: Pat
             assert store[name]["keyed"]["p50_ms"] > 0 and store[name]["unkeyed"]["p99_ms"] > 0
         assert store["postgres_over_sqlite"]["keyed"]["p50_ms"] > 0
         assert store["pool_check_us_per_borrow"]["round_trip"] > 0
+    socket = results["websocket"]  # 20 responses on one socket and 20 SSE requests on one connection, both timed
+    assert socket["socket"]["total_ms"] > 0 and socket["sse"]["first_event"]["p50_ms"] > 0
+    assert socket["ratio"]["total"] > 0
     replicas = results["replicas"]
     if "skipped" in replicas:
         assert os.environ.get("CI") != "true", replicas["skipped"]

@@ -269,6 +269,16 @@ class ResponsesRenderer:
         self._emit(records, "response.in_progress", response=self.snapshot(with_output=False))
         return records
 
+    def warmed(self) -> list[SseRecord]:
+        """What follows `created` for a Response that runs no turn (WebSocket mode's `generate: false`, WIRE.md §16):
+        in progress, then completed with no output and no usage."""
+        records = self.resumed()
+        self.status = "completed"
+        self._usage = Usage()
+        self._emit(records, "response.completed", response=self.snapshot())
+        self.terminal = records[-1]
+        return records
+
     def render(self, events: list[TurnEvent]) -> list[SseRecord]:
         records: list[SseRecord] = []
         if self.paused is not None:

@@ -26,6 +26,7 @@ from ..routes import (
     jobs,
     platform_events,
     responses,
+    responses_socket,
     runs,
     sessions,
 )
@@ -58,6 +59,7 @@ from .app_keys import (
     SCOPE,
     SESSIONS,
     SETTINGS,
+    SOCKETS,
     STARTED_AT,
     STORE,
     STREAM_GAUGE,
@@ -67,6 +69,7 @@ from .app_keys import (
 from .middleware import MAX_BODY_BYTES, MIDDLEWARES, add_common_headers
 from .profiles import PROFILES, Profile, Profiles, profile_builder, profile_middleware
 from .stream_gauge import StreamGauge
+from .websocket import OpenSockets
 
 
 def create_app(
@@ -89,6 +92,7 @@ def create_app(
         middlewares=[*MIDDLEWARES, streams.middleware, profile_middleware], client_max_size=MAX_BODY_BYTES
     )
     app[STREAM_GAUGE] = streams
+    app[SOCKETS] = OpenSockets()
     app[SETTINGS] = settings
     app[RUNTIME] = runtime
     app[STORE] = store
@@ -149,6 +153,7 @@ def create_app(
     # Before /v1/responses/{response_id}: `compact` is never taken for a response id, whatever the method (WIRE §16).
     app.router.add_post("/v1/responses/compact", compaction.compact_response, name="responses_compact")
     app.router.add_route("*", "/v1/responses/compact", compaction.compact_other_method)
+    app.router.add_get("/v1/responses", responses_socket.responses_socket, name="responses_socket", allow_head=False)
     app.router.add_get("/v1/responses/{response_id}", responses.get_response, name="response", allow_head=False)
     app.router.add_delete("/v1/responses/{response_id}", responses.delete_response, name="response_delete")
     app.router.add_post("/v1/responses/{response_id}/cancel", responses.cancel_response, name="response_cancel")
@@ -226,8 +231,11 @@ async def _open_store(app: web.Application) -> None:
 
 
 async def _drain(app: web.Application) -> None:
-    """Refuse new work, settle every turn and wait for the background work (both bounded by the drain grace)."""
+    """Refuse new work, settle every turn and wait for the background work (both bounded by the drain grace); then
+    close the WebSocket connections (1001), each once its last delivery wrote its end, as SSE streams end with their
+    terminal record."""
     await asyncio.gather(app[TURNS].drain(), app[BACKGROUND].drain(DRAIN_GRACE_S))
+    await app[SOCKETS].close_all()
 
 
 async def _close_store(app: web.Application) -> None:

@@ -19,6 +19,7 @@ from ..submission.submit import Submitter
 from ..turns import TurnRegistry
 from ..turns.durable import JournalSaver
 from .stream_gauge import StreamGauge
+from .websocket import OpenSockets
 
 SETTINGS = web.AppKey("settings", Settings)
 RUNTIME = web.AppKey("runtime", AgentRuntime)
@@ -44,3 +45,4 @@ RECOVERY = web.AppKey("recovery", Recovery)  # settles what gone gateway process
 REMOTE_TURNS = web.AppKey(
     "remote_turns", RemoteTurns
 )  # following and stopping turns other gateways run (shared stores)
+SOCKETS = web.AppKey("sockets", OpenSockets)  # open WebSocket connections (WIRE.md §16), closed at shutdown

@@ -20,6 +20,7 @@ ROUTE_FEATURES: dict[str, tuple[str, ...]] = {
     "jobs_admin": _JOBS,
     "platform_events": ("platform_events",),
     "cron_fire": ("cron_fire",),
+    "responses_websocket": ("responses_socket",),  # WIRE.md §16
 }
 
 # Served by no route of this server (upstream advertises them `false` as well).

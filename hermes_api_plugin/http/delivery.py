@@ -6,6 +6,10 @@ The third step of every work-creating POST (parse → submit → deliver), drive
 already gone) cancels it — the `async with` block guarantees one or the other. Attaches and replays
 only watch: their client going away never affects the turn.
 
+The journal is written into an event stream (`EventStream`): an SSE stream (http/sse.py) over HTTP, or a WebSocket
+connection (http/websocket.py, WIRE.md §16) — one renderer, two framings. A socket's deliveries run one after another
+on the stream its handshake opened, so `deliver` takes an opened stream instead of writing a head.
+
 A delivery covers the journal from the surface's `start` (0, or just after the request a resumed turn was answered
 at) to the terminal record — or to a request that suspends the turn (WIRE.md §15.1): the surface's renderer then
 reports `paused`, and the delivery ends cleanly in its dialect's way while the turn waits for the client's answer.
@@ -15,8 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 from aiohttp import web
 
@@ -32,6 +36,29 @@ from .sse import EarlyJson, SseStream
 H = TypeVar("H")
 
 
+class EventStream(Protocol):
+    """Where a delivery writes its records: `SseStream` (one SSE message each) or `WebSocketStream` (one text frame
+    each). A failed write marks it `gone`; every write says whether the client is still there."""
+
+    @property
+    def response(self) -> web.StreamResponse: ...
+
+    @property
+    def gone(self) -> bool: ...
+
+    async def send(self, records: Iterable[SseRecord]) -> bool: ...
+
+    async def keepalive(self) -> bool: ...
+
+    async def done(self) -> None:
+        """The end of the delivery, with the stream's end marker (chat's `[DONE]`)."""
+        ...
+
+    async def close(self) -> None:
+        """The end of the delivery."""
+        ...
+
+
 def on_client_gone(request: web.Request, turn: Turn, keep: bool) -> None:
     """WIRE.md §5.5: under `auto` keyed and background turns keep running (detached), others are
     cancelled; `cancel` always cancels, `continue` never does."""
@@ -43,7 +70,7 @@ def on_client_gone(request: web.Request, turn: Turn, keep: bool) -> None:
 
 
 async def pump(
-    stream: SseStream,
+    stream: EventStream,
     journal: Journal,
     render: Render,
     keepalive: float,
@@ -116,13 +143,17 @@ async def deliver(
     journal: Journal,
     held: HeldTurn | None,
     surface: Delivery,
-    sse: SseStream | None = None,
+    sse: EventStream | None = None,
+    *,
+    into: EventStream | None = None,
 ) -> web.StreamResponse:
-    """A turn's journal (live, attached or replayed) as an SSE stream or as an early-head JSON reply.
+    """A turn's journal (live, attached or replayed) as an event stream or as an early-head JSON reply.
 
     `held` is the turn this request admitted (None for attaches and replays: their clients only watch);
     it starts once the head is out, and a gone client decides its fate per §5.5 (`surface.keep`: keyed or
-    background). `sse` is a stream whose head was already written (a keyed chat stream's early head).
+    background). `sse` is a stream whose head was already written (a keyed chat stream's early head); `into` an open
+    stream this delivery begins on, its first records written as a head would carry them (a WebSocket connection,
+    WIRE.md §16).
     """
     keepalive = request.app[SETTINGS].sse_keepalive_seconds
     keep = surface.keep
@@ -130,6 +161,10 @@ async def deliver(
     async with guard as turn:
         try:
             if surface.stream:
+                if sse is None and into is not None:
+                    sse = into
+                    if not await sse.send(surface.first()):
+                        raise client_gone()  # as a head that cannot be written: nothing of the turn has run
                 if sse is None:
                     sse = await open_stream(request, surface.headers(), surface.first())
                 if held is not None:
@@ -166,19 +201,22 @@ async def deliver(
 
 
 async def deliver_outcome(
-    request: web.Request, outcome: NewTurn[Any] | Existing | Resumed, surface: Surface[Any]
+    request: web.Request,
+    outcome: NewTurn[Any] | Existing | Resumed,
+    surface: Surface[Any],
+    into: EventStream | None = None,
 ) -> web.StreamResponse:
     """The turn a submission found: this request's new one (held until its head is out; `outcome.head` is a keyed chat
     stream's early head), the suspended one it answered (watched from where it resumes, WIRE.md §15.1), or the keyed
-    one a retry attaches to or replays."""
+    one a retry attaches to or replays — `into` an open stream (a WebSocket connection) when there is one."""
     if isinstance(outcome, Resumed):
-        return await deliver(request, outcome.journal, None, surface)
+        return await deliver(request, outcome.journal, None, surface, into=into)
     if isinstance(outcome, Existing):
         surface.replaying(outcome)
-        return await deliver(request, outcome.journal, None, surface)
+        return await deliver(request, outcome.journal, None, surface, into=into)
     async with outcome.held as turn:  # a failure before the head is out cancels the turn: no slot stays held
         surface.delivering(turn)
-        return await deliver(request, turn.journal, outcome.held, surface, outcome.head)
+        return await deliver(request, turn.journal, outcome.held, surface, outcome.head, into=into)
 
 
 def early_stream(request: web.Request, surface: Surface[Any]) -> Callable[[Turn], Awaitable[SseStream]]:

@@ -61,6 +61,12 @@ def _operation(name: str, op: Operation, defs: Defs) -> dict[str, Any]:
         out["security"] = [{"bearer": []}]
     if op.params:
         out["parameters"] = [param.render(defs) for param in op.params]
+    if op.socket is not None:
+        out["x-websocket"] = {
+            "client_message": op.socket.render(defs),
+            "server_messages": "the events of the Responses stream (§4.2), one JSON text frame each; errors as "
+            '{"type":"error","status":…,"error":{"type","code","message","param"}}',
+        }
     if op.body is not None:
         out["requestBody"] = {"required": True, "content": {"application/json": {"schema": op.body.render(defs)}}}
     return out

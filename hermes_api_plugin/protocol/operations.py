@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import approvals, chat, compaction, jobs, replies, responses, runs, sessions
+from . import approvals, chat, compaction, jobs, replies, responses, responses_socket, runs, sessions
 from .common import (
     APPROVALS_HEADER,
     IDEMPOTENCY_HEADER,
@@ -37,6 +37,7 @@ class Operation:
     links: dict[str, dict[str, Any]] = field(default_factory=dict)  # name → {operationId, parameters}
     public: bool = False  # no API_SERVER_KEY: unauthenticated, or authenticated by the handler itself (§14.3)
     host: bool = False  # the host agent's own data: undocumented (and answered 501) on a host without it (§14.3)
+    socket: Obj | None = None  # a WebSocket upgrade (101): the client's message; the server's are the stream's events
 
 
 def _link(operation: str, parameter: str, expression: str) -> dict[str, Any]:
@@ -98,6 +99,13 @@ OPERATIONS: dict[str, Operation] = {
         "Compact a conversation (§16): its summary as a `compaction` item to send as the next response's input",
         body=compaction.COMPACT_BODY,
         reply=compaction.COMPACTED,
+    ),
+    "responses_socket": Operation(
+        "Responses in WebSocket mode (Upgrade: websocket): send response.create messages, receive each response's "
+        "§4.2 events as JSON text frames, one response after another (WIRE.md §16)",
+        params=(SESSION_KEY_HEADER, TOOL_ITEMS_HEADER),
+        status=101,
+        socket=responses_socket.SOCKET_MESSAGE,
     ),
     "response": Operation(
         "Read a stored Response (?stream=true&starting_after=N re-streams it)",

@@ -30,6 +30,15 @@ class ConversationStore(ResponseStore, SessionKeyStore, Protocol):
     """The roles a conversation is continued from: stored Responses and the names that point at them."""
 
 
+class ResponseLookup(Protocol):
+    """Where the Response a request continues, and its chain's messages, are read: the store, or a WebSocket
+    connection's own Responses in front of it (WIRE.md §16: `store: false` ones it completed)."""
+
+    async def get_response(self, scope: str, response_id: str) -> StoredResponse | None: ...
+
+    async def chain_messages(self, scope: str, response_id: str) -> list[Message]: ...
+
+
 @dataclass(frozen=True)
 class Continuation:
     """Where a new turn runs: its session, the stored Response it continues, a session key to bind."""
@@ -51,13 +60,20 @@ class Conversations:
         scope: str,
         placement: Placement,
         waits: Waits | None = None,
+        lookup: ResponseLookup | None = None,
     ) -> None:
         self.store = store
+        self.lookup: ResponseLookup = lookup if lookup is not None else store  # what `previous` and chains read
         self.sessions = sessions
         self.scope = scope
         self.placement = placement  # per-host session stores: a session another host keeps is refused here
         # what a suspended turn of the conversation waits by, for an answer landing on another gateway (W-15.4)
         self.waits = waits
+
+    def reading(self, lookup: ResponseLookup) -> Conversations:
+        """The same resolution, reading continued Responses and their chains through `lookup` (a WebSocket
+        connection's kept Responses, then the store)."""
+        return Conversations(self.store, self.sessions, self.scope, self.placement, self.waits, lookup)
 
     async def previous(
         self, previous_response_id: str | None, conversation: str | None = None
@@ -65,14 +81,24 @@ class Conversations:
         """The stored Response a request continues: by id (404 when unknown), or the head of a conversation
         name (None for a new name)."""
         if previous_response_id is not None:
-            previous = await self.store.get_response(self.scope, previous_response_id)
+            previous = await self.lookup.get_response(self.scope, previous_response_id)
             if previous is None:
                 raise response_not_found("previous_response_id")
             return previous
         if conversation is not None:
             head_id = await self.store.conversation_head(self.scope, conversation)
-            return await self.store.get_response(self.scope, head_id) if head_id else None
+            return await self.lookup.get_response(self.scope, head_id) if head_id else None
         return None
+
+    async def carried(self, previous: StoredResponse | None) -> list[Message]:
+        """What a stored Response continuing `previous` must carry itself: the chain of a Response only a WebSocket
+        connection keeps (WIRE.md §16), which no stored row holds — so that the stored chain stays whole once the
+        connection is gone. Nothing when `previous` is stored."""
+        if previous is None or self.lookup is self.store:
+            return []
+        if await self.store.get_response(self.scope, previous.id) is not None:
+            return []
+        return await self.lookup.chain_messages(self.scope, previous.id)
 
     async def resolve(
         self,
@@ -100,7 +126,7 @@ class Conversations:
 
     def chain_history(self, previous: StoredResponse) -> HistoryLoader:
         async def load() -> Sequence[Message]:
-            return await self.store.chain_messages(self.scope, previous.id)
+            return await self.lookup.chain_messages(self.scope, previous.id)
 
         return load
 

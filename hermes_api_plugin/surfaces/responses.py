@@ -336,6 +336,7 @@ class ResponsesSurface:
         self._run: tuple[str, Journal] | None = None  # the run delivered and its journal
         self._previous: str | None = None  # the Response the request continues (`wait_keys`)
         self.start = 0  # the journal position this Response begins at
+        self._warm: StoredResponse | None = None  # a warm-up's Response (WebSocket mode's `generate: false`)
 
     def identity(self) -> str:
         return self.create.identity()
@@ -367,6 +368,7 @@ class ResponsesSurface:
         response_id = new_response_id()
         resolved = await resolve_input(body.input, self.store, conversations.scope, response_id)
         previous = await conversations.previous(body.previous_response_id, body.conversation)
+        carried = await conversations.carried(previous) if body.store else []  # a kept chain, stored with this one
         # A conversation name never falls back to the session key (WIRE.md §4.7).
         key = self.hermes.session_key if body.conversation is None else None
         chain = await conversations.resolve(
@@ -404,7 +406,7 @@ class ResponsesSurface:
             instructions=instructions,
             commentary=self.commentary,
             hosted=self.hosted,
-            messages=list(resolved.messages),  # until it settles: what a restart-settled turn leaves in the chain
+            messages=[*carried, *resolved.messages],  # until it settles: what a restart-settled turn leaves
             owner=self.owner,
         )
         request = turn_request(
@@ -420,7 +422,7 @@ class ResponsesSurface:
         responses = _TurnResponses(
             self.settings, self.store, head, record if body.store else None, conversations.waits, conversations.scope
         )
-        responses.inputs = list(resolved.messages)
+        responses.inputs = [*carried, *resolved.messages]
         responses.commentary, responses.hosted = self.commentary, self.hosted
         self._chain = responses
         return TurnPlan(
@@ -701,6 +703,40 @@ class ResponsesSurface:
     def body(self) -> dict[str, Any]:
         assert self._renderer is not None
         return self._renderer.snapshot()
+
+    # WebSocket mode (WIRE.md §16)
+
+    async def warm_up(self) -> list[SseRecord]:
+        """`generate: false`: a Response that runs no turn — its input resolved and its chain checked as a new turn's
+        (`plan`, nothing admitted), completed with no output; stored when the request stores (its input is then its
+        chain's messages), else for its connection to keep (`kept`). The records of its delivery."""
+        await self.plan()
+        record = self._record
+        assert record is not None and self.head is not None
+        r = renderer(self.settings, self.head, self.commentary, self.hermes.tool_items_shown, hosted=self.hosted)
+        records = r.created() + r.warmed()
+        self._renderer = r
+        self._warm = replace(record, status=r.status, snapshot=r.snapshot())
+        if self.create.store:
+            log_evictions(await self.store.put_response(self._warm, record.input_items))
+        return records
+
+    def kept(self) -> StoredResponse | None:
+        """This request's Response as its WebSocket connection keeps it for `previous_response_id` when it is not
+        stored: its chain fields and the messages its part of the turn added (up to where it ended: the turn's end, or
+        a request to the client). None when it is stored, ended otherwise than completed or incomplete, or is a keyed
+        retry's (its journal replayed: nothing of it was planned here)."""
+        if self.create.store:
+            return None
+        if self._warm is not None:
+            return self._warm
+        record, run, r = self._record, self._run, self._renderer
+        if record is None or run is None or r is None or r.status not in ("completed", "incomplete"):
+            return None
+        events = run[1].events
+        end = next((i for i in range(self.start, len(events)) if suspends(events[i])), len(events))
+        inputs = list(record.messages) if not self.start else []  # a resumed turn's input is the earlier Response's
+        return replace(record, status=r.status, messages=turn_messages(inputs, events[self.start : end]))
 
     def _persister(self, responses: _TurnResponses) -> Persister:
         journals = self.journals

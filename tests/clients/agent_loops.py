@@ -4,7 +4,8 @@ calls), against any gateway (a `tests.live.Endpoint`): the reference gateway of 
 `hermes gateway run` with the plugin (test_hermes_agent_loops.py). Each returns what the agent answered, the tool's
 calls, and what the framework saw of the model's tool calls; the checks stay with the tests.
 
-- `agents_sdk_run`: the OpenAI Agents SDK `Runner` on `OpenAIChatCompletionsModel` or `OpenAIResponsesModel`;
+- `agents_sdk_run`: the OpenAI Agents SDK `Runner` on `OpenAIChatCompletionsModel`, `OpenAIResponsesModel` or
+  `OpenAIResponsesWSModel` (the Responses WebSocket mode);
 - `pydantic_ai_run`: a Pydantic AI `Agent` on `OpenAIChatModel` with a `tool_plain`;
 - `langchain_tool_loop`: `ChatOpenAI.bind_tools` in the manual loop of LangChain's docs;
 - `llm_user_path` / `llm_chain` / `llm_cli`: `llm`'s model configured the documented way, `model.chain(prompt,
@@ -54,10 +55,17 @@ def langchain_openai() -> ModuleType:
 
 
 def agents_sdk_run(
-    agents: Any, gateway: Endpoint, prompt: str, streamed: bool, responses: bool = False
+    agents: Any,
+    gateway: Endpoint,
+    prompt: str,
+    streamed: bool,
+    responses: bool = False,
+    websocket: bool = False,
+    tools: bool = True,
 ) -> tuple[str, list[str], list[Any]]:
-    """Run an agent with the one tool on the Chat Completions model (or the Responses model): (final output, the
-    tool's calls, the run's new items)."""
+    """Run an agent with the one tool (or none) on the Chat Completions model, the Responses model, or the Responses
+    model over the WebSocket mode (`OpenAIResponsesWSModel`, one socket for the whole run, WIRE §16): (final output,
+    the tool's calls, the run's new items)."""
     executed: list[str] = []
 
     @agents.function_tool(description_override=TOOL_DESCRIPTION)
@@ -65,16 +73,20 @@ def agents_sdk_run(
         executed.append(city)
         return weather(city)
 
-    model = agents.OpenAIResponsesModel if responses else agents.OpenAIChatCompletionsModel
+    if websocket:
+        model_class = agents.OpenAIResponsesWSModel
+    else:
+        model_class = agents.OpenAIResponsesModel if responses else agents.OpenAIChatCompletionsModel
 
     async def main() -> tuple[str, list[Any]]:
         client = openai.AsyncOpenAI(base_url=gateway.url + "/v1", api_key=gateway.key, max_retries=0, timeout=60.0)
+        model = model_class(model=MODEL, openai_client=client)
         try:
             agent = agents.Agent(
                 name="weather",
                 instructions="Answer with the tools you have.",
-                model=model(model=MODEL, openai_client=client),
-                tools=[get_weather],
+                model=model,
+                tools=[get_weather] if tools else [],
             )
             if streamed:
                 result = agents.Runner.run_streamed(agent, prompt)
@@ -84,6 +96,8 @@ def agents_sdk_run(
                 result = await agents.Runner.run(agent, prompt)
             return result.final_output, result.new_items
         finally:
+            if websocket:
+                await model.close()  # the model keeps its socket open between runs
             await client.close()
 
     output, items = asyncio.run(main())

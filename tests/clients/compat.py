@@ -64,6 +64,20 @@ ROWS: dict[str, Row] = {
             ),
         ),
         Row(
+            key="openai-python-websocket",
+            client="OpenAI Python SDK, Responses WebSocket mode",
+            packages=(("pypi", "openai"),),
+            chat=Cell(None),
+            responses=Cell(
+                True,
+                "`responses.connect()` sync and async: sequential responses on one socket, `store: false` continued "
+                "there, errors as `ResponseWsError` events, `on_reconnecting` after a gateway restart",
+            ),
+            reasoning=Cell(True, "summary deltas and items, as over SSE"),
+            tool_progress=Cell(True, "tool items; `mcp_call` with a client tool or `X-Hermes-Tool-Items: hosted`"),
+            client_tools=Cell(True, "`function_call` answered on the same socket with `previous_response_id`"),
+        ),
+        Row(
             key="openai-node",
             client="OpenAI Node SDK",
             packages=(("npm", "openai"),),
@@ -120,6 +134,18 @@ ROWS: dict[str, Row] = {
             tool_progress=Cell(None, "not checked"),
             client_tools=Cell(
                 True, "a `@function_tool` runs once; server tools arrive as `mcp_call` items it never runs"
+            ),
+        ),
+        Row(
+            key="openai-agents-websocket",
+            client="OpenAI Agents SDK, Responses WebSocket mode",
+            packages=(("pypi", "openai-agents"),),
+            chat=Cell(None),
+            responses=Cell(True, "`OpenAIResponsesWSModel`, `Runner.run` / `run_streamed`, one socket per model"),
+            reasoning=Cell(None, "not checked"),
+            tool_progress=Cell(None, "not checked"),
+            client_tools=Cell(
+                True, "a `@function_tool` runs once over the socket; server tools arrive as `mcp_call` items"
             ),
         ),
         Row(
