@@ -327,7 +327,6 @@ async def test_w_16_1_websocket_and_sse_carry_the_same_events(api: TestClient, a
     assert over_socket == over_sse
 
 
-@pytest.mark.skip(reason="needs POST /v1/responses/compact and the `compaction` input item (another branch)")
 async def test_w_16_1_compaction_output_is_new_input(api: TestClient, auth: dict[str, str]) -> None:
     """The compacted resource's output, sent as the input of a response.create, continues the conversation."""
     async with await connect(api, auth) as ws:
