@@ -241,6 +241,9 @@ class TurnRegistry:
         turn.finished_at = time.time()
         finished = replace(self._terminal(outcome), at=turn.finished_at)  # what its persisters render, as journaled
         if persist:
+            # Another gateway following the turn reads the terminal record as soon as it is stored, before the journal
+            # here ends: reads here answer its status meanwhile, so the two never disagree (a stopped run).
+            turn.settling = finished
             await self._persist(turn, finished)
         turn.journal.extend([finished], at=turn.finished_at)
 

@@ -60,6 +60,8 @@ class Turn:
         self.stored = False  # its settlement (transcript, surface state) got into the store
         self.created_at = time.time()
         self.finished_at: float | None = None  # the terminal record's journal time, fixed before it is persisted
+        # its terminal record while its settlement is being stored: other gateways may read it from the store already
+        self.settling: TurnFinished | None = None
         self.started = False
         self.settles_keys = False  # its settlement settles the idempotency keys that name it (submission/submit.py)
         self.writes_journal = False  # its settlement writes its whole journal to the store
@@ -88,8 +90,10 @@ class Turn:
 
     @property
     def status(self) -> TurnStatus:
-        if self.journal.finished is not None:
-            return self.journal.finished.status
+        """Its terminal status once decided (even while that is being stored), else running or queued."""
+        finished = self.journal.finished or self.settling
+        if finished is not None:
+            return finished.status
         return TurnStatus.RUNNING if self.started else TurnStatus.QUEUED
 
     @property
@@ -114,8 +118,8 @@ class Turn:
 
     @property
     def stopping(self) -> bool:
-        """Interrupted and not yet settled."""
-        return self.agent_turn.interrupted and self.journal.finished is None
+        """Interrupted and its end not yet decided."""
+        return self.agent_turn.interrupted and self.journal.finished is None and self.settling is None
 
     def cancel(self) -> None:
         """Interrupt the turn (thread-safe, idempotent); it settles `cancelled` or as the agent ends."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import jsonschema_rs
@@ -47,6 +48,38 @@ async def _document(api: TestClient, auth: dict[str, str]) -> dict[str, Any]:
 
 def test_every_operation_with_a_body_has_its_parser_here() -> None:
     assert {name for name, op in OPERATIONS.items() if op.body is not None} == set(PARSERS) | {"session_chat_stream"}
+
+
+def _named_objects(value: Any, seen: dict[int, None], found: dict[str, list[Obj]]) -> None:
+    """Every named object node reachable from `value` (nodes, props, tuples, lists and dicts of them)."""
+    if id(value) in seen or isinstance(value, (str, int, float, bool, type(None))):
+        return
+    seen[id(value)] = None
+    if isinstance(value, Obj) and value.name is not None:
+        nodes = found.setdefault(value.name, [])
+        if value not in nodes:  # equal nodes render equally
+            nodes.append(value)
+    children: Any
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        children = [getattr(value, f.name) for f in dataclasses.fields(value)]
+    elif isinstance(value, dict):
+        children = list(value.values())
+    elif isinstance(value, (tuple, list)):
+        children = value
+    else:
+        return
+    for child in children:
+        _named_objects(child, seen, found)
+
+
+def test_a_schema_name_is_one_node() -> None:
+    """The document renders a named node once under components/schemas: two different nodes with one name would
+    document one and check with the other (a tool without `type` was accepted and then echoed against a schema
+    that requires it)."""
+    found: dict[str, list[Obj]] = {}
+    _named_objects(list(OPERATIONS.values()), {}, found)
+    assert "ResponsesTool" in found
+    assert {name: len(nodes) for name, nodes in found.items() if len(nodes) > 1} == {}
 
 
 @pytest.mark.parametrize("name", sorted(PARSERS))

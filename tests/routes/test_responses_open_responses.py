@@ -174,6 +174,9 @@ async def test_the_settings_are_checked_echoed_and_kept_on_read_back(client: Cli
         ("safety_identifier", 7),
         ("prompt_cache_key", ["k"]),
         ("user", {"id": 1}),
+        # every echoed tool has a `type` (the Response schema requires it): a tool without one is refused up front
+        ("tools", [{"name": "get_weather"}]),
+        ("tools", [{**WEATHER, "type": None}]),
     ],
 )
 async def test_a_bad_setting_is_400_naming_it(client: Client, field: str, value: Any) -> None:

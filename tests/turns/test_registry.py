@@ -185,6 +185,28 @@ async def test_stop_interrupts_an_unsettled_turn_and_knows_no_other() -> None:
     assert reg.find(turn.run_id) is turn, "a settled run stays readable"
 
 
+async def test_a_stopped_turn_reads_as_its_end_while_that_is_being_stored() -> None:
+    """Another gateway follows the stored journal, so it sees the terminal record once it is stored, before this
+    journal ends: meanwhile this gateway answers the decided status too, never "stopping" (cluster test (d))."""
+    reg = await registry()
+    stored = asyncio.Event()
+    release = asyncio.Event()
+
+    async def persist(turn: object, finished: TurnFinished) -> None:
+        stored.set()
+        await release.wait()
+
+    turn = started(reg.admit(request("hang"), persist=persist))
+    await tool_started(turn)
+    turn.cancel()
+    assert turn.stopping
+    await asyncio.wait_for(stored.wait(), 2)
+    assert turn.journal.finished is None
+    assert (turn.status, turn.stopping) == (TurnStatus.CANCELLED, False)
+    release.set()
+    assert (await asyncio.wait_for(turn.wait(), 2)).status is TurnStatus.CANCELLED
+
+
 async def test_a_settled_turn_lets_go_of_the_runtime_so_a_late_interrupt_reaches_nothing() -> None:
     """A settled run stays readable for an hour; its runtime state must not stay with it. The scripted runtime's
     interrupt listener closed over its playback (the 4 MB final answer of a big turn: the load test
