@@ -86,6 +86,7 @@ class Settings:
     turns_max_recent_bytes: int = 64 * 1024 * 1024
     # how long a suspended turn waits for its client's answer (WIRE.md §15.1) before resolving it negatively
     turns_suspend_seconds: float = 900.0
+    turns_max_suspended: int = 100  # turns waiting for their clients at once; they hold no run slot
     # connection time-outs (issue 20, defect 4; gateway/runner.py): a request head, a request body, an idle keep-alive
     header_timeout_seconds: float = 30.0
     body_timeout_seconds: float = 300.0
@@ -374,6 +375,7 @@ def load_settings(hermes_home: Path | None = None, environ: Mapping[str, str] | 
         turns_max_recent=r.integer(None, "api_server.turns.max_recent", 10_000, 0, 1_000_000),
         turns_max_recent_bytes=r.integer(None, "api_server.turns.max_recent_bytes", 64 * 1024 * 1024, 0, 2**40),
         turns_suspend_seconds=r.number("api_server.turns.suspend_seconds", 900.0, 0.01, 7 * 86400.0),
+        turns_max_suspended=r.integer(None, "api_server.turns.max_suspended", 100, 1, 100_000),
         # connection time-outs (issue 20, defect 4)
         header_timeout_seconds=r.number("api_server.limits.header_timeout_seconds", 30.0, 0.1, 3600.0),
         body_timeout_seconds=r.number("api_server.limits.body_timeout_seconds", 300.0, 0.1, 86400.0),

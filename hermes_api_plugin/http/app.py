@@ -109,6 +109,7 @@ def create_app(
         secret_values=secret_values,
         recent=RecentTurns(settings.turns_max_recent, settings.turns_max_recent_bytes),
         suspend_s=settings.turns_suspend_seconds,
+        max_waiting=settings.turns_max_suspended,
     )
     app[BACKGROUND] = BackgroundWork()
     # Shared store: other gateways follow this one's journals, so they are committed sooner (turns/durable.py).

@@ -7,6 +7,12 @@ held). Settling a turn is one path whatever ended it: closing events (stopped to
 of the final answer), then persistence (the session transcript, then the surface's own state), then the
 terminal record — so a reader that waits for the terminal record finds everything stored. Then the turn lets go of
 the request (issue 20, defect 2) and stays readable a while (recent.py).
+
+The concurrency cap (`max_concurrent`, `api_server.max_concurrent_runs`) counts the turns that work or wait to work.
+A turn waiting for its client (suspended, WIRE.md §15.1) does no agent work and holds no slot: clients abandon a
+`function_call` as OpenAI lets them, and such turns must not lock new work out until they time out. Those turns have
+their own bound, `max_waiting` (`api_server.turns.max_suspended`): past it the turn waiting longest is resolved
+negatively, as if its time were up. An answer resumes its turn even at the cap — that turn was admitted once.
 """
 
 from __future__ import annotations
@@ -43,16 +49,19 @@ from .turn import HistoryLoader, Persister, Turn
 log = logging.getLogger("hermes_api_plugin")
 
 DRAIN_GRACE_S = 10.0
+DEFAULT_MAX_WAITING = 100  # api_server.turns.max_suspended
 _CANCELLED = TurnResult(TurnStatus.CANCELLED, error_code="cancelled")
 
 
 @dataclass(frozen=True)
 class TurnCounts:
     """The registry's unsettled turns: `running`, and `queued` (held until their head is written, or waiting for
-    their session). Both hold a slot of the concurrency cap."""
+    their session), both holding a slot of the concurrency cap; `waiting`, those of the running that wait for their
+    client and hold no slot."""
 
     running: int
     queued: int
+    waiting: int = 0
 
     @property
     def admitted(self) -> int:
@@ -64,7 +73,7 @@ class TurnRegistry:
 
     `transcripts` persists a settled turn's transcript into its session (the session store is the
     registry's dependency, not something it reaches for). `suspend_s` bounds how long a suspended turn waits for
-    its client's answer (`api_server.turns.suspend_seconds`, WIRE.md §15.1).
+    its client's answer (`api_server.turns.suspend_seconds`, WIRE.md §15.1), `max_waiting` how many wait at once.
     """
 
     def __init__(
@@ -77,6 +86,7 @@ class TurnRegistry:
         secret_values: tuple[str, ...] = (),
         recent: RecentTurns[Turn] | None = None,
         suspend_s: float = DEFAULT_SUSPEND_S,
+        max_waiting: int = DEFAULT_MAX_WAITING,
     ) -> None:
         self.runtime = runtime
         self.transcripts = transcripts
@@ -85,7 +95,9 @@ class TurnRegistry:
         self.draining = False
         self._secrets = secret_values
         self.suspend_s = suspend_s
+        self.max_waiting = max_waiting
         self._active: dict[str, Turn] = {}
+        self._waiting: dict[str, Turn] = {}  # unsettled turns waiting for their client, longest waiting first
         self.recent: RecentTurns[Turn] = recent or RecentTurns()  # settled turns, still readable
         self._queues: KeyedLocks[str] = KeyedLocks()  # one lock per session; users = unsettled turns
 
@@ -95,7 +107,7 @@ class TurnRegistry:
 
     def counts(self) -> TurnCounts:
         running = sum(1 for turn in self._active.values() if turn.started)
-        return TurnCounts(running, len(self._active) - running)
+        return TurnCounts(running, len(self._active) - running, len(self._waiting))
 
     def get(self, run_id: str) -> Turn | None:
         """The unsettled (running or queued) turn with this run id."""
@@ -146,7 +158,7 @@ class TurnRegistry:
         may run; `persist` stores surface state after the transcript is saved, before the terminal record.
         """
         self.check_draining()
-        if self.max_concurrent and len(self._active) >= self.max_concurrent:
+        if self.max_concurrent and len(self._active) - len(self._waiting) >= self.max_concurrent:
             raise rate_limited(self.max_concurrent)
         loop = asyncio.get_running_loop()
         journal = Journal()
@@ -169,9 +181,27 @@ class TurnRegistry:
             history=history,
             persist=persist,
         )
+        suspensions.on_waiting = lambda waiting: self._on_waiting(turn, waiting)
         self._active[turn.run_id] = turn
         turn.task = loop.create_task(self._drive(turn), name=f"turn {turn.run_id}")
         return HeldTurn(turn)
+
+    def _on_waiting(self, turn: Turn, waiting: bool) -> None:
+        """A turn began or ended waiting for its client: it gives back or takes again its slot; past `max_waiting`
+        the turn waiting longest gets its negative answers now (WIRE.md §15.1), as when its time is up."""
+        if not waiting:
+            self._waiting.pop(turn.run_id, None)
+            return
+        self._waiting[turn.run_id] = turn
+        while len(self._waiting) > self.max_waiting:
+            oldest = next(iter(self._waiting.values()))
+            log.warning(
+                "[API Server] %d turns wait for their clients: turn %s stops waiting",
+                self.max_waiting + 1,
+                oldest.run_id,
+            )
+            self._waiting.pop(oldest.run_id)
+            oldest.suspensions.decline()
 
     async def _drive(self, turn: Turn) -> None:
         try:
@@ -186,6 +216,7 @@ class TurnRegistry:
         finally:
             turn.agent_turn.release()
             self._active.pop(turn.run_id, None)
+            self._waiting.pop(turn.run_id, None)
             turn.release_request(keep_persist=not turn.stored)
             self.recent.keep(turn.run_id, turn, turn.weight())
             if turn.queue_key is not None:

@@ -81,6 +81,8 @@ class TurnSuspensions:
         self._over = False  # interrupted: every request resolves negatively, at once
         self._keys: dict[str, tuple[str, int]] = {}  # Idempotency-Key → (the answer it gave, what it resolved)
         self._listeners: list[Callable[[], None]] = []  # told of each request once it is journaled
+        # told when the turn starts and stops waiting for its client (the registry's count of waiting turns)
+        self.on_waiting: Callable[[bool], None] | None = None
 
     def on_request(self, listener: Callable[[], None]) -> None:
         """Call `listener` (on the loop) each time a request to the client has been journaled: a surface that must
@@ -103,6 +105,8 @@ class TurnSuspensions:
         waiting = _Waiting(asked, self._loop.create_future())
         self._sink.on_suspension(asked)
         self._waiting.append(waiting)
+        if len(self._waiting) == 1 and self.on_waiting is not None:
+            self.on_waiting(True)
         for listener in self._listeners:
             listener()
         if self._over:
@@ -184,6 +188,8 @@ class TurnSuspensions:
         if waiting.answered.done():
             return
         self._waiting.remove(waiting)
+        if not self._waiting and self.on_waiting is not None:
+            self.on_waiting(False)
         asked = waiting.asked
         if isinstance(asked, ApprovalRequested):
             self._sink.on_suspension(ApprovalResponded(answer if answer is not None else "deny"))

@@ -8,6 +8,9 @@ import asyncio
 import threading
 from pathlib import Path
 
+import pytest
+
+from hermes_api_plugin.core.errors import ApiError
 from hermes_api_plugin.core.events import (
     ApprovalRequested,
     ApprovalResponded,
@@ -19,11 +22,12 @@ from hermes_api_plugin.core.events import (
     ToolCompleted,
     TurnFinished,
     TurnStatus,
+    TurnTranscript,
     required_action,
 )
 from hermes_api_plugin.runtimes.scripted import ScriptedRuntime, load_script
 from hermes_api_plugin.store import MemoryStore
-from hermes_api_plugin.turns import Journal, TurnRegistry
+from hermes_api_plugin.turns import Journal, TurnCounts, TurnRegistry
 from hermes_api_plugin.turns.callback_sink import CallbackSink
 from hermes_api_plugin.turns.durable import JournalSaver
 from hermes_api_plugin.turns.suspension import TurnSuspensions
@@ -110,10 +114,15 @@ async def test_decline_and_a_cancelled_wait_resolve_negatively_once() -> None:
     assert answers == [QuestionAnswered(None), ApprovalResponded("deny")]
 
 
-async def suspend_registry(suspend_s: float = 30.0) -> TurnRegistry:
+async def suspend_registry(suspend_s: float = 30.0, max_concurrent: int = 10, max_waiting: int = 100) -> TurnRegistry:
     runtime = ScriptedRuntime(load_script(SUSPEND_SCRIPT))
     return TurnRegistry(
-        runtime, session_transcripts(await open_store()), gateway_hooks(), max_concurrent=10, suspend_s=suspend_s
+        runtime,
+        session_transcripts(await open_store()),
+        gateway_hooks(),
+        max_concurrent=max_concurrent,
+        suspend_s=suspend_s,
+        max_waiting=max_waiting,
     )
 
 
@@ -143,6 +152,29 @@ async def test_the_registry_bounds_the_wait_with_its_suspend_time() -> None:
     finished = await asyncio.wait_for(turn.wait(), 10)
     assert finished.status is TurnStatus.COMPLETED
     assert [e for e in turn.journal.events if isinstance(e, QuestionAnswered)] == [QuestionAnswered(None)]
+
+
+async def test_a_turn_waiting_for_its_client_holds_no_slot_and_the_longest_waiting_goes_past_the_bound() -> None:
+    """Clients abandon a function_call as OpenAI lets them: turns waiting for an answer must not lock new work out
+    until they time out. They have their own bound; an answered turn works again and counts against the cap."""
+    reg = await suspend_registry(max_concurrent=1, max_waiting=2)
+    turns = []
+    for run in ("run_a", "run_b", "run_c"):  # each admitted at cap 1: the ones before it wait for their clients
+        turn = started(reg.admit(request("deploy", session=run, run=run)))
+        await wait_for_async(lambda turn=turn: turn.required_action is not None, what=f"{run} asks")
+        turns.append(turn)
+    first, second, third = turns
+    assert (await asyncio.wait_for(first.wait(), 5)).status is TurnStatus.COMPLETED  # past the bound of 2
+    assert [e for e in first.journal.events if isinstance(e, QuestionAnswered)] == [QuestionAnswered(None)]
+    assert reg.counts() == TurnCounts(running=2, queued=0, waiting=2)
+    assert second.suspensions.answer("main")  # it works again (0.3 s): the one slot is taken
+    with pytest.raises(ApiError) as capped:
+        reg.admit(request("hello", session="s_d", run="run_d"))
+    assert capped.value.status == 429
+    assert (await asyncio.wait_for(second.wait(), 5)).status is TurnStatus.COMPLETED
+    assert TurnTranscript().feed_all(second.journal.events).answer == "Deploying main."
+    assert third.required_action is not None and reg.counts().waiting == 1
+    await asyncio.wait_for(reg.drain(grace_s=5), 10)
 
 
 async def test_a_request_to_the_client_is_made_durable_at_once() -> None:
