@@ -43,60 +43,38 @@ RESPONSE_EVENTS = frozenset(
 TERMINAL_EVENTS = frozenset({"response.completed", "response.failed", "response.incomplete"})
 # The event types the spec defines (its streaming-event union), with the fields each requires beyond
 # `type` and `sequence_number`: name → JSON type ("int", "str", "list", "part", "summary_part", "item?", "error").
+_ITEM = {"item_id": "str", "output_index": "int"}
+_CONTENT = {**_ITEM, "content_index": "int"}  # an event of one content part of an output item
+_SUMMARY = {**_ITEM, "summary_index": "int"}  # an event of one summary part of a reasoning item
 SPEC_EVENTS: dict[str, dict[str, str]] = {
     **{name: {"response": "response"} for name in RESPONSE_EVENTS},
     "response.output_item.added": {"output_index": "int", "item": "item?"},
     "response.output_item.done": {"output_index": "int", "item": "item?"},
-    "response.content_part.added": {"item_id": "str", "output_index": "int", "content_index": "int", "part": "part"},
-    "response.content_part.done": {"item_id": "str", "output_index": "int", "content_index": "int", "part": "part"},
-    "response.output_text.delta": {"item_id": "str", "output_index": "int", "content_index": "int", "delta": "str"},
-    "response.output_text.done": {"item_id": "str", "output_index": "int", "content_index": "int", "text": "str"},
-    "response.output_text.annotation.added": {
-        "item_id": "str",
-        "output_index": "int",
-        "content_index": "int",
-        "annotation_index": "int",
-    },
-    "response.refusal.delta": {"item_id": "str", "output_index": "int", "content_index": "int", "delta": "str"},
-    "response.refusal.done": {"item_id": "str", "output_index": "int", "content_index": "int", "refusal": "str"},
-    "response.function_call_arguments.delta": {"item_id": "str", "output_index": "int", "delta": "str"},
-    "response.function_call_arguments.done": {"item_id": "str", "output_index": "int", "arguments": "str"},
-    "response.reasoning_summary_part.added": {
-        "item_id": "str",
-        "output_index": "int",
-        "summary_index": "int",
-        "part": "summary_part",
-    },
-    "response.reasoning_summary_part.done": {
-        "item_id": "str",
-        "output_index": "int",
-        "summary_index": "int",
-        "part": "summary_part",
-    },
-    "response.reasoning_summary_text.delta": {
-        "item_id": "str",
-        "output_index": "int",
-        "summary_index": "int",
-        "delta": "str",
-    },
-    "response.reasoning_summary_text.done": {
-        "item_id": "str",
-        "output_index": "int",
-        "summary_index": "int",
-        "text": "str",
-    },
-    "response.reasoning.delta": {"item_id": "str", "output_index": "int", "content_index": "int", "delta": "str"},
-    "response.reasoning.done": {"item_id": "str", "output_index": "int", "content_index": "int", "text": "str"},
+    "response.content_part.added": {**_CONTENT, "part": "part"},
+    "response.content_part.done": {**_CONTENT, "part": "part"},
+    "response.output_text.delta": {**_CONTENT, "delta": "str"},
+    "response.output_text.done": {**_CONTENT, "text": "str"},
+    "response.output_text.annotation.added": {**_CONTENT, "annotation_index": "int"},
+    "response.refusal.delta": {**_CONTENT, "delta": "str"},
+    "response.refusal.done": {**_CONTENT, "refusal": "str"},
+    "response.function_call_arguments.delta": {**_ITEM, "delta": "str"},
+    "response.function_call_arguments.done": {**_ITEM, "arguments": "str"},
+    "response.reasoning_summary_part.added": {**_SUMMARY, "part": "summary_part"},
+    "response.reasoning_summary_part.done": {**_SUMMARY, "part": "summary_part"},
+    "response.reasoning_summary_text.delta": {**_SUMMARY, "delta": "str"},
+    "response.reasoning_summary_text.done": {**_SUMMARY, "text": "str"},
+    "response.reasoning.delta": {**_CONTENT, "delta": "str"},
+    "response.reasoning.done": {**_CONTENT, "text": "str"},
     "error": {"error": "error"},
 }
 # This gateway's own events (WIRE.md §15.3 hosted tools, §4 cancellation), accepted when not strict.
 EXTENSION_EVENTS: dict[str, dict[str, str]] = {
     "response.cancelled": {"response": "response"},
-    "response.mcp_call.in_progress": {"item_id": "str", "output_index": "int"},
-    "response.mcp_call.completed": {"item_id": "str", "output_index": "int"},
-    "response.mcp_call.failed": {"item_id": "str", "output_index": "int"},
-    "response.mcp_call_arguments.delta": {"item_id": "str", "output_index": "int", "delta": "str"},
-    "response.mcp_call_arguments.done": {"item_id": "str", "output_index": "int", "arguments": "str"},
+    "response.mcp_call.in_progress": _ITEM,
+    "response.mcp_call.completed": _ITEM,
+    "response.mcp_call.failed": _ITEM,
+    "response.mcp_call_arguments.delta": {**_ITEM, "delta": "str"},
+    "response.mcp_call_arguments.done": {**_ITEM, "arguments": "str"},
 }
 EXTENSION_ITEMS = frozenset({"mcp_call", "mcp_approval_request"})
 

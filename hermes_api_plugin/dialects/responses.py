@@ -45,6 +45,7 @@ from ..core.events import (
     TurnStatus,
     Usage,
 )
+from ..protocol.response_settings import ResponseSettings
 from .prompts import question_prompt
 from .record import SseRecord
 
@@ -63,8 +64,9 @@ APPROVAL_TOOL = "terminal"  # the tool an approval request names when no server 
 
 
 @dataclass(frozen=True)
-class ResponseHead:
-    """The request-derived fields of a Response object, fixed at admission."""
+class ResponseHead(ResponseSettings):
+    """The request-derived fields of a Response object, fixed at admission: its ids and request fields here, and the
+    settings every Response object echoes (WIRE.md §16), keyword-only, from `ResponseSettings`."""
 
     id: str
     created_at: int
@@ -77,30 +79,10 @@ class ResponseHead:
     tool_choice: Any = "auto"
     parallel_tool_calls: bool = True
     previous_response_id: str | None = None
-    # The settings every Response object echoes (WIRE.md §16, the Open Responses ResponseResource), as the request
-    # set them or the spec's defaults; heads stored before they existed load with the defaults.
-    truncation: str = "disabled"
-    text: dict[str, Any] = field(default_factory=lambda: {"format": {"type": "text"}})
-    temperature: float = 1.0
-    top_p: float = 1.0
-    presence_penalty: float = 0.0
-    frequency_penalty: float = 0.0
-    top_logprobs: int = 0
-    reasoning: dict[str, Any] | None = field(default_factory=lambda: {"effort": None, "summary": None})
-    max_output_tokens: int | None = None
-    max_tool_calls: int | None = None
-    service_tier: str = "default"
-    safety_identifier: str | None = None
-    prompt_cache_key: str | None = None
-    user: str | None = None
 
 
 HEAD_FIELDS = frozenset(f.name for f in fields(ResponseHead))
-_SETTINGS = ResponseHead("", 0, "")  # the defaults of the §16 echoed settings (the fields after previous_response_id)
-_ECHOED_DEFAULTS = {
-    f.name: getattr(_SETTINGS, f.name)
-    for f in fields(ResponseHead)[[f.name for f in fields(ResponseHead)].index("truncation") :]
-}
+_ECHOED_DEFAULTS = asdict(ResponseSettings())  # the §16 echoed settings' defaults
 
 
 def head_to_json(head: ResponseHead) -> dict[str, Any]:

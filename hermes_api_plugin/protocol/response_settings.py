@@ -77,18 +77,20 @@ SETTINGS_PROPS = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ResponseSettings:
-    """The echoed fields of one request, with the spec's defaults; its field names are the Response object's (and
-    `ResponseHead`'s, which keeps them)."""
+    """The echoed fields of one request, with the spec's defaults; its field names are the Response object's.
+    Keyword-only, so that `ResponseHead` (dialects/responses.py), the Response object's head, extends it with its ids
+    — one list of these fields, and a head stored before they existed loads with these defaults."""
 
+    truncation: str = "disabled"
     text: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_TEXT))
     temperature: float = 1.0
     top_p: float = 1.0
     presence_penalty: float = 0.0
     frequency_penalty: float = 0.0
     top_logprobs: int = 0
-    reasoning: dict[str, Any] | None = None
+    reasoning: dict[str, Any] | None = field(default_factory=lambda: {"effort": None, "summary": None})
     max_output_tokens: int | None = None
     max_tool_calls: int | None = None
     service_tier: str = "default"
@@ -111,6 +113,7 @@ def parse_settings(body: Mapping[str, Any], effort: str | None) -> ResponseSetti
     reasoning = body.get("reasoning")
     summary = reasoning.get("summary") if isinstance(reasoning, dict) else None
     return ResponseSettings(
+        truncation=body.get("truncation", "disabled"),
         text=echoed_text,
         temperature=body.get("temperature", 1.0),
         top_p=body.get("top_p", 1.0),

@@ -66,7 +66,6 @@ class ResponsesRequest:
     store: bool
     stream: bool
     background: bool
-    truncation: str
     selection: ModelSelection
     tools: list[Any]  # as sent: echoed on the Response object
     tool_choice: Any  # as sent: echoed
@@ -252,7 +251,6 @@ def parse_responses_request(raw: dict[str, Any], providers: frozenset[str]) -> R
         store=store,
         stream=body.get("stream", False),
         background=background,
-        truncation=body.get("truncation", "disabled"),
         selection=selection,
         tools=body.get("tools") or [],
         tool_choice=raw.get("tool_choice", "auto"),

@@ -359,7 +359,6 @@ class ResponsesSurface:
             tool_choice=body.tool_choice,
             parallel_tool_calls=body.parallel_tool_calls,
             previous_response_id=previous,
-            truncation=body.truncation,
             **body.settings.echoed(),
         )
 
@@ -389,7 +388,9 @@ class ResponsesSurface:
             answered = {i.get("call_id") for i in made if isinstance(i, dict) and i.get("type") == "function_call"}
             if not answered.issuperset(resolved.unpaired_outputs):
                 unanswerable_outputs(resolved.unpaired_outputs, list(await base()) if base is not None else [], made)
-        history = extended(base, resolved.messages[:-1], TRUNCATION_KEEP if body.truncation == "auto" else None)
+        history = extended(
+            base, resolved.messages[:-1], TRUNCATION_KEEP if body.settings.truncation == "auto" else None
+        )
         head = self._head(response_id, self.model_name, instructions, previous.id if previous else None)
         self.head, self.session_id = head, chain.session_id
         turn_id = new_run_id()
