@@ -1,8 +1,8 @@
 """The official OpenAI Python SDK's Responses WebSocket mode (`client.responses.connect()`, WIRE.md §16) against the
 real gateway process: sync (`ResponsesConnection`) and async (`AsyncResponsesConnection`) — the same events as the
 SSE stream, sequential responses, `store: false` and `generate: false` continuations, server tools as `mcp_call`, a
-client tool's round trip, error events, the handshake's auth, and the SDK's own reconnect
-(test_openai_python_websocket.py is the shorter async check written with the server).
+client tool's round trip, error events, the handshake's auth, and the SDK's own reconnect (W-16.1: what the
+compliance suite's WebSocket tests ask, through the official client).
 
 How the SDK (openai 3.57.0, `openai[realtime]`: the `websockets` client) talks to the gateway: it derives the socket
 URL from `base_url` (`http://host:port/v1` → `ws://host:port/v1/responses`), sends the client's auth headers
