@@ -81,8 +81,14 @@ async def health_detailed(request: web.Request) -> web.Response:
     body = {"status": status, "readiness": {"status": status, "checks": checks}, **body, "pid": os.getpid()}
     body["api_server"] = {
         "version": __version__,
-        "turns": {"running": counts.running, "queued": counts.queued},
-        "slots": {"admitted": counts.admitted, "max_concurrent_runs": turns.max_concurrent},
+        # `waiting`: of the running, those waiting for their client (WIRE.md §15.1); they hold no slot
+        "turns": {"running": counts.running, "queued": counts.queued, "waiting": counts.waiting},
+        "slots": {
+            "admitted": counts.admitted,
+            "held": counts.admitted - counts.waiting,
+            "max_concurrent_runs": turns.max_concurrent,
+            "max_suspended": turns.max_waiting,
+        },
         "streams": {"open": app[STREAM_GAUGE].open, "buffered_bytes": app[STREAM_GAUGE].buffered_bytes()},
         "store": {"kind": store.kind, "durable": store.durable, "reachable": reach.reachable},
         "agents": app[RUNTIME].warm_agents(),

@@ -141,7 +141,7 @@ def test_health_detailed_is_hermes_gateway_health(gateway: HermesGateway) -> Non
     checks = body["readiness"]["checks"]
     assert {"state_db", "config", "model", "disk", "gateway", "background_queues", "store"} <= set(checks)
     assert checks["gateway"]["state"] == "running" and checks["model"]["status"] == "ok"
-    assert body["api_server"]["turns"] == {"running": 0, "queued": 0}
+    assert body["api_server"]["turns"] == {"running": 0, "queued": 0, "waiting": 0}
     assert body["api_server"]["version"] != body["version"]  # the plugin's own version, beside Hermes'
 
 

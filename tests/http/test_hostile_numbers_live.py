@@ -90,7 +90,7 @@ def test_issue20_defect1_hostile_numbers_in_every_header_and_query_value_leave_n
     assert deleted.status == 200, deleted.raw[:300]
     normal = live_request(gateway, "POST", "/api/sessions/after-the-fuzz/chat", {"message": "hello"})
     assert normal.status == 200 and normal.json()["status"] == "completed", normal.raw[:300]
-    assert held(gateway) == {"running": 0, "queued": 0, "admitted": 0, "streams": 0}
+    assert held(gateway) == {"running": 0, "queued": 0, "waiting": 0, "admitted": 0, "streams": 0}
 
 
 def test_issue20_defect1_a_keyed_retry_with_a_hostile_last_event_id_is_answered(gateway: LiveGateway) -> None:
@@ -110,4 +110,4 @@ def test_issue20_defect1_a_keyed_retry_with_a_hostile_last_event_id_is_answered(
         assert again.headers["Idempotency-Replayed"] == "true"
         assert again.headers["X-Hermes-Run-Id"] == first.headers["X-Hermes-Run-Id"]
         wait_until_nothing_held(gateway, value)
-    assert held(gateway) == {"running": 0, "queued": 0, "admitted": 0, "streams": 0}
+    assert held(gateway) == {"running": 0, "queued": 0, "waiting": 0, "admitted": 0, "streams": 0}

@@ -112,7 +112,7 @@ def test_300_vanishing_clients_leave_no_turn_and_the_gateway_serves_on(
     assert sum(1 for n, want in cut if n >= want) > len(cut) * 0.9, "the cuts land inside the replies"
     numbers = wait_until_idle(live, timeout=10)
     settled = time.monotonic()
-    assert numbers["turns"] == {"running": 0, "queued": 0}
+    assert numbers["turns"] == {"running": 0, "queued": 0, "waiting": 0}
     print(
         f"\n300 vanishing clients: {gone - started:.1f} s; idle {settled - gone:.1f} s after the last one left; "
         f"RSS {rss_before:.0f} -> {rss_mib(live.proc.pid):.0f} MiB"

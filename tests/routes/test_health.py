@@ -76,8 +76,8 @@ async def test_health_detailed_idle_has_the_upstream_shape_and_zero_counts(
     assert body["readiness"]["checks"]["store"] == {"status": "ok", "kind": "sqlite"}
     assert body["api_server"] == {
         "version": __version__,  # the plugin's own, beside Hermes' at the top on the hermes host
-        "turns": {"running": 0, "queued": 0},
-        "slots": {"admitted": 0, "max_concurrent_runs": 7},
+        "turns": {"running": 0, "queued": 0, "waiting": 0},
+        "slots": {"admitted": 0, "held": 0, "max_concurrent_runs": 7, "max_suspended": 100},
         "streams": {"open": 0, "buffered_bytes": 0},
         "store": {"kind": "sqlite", "durable": True, "reachable": True},
         "agents": None,  # the scripted runtime keeps no warm agents
@@ -93,11 +93,11 @@ async def test_health_detailed_counts_a_running_stream_until_its_client_leaves(
         await read_until(resp, b'"status":"running"')
         body = await detailed(api, auth)
         assert body["active_agents"] == 1 and body["gateway_busy"] is True
-        assert body["api_server"]["turns"] == {"running": 1, "queued": 0}
+        assert body["api_server"]["turns"] == {"running": 1, "queued": 0, "waiting": 0}
         assert body["api_server"]["slots"]["admitted"] == 1
         assert body["api_server"]["streams"]["open"] == 1
         resp.close()
-    idle = {"turns": {"running": 0, "queued": 0}, "streams": {"open": 0, "buffered_bytes": 0}}
+    idle = {"turns": {"running": 0, "queued": 0, "waiting": 0}, "streams": {"open": 0, "buffered_bytes": 0}}
     await wait_for_async(
         lambda: numbers(api, auth),
         until=lambda n: {k: n[k] for k in idle} == idle and n["slots"]["admitted"] == 0,
@@ -119,7 +119,7 @@ async def test_health_detailed_counts_a_turn_waiting_for_its_session_as_queued(
             until=lambda n: n["turns"]["queued"] == 1,
             what="the second turn being queued",
         )
-        assert counted["turns"] == {"running": 1, "queued": 1}
+        assert counted["turns"] == {"running": 1, "queued": 1, "waiting": 0}
         assert counted["slots"]["admitted"] == 2
         assert counted["streams"]["open"] == 2
         second.cancel()  # both clients leave: neither turn is keyed, so both are cancelled (§5.5)
