@@ -118,31 +118,53 @@ async def throughput(session: aiohttp.ClientSession, server: Server, size: dict[
 
 
 async def _latency_stream(
-    session: aiohttp.ClientSession, url: str, ticks: int, hz: int, samples: list[float], phase: float
+    session: aiohttp.ClientSession, server: Server, raw: bool, ticks: int, hz: int, samples: list[float], phase: float
 ) -> None:
     # Streams start at spread-out phases of the tick period, as independent clients would: phase-locked
     # tickers would measure a synthetic burst of every stream at once instead of per-event latency.
     await asyncio.sleep(phase)
-    body = {"stream": True, "messages": [{"role": "user", "content": f"ticks {ticks} {hz}"}]}
-    async with session.post(url + "/v1/chat/completions", json=body, headers=AUTH) as response:
+    if raw:
+        request = session.get(f"{server.raw_url}/raw_ticks?ticks={ticks}&hz={hz}")
+    else:
+        body = {"stream": True, "messages": [{"role": "user", "content": f"ticks {ticks} {hz}"}]}
+        request = session.post(server.url + "/v1/chat/completions", json=body, headers=AUTH)
+    async with request as response:
         async for now, stamps in received_stamps(response):
             samples.extend((now - float(m)) * 1000 for m in stamps)
 
 
-async def latency(session: aiohttp.ClientSession, server: Server, size: dict[str, Any]) -> dict[str, Any]:
-    """Runtime callback → client receipt, p50/p99 in ms, at each concurrency."""
-    out: dict[str, Any] = {}
+async def _latency_samples(
+    session: aiohttp.ClientSession, server: Server, raw: bool, streams: int, size: dict[str, Any]
+) -> list[float]:
     hz = size["hz"]
     ticks = int(size["latency_seconds"] * hz)
+    samples: list[float] = []
+    await asyncio.gather(
+        *(_latency_stream(session, server, raw, ticks, hz, samples, i / streams / hz) for i in range(streams))
+    )
+    return samples
+
+
+async def latency(session: aiohttp.ClientSession, server: Server, size: dict[str, Any]) -> dict[str, Any]:
+    """Runtime callback → client receipt, p50/p99 in ms, at each concurrency; then the raw writer's callback →
+    receipt at the same rate and concurrency (the physical limit, same run), and the plugin's over it as ratios."""
+    out: dict[str, Any] = {}
     for streams in size["latency_streams"]:
-        samples: list[float] = []
-        await asyncio.gather(
-            *(_latency_stream(session, server.url, ticks, hz, samples, i / streams / hz) for i in range(streams))
-        )
+        plugin = await _latency_samples(session, server, False, streams, size)
+        raw = await _latency_samples(session, server, True, streams, size)
         out[str(streams)] = {
-            "events": len(samples),
-            "p50_ms": round(percentile(samples, 50), 3),
-            "p99_ms": round(percentile(samples, 99), 3),
+            "events": len(plugin),
+            "p50_ms": round(percentile(plugin, 50), 3),
+            "p99_ms": round(percentile(plugin, 99), 3),
+            "raw": {
+                "events": len(raw),
+                "p50_ms": round(percentile(raw, 50), 3),
+                "p99_ms": round(percentile(raw, 99), 3),
+            },
+            "ratio": {
+                "p50": round(percentile(plugin, 50) / percentile(raw, 50), 3),
+                "p99": round(percentile(plugin, 99) / percentile(raw, 99), 3),
+            },
         }
     return out
 
@@ -262,7 +284,8 @@ def report(name: str, result: dict[str, Any]) -> list[str]:
         ]
     if name == "latency":
         return [
-            f"latency.{n}_streams     p50 {v['p50_ms']} ms, p99 {v['p99_ms']} ms ({v['events']} events)"
+            f"latency.{n}_streams     p50 {v['p50_ms']} ms, p99 {v['p99_ms']} ms ({v['events']} events); raw writer "
+            f"p50 {v['raw']['p50_ms']} ms, p99 {v['raw']['p99_ms']} ms (x {v['ratio']['p50']} / x {v['ratio']['p99']})"
             for n, v in result.items()
         ]
     if name == "idle_streams":

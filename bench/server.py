@@ -4,7 +4,9 @@
 then serves until SIGTERM. `--pool-check` (the store part measures what the check costs) replaces the PostgreSQL
 pool's per-borrow check (`postgres_db.check_lent`) with psycopg_pool's own round trip, or with nothing. The raw
 baseline builds and `json.dumps` the same chunk dicts the chat stream sends, one write per chunk: the minimal honest
-work of an SSE endpoint.
+work of an SSE endpoint — as fast as it can (`/raw`, the throughput partner), or stamped on the latency part's
+schedule (`/raw_ticks`, the latency partner: the bench runtime's `ticks` turn without the plugin between the
+callback and the socket).
 """
 
 from __future__ import annotations
@@ -22,23 +24,49 @@ from aiohttp import web
 from hermes_api_plugin.config.settings import load_settings
 from hermes_api_plugin.gateway.server import ReferenceGateway, build_plugin_manager, runner_kwargs
 
-from .runtime import runtime, write_script
+from .runtime import runtime, stamped_offsets, write_script
+
+
+def _chunk(created: int, content: str) -> bytes:
+    """One chat chunk as an SSE record, built and serialised as the chat stream builds it."""
+    chunk = {
+        "id": "chatcmpl-raw",
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": "raw",
+        "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": None}],
+    }
+    return b"data: " + json.dumps(chunk, separators=(",", ":")).encode() + b"\n\n"
+
+
+async def _sse(request: web.Request) -> web.StreamResponse:
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    await response.prepare(request)
+    return response
 
 
 async def raw_stream(request: web.Request) -> web.StreamResponse:
     count = int(request.query.get("n", "20000"))
-    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-    await response.prepare(request)
+    response = await _sse(request)
     created = int(time.time())
     for _ in range(count):
-        chunk = {
-            "id": "chatcmpl-raw",
-            "object": "chat.completion.chunk",
-            "created": created,
-            "model": "raw",
-            "choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": None}],
-        }
-        await response.write(b"data: " + json.dumps(chunk, separators=(",", ":")).encode() + b"\n\n")
+        await response.write(_chunk(created, "x"))
+    await response.write(b"data: [DONE]\n\n")
+    return response
+
+
+async def raw_ticks(request: web.Request) -> web.StreamResponse:
+    """`?ticks=N&hz=H`: the bench runtime's `ticks N H` schedule, each delta `<time.time()>;` written at once."""
+    offsets = stamped_offsets(["ticks", request.query["ticks"], request.query["hz"]]) or []
+    response = await _sse(request)
+    created = int(time.time())
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    for offset in offsets:
+        delay = start + offset - loop.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        await response.write(_chunk(created, f"{time.time():.6f};"))
     await response.write(b"data: [DONE]\n\n")
     return response
 
@@ -68,6 +96,7 @@ async def main(home: Path, deltas: int) -> None:
     plugin_runner = web.AppRunner(gateway.apps[0], **runner_kwargs())
     raw_app = web.Application()
     raw_app.router.add_get("/raw", raw_stream)
+    raw_app.router.add_get("/raw_ticks", raw_ticks)
     raw_runner = web.AppRunner(raw_app, **runner_kwargs())
     await plugin_runner.setup()
     await raw_runner.setup()
