@@ -15,8 +15,11 @@ One follower task per followed turn (however many clients watch it):
               `unknown_execution`, whose terminal record this follower then reads)
 
 No timer polls the journal: the follower reads only when woken. A follower nobody follows for IDLE_S ends (its
-journal stays as it was for whoever still holds it). Stop requests for turns this gateway owns arrive through
-the same feed (`stop_requested`) and stop the turn locally, as `POST /v1/runs/{id}/stop` on the owner would.
+journal stays as it was for whoever still holds it). A new follower tells the owner (`announce_follow`, again after the
+feed reconnects): the owner then commits that turn's rows as they come instead of every group-commit interval
+(turns/durable.py `followed`), so following from here costs a commit and a NOTIFY, not the interval (issue 25).
+Stop requests for turns this gateway owns arrive through the same feed (`stop_requested`) and stop the turn locally,
+as `POST /v1/runs/{id}/stop` on the owner would.
 
 A client's answer to a turn another gateway runs (an approval decision, a question's answer, client tool outputs:
 WIRE.md §15.1, §15.4, W-15.4)
@@ -58,7 +61,7 @@ from ..store.base import Feed, StoreError
 from ..store.roles import JournalStore, LeaseStore
 from ..turns import Journal, TurnRegistry
 from ..turns.answers import KINDS, TOOL_OUTPUTS, ClientAnswer, apply_answer
-from ..turns.durable import close_journal
+from ..turns.durable import JournalSaver, close_journal
 from ..turns.journal import decode_events
 from ..turns.suspension import Keyed
 from .leases import LeaseKeeper
@@ -192,11 +195,13 @@ class RemoteTurns:
         leases: LeaseKeeper,
         sweep: Callable[[], Awaitable[list[str]]],
         registry: TurnRegistry,
+        journals: JournalSaver,
     ) -> None:
         self.store = store
         self.leases = leases
         self.sweep = sweep  # recovery.py: settles what gone owners left; returns the turn ids whose journals it closed
         self.registry = registry
+        self.journals = journals  # this gateway's own durable journals: what another gateway follows commits sooner
         self.feed: Feed | None = store.feed()
         self._followers: dict[str, _Follower] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -227,6 +232,7 @@ class RemoteTurns:
             follower = _Follower(self, turn_id, owner)
             self._followers[turn_id] = follower
             self._spawn(self._run(follower), f"follow {turn_id}")
+            self._spawn(self._announce(owner, turn_id), f"announce {turn_id}")
         follower.idle_since = None  # the caller is about to follow it: IDLE_S to start before it may end
         await asyncio.shield(follower.first_read)
         return follower.journal
@@ -246,6 +252,15 @@ class RemoteTurns:
                 del self._followers[follower.turn_id]
             if not follower.first_read.done():
                 follower.first_read.set_exception(StoreError("the follower ended before its first read"))
+
+    async def _announce(self, owner: str, turn_id: str) -> None:
+        """Tell the owner its turn is followed from here; without it the follower still sees every row, only later."""
+        if self.feed is None:
+            return
+        try:
+            await self.feed.announce_follow(owner, turn_id)
+        except StoreError as exc:
+            log.warning("[API Server] could not tell gateway %s that run %s is followed: %s", owner, turn_id, exc)
 
     async def request_stop(self, owner: str, turn_id: str) -> None:
         """Ask the gateway that runs `turn_id` to stop it (StoreError when the store fails)."""
@@ -338,6 +353,10 @@ class RemoteTurns:
         if follower is not None and end > len(follower.journal.events):
             follower.wake.set()
 
+    def follow_requested(self, owner: str, turn_id: str) -> None:
+        if owner == self.leases.owner:
+            self.journals.followed(turn_id)
+
     def stop_requested(self, owner: str, turn_id: str) -> None:
         if owner == self.leases.owner and self.registry.stop(turn_id) is not None:
             log.info("[API Server] run %s stopped at the request of another gateway", turn_id)
@@ -372,3 +391,5 @@ class RemoteTurns:
     def reconnected(self) -> None:
         for follower in self._followers.values():
             follower.wake.set()
+            # the owner's feed may have been down too: the announcement may be lost
+            self._spawn(self._announce(follower.owner, follower.turn_id), f"announce {follower.turn_id}")

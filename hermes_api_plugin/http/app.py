@@ -126,7 +126,7 @@ def create_app(
         retention_s=settings.idempotency_retention_seconds,
         tombstone_s=settings.idempotency_tombstone_seconds,
     )
-    app[REMOTE_TURNS] = RemoteTurns(store, app[LEASES], app[RECOVERY].sweep, app[TURNS])
+    app[REMOTE_TURNS] = RemoteTurns(store, app[LEASES], app[RECOVERY].sweep, app[TURNS], app[JOURNALS])
     # A shared store with sessions kept per host (Hermes' state.db): which host keeps each session
     # (cluster/placement.py).
     per_host = app[REMOTE_TURNS].shared and session_store is not own_sessions(store)

@@ -125,6 +125,10 @@ class FeedSink(Protocol):
         """A gateway asked `owner` to stop `turn_id` (WIRE.md §6.4)."""
         ...
 
+    def follow_requested(self, owner: str, turn_id: str) -> None:
+        """A gateway follows `turn_id`, which `owner` runs: it wants each of its rows as soon as it is journaled."""
+        ...
+
     def answer_requested(self, owner: str, message: str) -> None:
         """A gateway forwarded a client's answer for a turn `owner` runs (WIRE.md §15.1); `message` is the
         cluster's own encoding."""
@@ -150,6 +154,10 @@ class Feed(Protocol):
 
     async def request_stop(self, owner: str, turn_id: str) -> None:
         """Ask the gateway `owner` to stop `turn_id` (delivered to its sink's `stop_requested`)."""
+        ...
+
+    async def announce_follow(self, owner: str, turn_id: str) -> None:
+        """Tell the gateway `owner` that `turn_id` is followed from here (its sink's `follow_requested`)."""
         ...
 
     async def forward_answer(self, owner: str, message: str) -> None:

@@ -8,7 +8,9 @@ unsaved append, and a terminal record flushes at once — so does a request to t
 waits for. A flush the store fails keeps its events unsaved and is retried, backing off, even when
 no event follows (a journal that ended while the database was down).
 On a shared store the interval is shorter (SHARED_INTERVAL_S): gateways following a turn another one runs
-read its rows when they commit.
+read its rows when they commit. A turn another gateway follows (`followed`, told through the store's feed) does not
+wait out the interval at all: each append schedules a commit at once, and one commit at a time still batches what
+arrives meanwhile — so a follower sees an event a commit and a NOTIFY after its owner's clients (issue 25).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ class JournalSaver:
         self.store = store
         self.interval = interval
         self._watched: dict[int, tuple[str, Journal]] = {}  # id(journal) → (turn id, journal)
+        self._keys: dict[str, int] = {}  # turn id → id(journal) of the watched ones
+        self._followed: set[int] = set()  # watched journals another gateway follows: committed as they come
         self._written: dict[int, int] = {}
         self._dirty: set[int] = set()
         self._waiters: list[asyncio.Future[None]] = []
@@ -57,6 +61,7 @@ class JournalSaver:
     def watch(self, turn_id: str, journal: Journal) -> None:
         key = id(journal)
         self._watched[key] = (turn_id, journal)
+        self._keys[turn_id] = key
         self._written[key] = 0
         journal.listener = self._on_extend
         if journal.events:
@@ -65,9 +70,23 @@ class JournalSaver:
     def watching(self, journal: Journal) -> bool:
         return id(journal) in self._watched
 
+    def followed(self, turn_id: str) -> None:
+        """Another gateway follows `turn_id`: its events are committed as they come from now on, until it ends."""
+        key = self._keys.get(turn_id)
+        if key is None:
+            return
+        self._followed.add(key)
+        if key in self._dirty:
+            self._schedule(0.0)
+
     def _on_extend(self, journal: Journal) -> None:
-        self._dirty.add(id(journal))
-        if journal.finished is not None or isinstance(journal.events[-1], (ApprovalRequested, QuestionAsked)):
+        key = id(journal)
+        self._dirty.add(key)
+        if (
+            key in self._followed
+            or journal.finished is not None
+            or isinstance(journal.events[-1], (ApprovalRequested, QuestionAsked))
+        ):
             self._schedule(0.0)
         elif self._timer is None:
             self._schedule(self.interval)
@@ -144,6 +163,9 @@ class JournalSaver:
             if journal.finished is not None and end == len(journal.events):
                 journal.listener = None
                 del self._watched[key], self._written[key]
+                if self._keys.get(turn_id) == key:
+                    del self._keys[turn_id]
+                self._followed.discard(key)
         for waiter in waiters:
             if not waiter.done():
                 waiter.set_result(None)

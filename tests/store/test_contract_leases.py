@@ -106,6 +106,7 @@ class Sink(FeedSink):
         self._address = address
         self.journals: list[tuple[str, int]] = []
         self.stops: list[tuple[str, str]] = []
+        self.follows: list[tuple[str, str]] = []
         self.answers: list[tuple[str, str]] = []
         self.replies: list[tuple[str, str]] = []
         self.reconnects = 0
@@ -117,6 +118,10 @@ class Sink(FeedSink):
 
     def journal_written(self, turn_id: str, end: int) -> None:
         self.journals.append((turn_id, end))
+        self.woken.set()
+
+    def follow_requested(self, owner: str, turn_id: str) -> None:
+        self.follows.append((owner, turn_id))
         self.woken.set()
 
     def stop_requested(self, owner: str, turn_id: str) -> None:
@@ -143,7 +148,8 @@ async def test_the_feed_carries_journal_writes_and_stop_requests_between_stores(
     open_backend: BackendFactory,
 ) -> None:
     """PostgreSQL: a journal write on one store wakes the feed of another on the same database when it commits, with
-    the turn and the end of what was written; a stop request, a forwarded answer and its reply reach every listener.
+    the turn and the end of what was written; a stop request, a follow, a forwarded answer and its reply reach every
+    listener.
     SQLite: no feed."""
     first = await open_backend()
     feed = first.store.feed()
@@ -161,6 +167,9 @@ async def test_the_feed_carries_journal_writes_and_stop_requests_between_stores(
     await feed.request_stop("boot-owner", "run_a")
     await sink.next()
     assert sink.stops == [("boot-owner", "run_a")]
+    await feed.announce_follow("boot-owner", "run_b")
+    await sink.next()
+    assert sink.follows == [("boot-owner", "run_b")]
     message = '{"text":"a b ünïcode"}'  # the message is the cluster's: carried as is, spaces and all
     await feed.forward_answer("boot-owner", message)
     await sink.next()

@@ -1,11 +1,13 @@
 """The feed of the PostgreSQL store: LISTEN/NOTIFY between gateways sharing one database (issue 15).
 
-Four channels:
+Five channels:
 
     hermes_api_journal   "<turn id> <end>"    sent by `append_journals` in the transaction that writes the rows,
                                                so a follower woken by it finds them committed (`end` = the
                                                highest sequence number written + 1)
     hermes_api_stop      "<owner> <turn id>"  sent by a gateway asked to stop a run another gateway owns
+    hermes_api_follow    "<owner> <turn id>"  sent by a gateway that starts following a turn another gateway owns:
+                                               the owner then commits that turn's rows as they come
     hermes_api_answer    "<owner> <message>"  a client's answer for a run `owner` runs, forwarded by the gateway
                                                that took it (WIRE.md §15.1; the message is cluster/remote_turns.py's)
     hermes_api_answered  "<to> <message>"     the owner's reply to the gateway `to` that forwarded it
@@ -39,9 +41,10 @@ log = logging.getLogger("hermes_api_plugin")
 
 JOURNAL_CHANNEL = "hermes_api_journal"
 STOP_CHANNEL = "hermes_api_stop"
+FOLLOW_CHANNEL = "hermes_api_follow"
 ANSWER_CHANNEL = "hermes_api_answer"
 ANSWERED_CHANNEL = "hermes_api_answered"
-CHANNELS = (JOURNAL_CHANNEL, STOP_CHANNEL, ANSWER_CHANNEL, ANSWERED_CHANNEL)
+CHANNELS = (JOURNAL_CHANNEL, STOP_CHANNEL, FOLLOW_CHANNEL, ANSWER_CHANNEL, ANSWERED_CHANNEL)
 INLINE_MAX = 7000  # bytes of a message sent in the notification itself (PostgreSQL's payloads stay under 8000)
 REFERENCE = "#"  # a payload's message part that starts with it names a `feed_messages` row (messages are JSON)
 STALE_S = 300.0  # a stored message nobody took for this long is dropped: its addressee is gone
@@ -81,6 +84,9 @@ class PostgresFeed:
 
     async def request_stop(self, owner: str, turn_id: str) -> None:
         await self._notify(STOP_CHANNEL, f"{owner} {turn_id}")
+
+    async def announce_follow(self, owner: str, turn_id: str) -> None:
+        await self._notify(FOLLOW_CHANNEL, f"{owner} {turn_id}")
 
     async def forward_answer(self, owner: str, message: str) -> None:
         await self._send(ANSWER_CHANNEL, owner, message)
@@ -130,6 +136,8 @@ class PostgresFeed:
                 sink.journal_written(first, count)
             elif channel == STOP_CHANNEL:
                 sink.stop_requested(first, second)
+            elif channel == FOLLOW_CHANNEL:
+                sink.follow_requested(first, second)
             elif channel in (ANSWER_CHANNEL, ANSWERED_CHANNEL):
                 handle = sink.answer_requested if channel == ANSWER_CHANNEL else sink.answer_replied
                 if not second.startswith(REFERENCE):
