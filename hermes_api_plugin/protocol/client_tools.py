@@ -39,7 +39,7 @@ CHAT_TOOL = Obj(
 )
 RESPONSES_TOOL = Obj(
     (Prop("type", short(NAME_MAX), True), *[Prop(p.name, p.node, False, p.description) for p in _FUNCTION_FIELDS]),
-    name="ResponsesTool",
+    name="ResponsesFunctionTool",
     description="A function tool the client lends the agent for this turn (§15.3), echoed as sent; other types are "
     "echoed and not offered",
 )

@@ -23,7 +23,7 @@ from ..core.content import Message, TextPart, ToolCall, parse_content, text_mess
 from ..core.errors import invalid_parameter, invalid_request
 from ..core.offload import LARGE_MESSAGES, off_loop
 from .chat import MAX_TOOLS, ToolResult, results_input
-from .client_tools import RESPONSES_TOOL, TOOL_CHOICE, parse_client_tools, parse_tool_choice
+from .client_tools import TOOL_CHOICE, parse_client_tools, parse_tool_choice
 from .common import (
     CONTENT,
     CONVERSATION_HISTORY,
@@ -90,6 +90,15 @@ def hosted_tools(request: ResponsesRequest, header_mode: str, configured: str) -
 
 
 _ID = short(ID_MAX, min_length=1)
+# A tool definition is echoed on the Response object: its type (required: every echoed tool has one, as OpenAI and
+# Open Responses require) and its name are short strings, the rest (its JSON Schema `parameters`, …) is kept as sent;
+# a function tool is then checked as OpenAI checks it (parse_client_tools). Tools of other types (`custom`, the
+# built-ins) are only echoed, so the function rules (client_tools.RESPONSES_TOOL) are not theirs.
+_TOOL = Obj(
+    (Prop("type", short(NAME_MAX), True), Prop("name", short(NAME_MAX))),
+    name="ResponsesTool",
+    description="A tool definition, echoed as sent; function tools are lent to the agent for this turn (§15.3)",
+)
 APPROVAL_SCOPES = ("session", "always")
 _CALL_ID = short(ID_MAX)
 _MESSAGE_ITEM = Obj(
@@ -196,7 +205,7 @@ RESPONSES_BODY = Obj(
         Prop("metadata", METADATA),
         Prop(
             "tools",
-            Arr(RESPONSES_TOOL, max_items=MAX_TOOLS),
+            Arr(_TOOL, max_items=MAX_TOOLS),
             description="Function tools lent to the agent (§15.3); other types are echoed, not offered",
         ),
         Prop("tool_choice", TOOL_CHOICE),

@@ -74,8 +74,8 @@ def _named_objects(value: Any, seen: dict[int, None], found: dict[str, list[Obj]
 
 def test_a_schema_name_is_one_node() -> None:
     """The document renders a named node once under components/schemas: two different nodes with one name would
-    document one and check with the other (a tool without `type` was accepted and then echoed against a schema
-    that requires it)."""
+    document one of them for both (protocol/responses.py's echoed tool and client_tools.py's function tool once
+    shared the name `ResponsesTool`)."""
     found: dict[str, list[Obj]] = {}
     _named_objects(list(OPERATIONS.values()), {}, found)
     assert "ResponsesTool" in found
