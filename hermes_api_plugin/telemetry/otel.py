@@ -29,7 +29,7 @@ from ..config.settings import TracingSettings
 from ..core.events import TurnEvent
 from ..core.redact import redact
 from .log_context import bind_request, bind_trace
-from .trace_api import RequestInfo, TurnInfo, hex_trace_id
+from .trace_api import ChatCall, RequestInfo, TurnInfo, bind_turn_tracing, hex_trace_id
 from .turn_spans import TurnSpans, gen_ai_messages
 
 SCOPE_NAME = "hermes_api_plugin"
@@ -103,17 +103,42 @@ class OtelTracing:
         # spans opened in its thread (which runs in a copy of this context), belong to the turn.
         otel_context.attach(trace.set_span_in_context(span))
         bind_trace(hex_trace_id(span.get_span_context().trace_id))
+        bind_turn_tracing(self)
         spans = TurnSpans(self.tracer, span, self.capture_content, self.secrets)
         task = asyncio.get_running_loop().create_task(spans.follow(events), name=f"trace {turn.run_id}")
         self._followers.add(task)
         task.add_done_callback(self._followers.discard)
+
+    def record_chat(self, call: ChatCall) -> None:
+        attributes: dict[str, str | int | tuple[str, ...]] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": call.provider or self.provider_name,
+            "gen_ai.request.model": call.model,
+        }
+        optional = {
+            "gen_ai.response.model": call.response_model,
+            "gen_ai.usage.input_tokens": call.input_tokens,
+            "gen_ai.usage.output_tokens": call.output_tokens,
+            "server.address": call.server_address,
+            "error.type": call.error_type,
+        }
+        attributes.update({key: value for key, value in optional.items() if value is not None})
+        if call.finish_reason:
+            attributes["gen_ai.response.finish_reasons"] = (call.finish_reason,)
+        span = self.tracer.start_span(
+            f"chat {call.model}", kind=SpanKind.CLIENT, attributes=attributes, start_time=int(call.started_at * 1e9)
+        )
+        if call.error_type is not None:
+            span.set_status(Status(StatusCode.ERROR))
+        span.end(end_time=int(call.ended_at * 1e9))
 
     def _turn_attributes(self, turn: TurnInfo) -> dict[str, str]:
         attributes = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": self.agent_name,
             "gen_ai.provider.name": turn.provider or self.provider_name,
-            "gen_ai.request.model": turn.model or self.model,
+            # the gateway's own model name stands for its configured model (WIRE.md §8.1)
+            "gen_ai.request.model": turn.model if turn.model and turn.model != self.agent_name else self.model,
             "gen_ai.conversation.id": turn.session_id,
             "gen_ai.response.id": turn.run_id,  # the run id (X-Hermes-Run-Id) every surface of the turn answers with
         }

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractContextManager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -37,6 +38,23 @@ class TurnInfo:
     system_prompt: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class ChatCall:
+    """One provider call of a turn's agent (a `chat {model}` CLIENT span), as the host's agent reports it once it is
+    over (Hermes' `post_api_request` / `api_request_error` plugin hooks, hermes/chat_spans.py)."""
+
+    model: str
+    provider: str | None
+    started_at: float  # epoch seconds
+    ended_at: float
+    response_model: str | None = None
+    finish_reason: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    server_address: str | None = None
+    error_type: str | None = None  # the call failed (the agent may retry it: each attempt is a span)
+
+
 class RequestSpan(Protocol):
     """The span of one request, while its handler runs."""
 
@@ -57,9 +75,29 @@ class Tracing(Protocol):
         its journal `events`: an `execute_tool` span per tool, the span ended with the terminal record."""
         ...
 
+    def record_chat(self, call: ChatCall) -> None:
+        """A provider call of the running turn: a child of its `invoke_agent` span (called in the turn's context: the
+        agent's thread runs in a copy of it)."""
+        ...
+
     async def close(self) -> None:
         """Export what is left (after the turns settled) and stop the exporter."""
         ...
+
+
+# The tracing of the turn the running task or thread belongs to (set when its `invoke_agent` span opens): how the
+# host agent's hooks, which know nothing of the app, find where their spans go.
+_TURN_TRACING: ContextVar[Tracing | None] = ContextVar("hermes_api_turn_tracing", default=None)
+
+
+def turn_tracing() -> Tracing | None:
+    """The tracing of the running turn; None outside a traced turn (tracing off: always)."""
+    return _TURN_TRACING.get()
+
+
+def bind_turn_tracing(tracing: Tracing) -> None:
+    """The running turn is traced by `tracing` (in the turn's own task: nothing to reset)."""
+    _TURN_TRACING.set(tracing)
 
 
 def hex_trace_id(trace_id: int) -> str:
