@@ -9,6 +9,7 @@ the logs are. Nothing is recorded per delta: the answer is joined once, at the e
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -18,6 +19,8 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from ..core.events import TextDelta, ToolCompleted, ToolStarted, TurnEvent, TurnFinished, TurnStatus
 from ..core.redact import redact
+
+log = logging.getLogger("hermes_api_plugin")
 
 # a turn's terminal status as GenAI's finish reason
 FINISH_REASONS = {
@@ -48,6 +51,12 @@ class TurnSpans:
         self.epoch_offset_ns = time.time_ns() - time.monotonic_ns()
 
     async def follow(self, batches: AsyncIterator[list[TurnEvent] | None]) -> None:
+        try:
+            await self._follow(batches)
+        except Exception:  # a trace is never worth more than a log line
+            log.warning("[API Server] a turn's trace stopped early", exc_info=True)
+
+    async def _follow(self, batches: AsyncIterator[list[TurnEvent] | None]) -> None:
         try:
             async for batch in batches:
                 for event in batch or ():

@@ -3,8 +3,12 @@ on), and the turn's journal drives the rest (telemetry/turn_spans.py)."""
 
 from __future__ import annotations
 
+import logging
+
 from ..telemetry.trace_api import Tracing, TurnInfo
 from .turn import Turn
+
+log = logging.getLogger("hermes_api_plugin")
 
 
 def trace_turn(tracing: Tracing, turn: Turn) -> None:
@@ -19,4 +23,7 @@ def trace_turn(tracing: Tracing, turn: Turn) -> None:
         input_text=request.input.text,
         system_prompt=request.system_prompt,
     )
-    tracing.start_turn(info, turn.journal.follow(0))
+    try:
+        tracing.start_turn(info, turn.journal.follow(0))
+    except Exception:  # a trace is never worth a turn
+        log.warning("[API Server] could not trace turn %s", turn.run_id, exc_info=True)
