@@ -36,6 +36,14 @@ SCOPE_NAME = "hermes_api_plugin"
 _W3C = TraceContextTextMapPropagator()  # `traceparent` / `tracestate`, whatever OTEL_PROPAGATORS says elsewhere
 
 
+def _host_port(value: str) -> tuple[str, int | None]:
+    """A Host header as address and port: `example.org:8642`, `[::1]:8642`, `example.org`."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or (host.count(":") and not host.endswith("]")):
+        return value.strip("[]"), None  # no port (a bare IPv6 address has colons of its own)
+    return host.strip("[]"), int(port)
+
+
 class _RequestSpan:
     __slots__ = ("span",)
 
@@ -80,10 +88,10 @@ class OtelTracing:
         if request.route is not None:
             attributes["http.route"] = request.route
         if request.host:
-            host, _, port = request.host.rpartition(":") if request.host.count(":") == 1 else (request.host, "", "")
+            host, port = _host_port(request.host)
             attributes["server.address"] = host
-            if port.isdigit():
-                attributes["server.port"] = int(port)
+            if port is not None:
+                attributes["server.port"] = port
         if request.user_agent:
             attributes["user_agent.original"] = request.user_agent
         name = f"{request.method} {request.route}" if request.route else request.method
