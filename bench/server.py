@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import resource
 import signal
 import sys
@@ -89,7 +90,9 @@ async def main(home: Path, deltas: int) -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     script = home / "bench-script.yaml"
     write_script(str(script), deltas)
-    settings = load_settings(home, environ={"HERMES_HOME": str(home)})
+    # The OpenTelemetry variables pass through: `OTEL_EXPORTER_OTLP_ENDPOINT=… python -m bench` measures tracing on.
+    otel = {name: value for name, value in os.environ.items() if name.startswith("OTEL_")}
+    settings = load_settings(home, environ={"HERMES_HOME": str(home), **otel})
     pm = build_plugin_manager()
     gateway = ReferenceGateway(settings, runtime(str(script)), pm)
     pm.hook.hermes_api_gateway_startup(gateway=gateway)

@@ -221,7 +221,7 @@ def test_the_graph_sees_every_way_to_import(tmp_path: Path) -> None:
 # serve the routes while the application object mounts them.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("core",),
-    ("config",),
+    ("config", "telemetry"),
     ("protocol", "dialects", "store", "hermes.compat"),
     ("hermes.sessions", "hermes.approvals", "hermes.clarify", "hermes.client_tools", "hermes.jobs", "hermes.host"),
     ("runtimes",),

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,11 +21,9 @@ from hermes_api_plugin.http.app_keys import STORE, TURNS
 from hermes_api_plugin.runtimes import select_runtime
 from hermes_api_plugin.runtimes.base import TurnRequest
 
-from .gateway.observer_plugin import FAIL_ENV, LOG_ENV, install_observer
+from .gateway.observer_plugin import observer_env
 from .helpers import GOLDEN, chat_body, live_request, normalise, wait_for_async
 from .live import LiveGateway, start_gateway, write_home
-
-ROOT = Path(__file__).parents[1]
 
 
 def _declared_hooks() -> set[str]:
@@ -110,10 +107,7 @@ def _observed_gateway(tmp_path: Path, *, fail: bool = False) -> tuple[LiveGatewa
     """The reference gateway with the observer plugin (tests/gateway/observer_plugin.py) installed beside this one
     in the entry-point group, playing the golden script; and the observer's log."""
     home = write_home(tmp_path / "home", script="golden.yaml", config={"api_server": {"sse_keepalive_seconds": 30}})
-    where = install_observer(tmp_path / "site")
-    path = os.pathsep.join(p for p in (str(where), str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    log = tmp_path / "observer.jsonl"
-    env = {"PYTHONPATH": path, LOG_ENV: str(log), FAIL_ENV: "1" if fail else "0"}
+    env, log = observer_env(tmp_path, fail=fail)
     return start_gateway(home, env), log
 
 

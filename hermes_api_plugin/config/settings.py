@@ -40,6 +40,26 @@ class ModelSettings:
         return bool(self.provider or self.base_url)
 
 
+DEFAULT_OTLP_ENDPOINT = "http://localhost:4318"  # OTLP/HTTP's default collector address
+OTLP_TRACES_PATH = "/v1/traces"
+DEFAULT_SERVICE_NAME = "hermes-api-plugin"
+LOG_FORMATS = frozenset({"text", "json"})
+
+
+@dataclass(frozen=True)
+class TracingSettings:
+    """`api_server.tracing.*` and the standard `OTEL_*` variables, resolved: traces go to `endpoint` (an OTLP/HTTP
+    traces URL) when `enabled`. The variables win over config.yaml, as the OpenTelemetry SDKs read them."""
+
+    enabled: bool = False
+    endpoint: str | None = None
+    # exporter headers (an auth token, often): None leaves them to OTEL_EXPORTER_OTLP_[TRACES_]HEADERS. Not in repr.
+    headers: Mapping[str, str] | None = field(default=None, repr=False)
+    service_name: str = DEFAULT_SERVICE_NAME
+    sample_ratio: float | None = None  # None: the SDK's sampler (OTEL_TRACES_SAMPLER), parent-based always-on
+    capture_content: bool = False  # OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: prompts, answers, tool I/O
+
+
 @dataclass(frozen=True)
 class Settings:
     hermes_home: Path
@@ -92,6 +112,8 @@ class Settings:
     body_timeout_seconds: float = 300.0
     keepalive_timeout_seconds: float = 75.0
     model: ModelSettings = field(default_factory=ModelSettings)
+    tracing: TracingSettings = field(default_factory=TracingSettings)
+    log_format: str = "text"  # api_server.logging.format: text | json (every line of a turn carries its ids)
     problems: tuple[str, ...] = ()
 
     @property
@@ -263,6 +285,53 @@ def _store_url(r: _Reader) -> tuple[str | None, str | None]:
     return None, problem
 
 
+def _otlp_traces_url(base: str) -> str:
+    """An OTLP/HTTP base URL as the traces URL (`/v1/traces` appended, as the SDKs do); a traces URL unchanged."""
+    base = base.strip()
+    if base.rstrip("/").endswith(OTLP_TRACES_PATH):
+        return base
+    return base.rstrip("/") + OTLP_TRACES_PATH
+
+
+def _tracing(r: _Reader) -> TracingSettings:
+    """`api_server.tracing.*` with the standard variables over it: on when an endpoint is known (the variables or
+    `endpoint`) unless `enabled: false`, OTEL_SDK_DISABLED or OTEL_TRACES_EXPORTER=none says otherwise; `enabled: true`
+    alone exports to OTLP/HTTP's default address."""
+    env_traces = r.string("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", None)
+    env_base = r.string("OTEL_EXPORTER_OTLP_ENDPOINT", None)
+    configured = r.string(None, "api_server.tracing.endpoint")
+    if env_traces:
+        endpoint: str | None = env_traces
+    elif env_base or configured:
+        endpoint = _otlp_traces_url(env_base or configured or "")
+    else:
+        endpoint = None
+    switch = r.yaml("api_server.tracing.enabled")
+    enabled = endpoint is not None if switch is None else r.boolean(None, "api_server.tracing.enabled", False)
+    if r.boolean("OTEL_SDK_DISABLED", None, False) or (r.string("OTEL_TRACES_EXPORTER", None) or "").lower() == "none":
+        enabled = False
+    headers_raw = r.yaml("api_server.tracing.headers")
+    headers: dict[str, str] | None = None
+    if isinstance(headers_raw, Mapping) and all(
+        isinstance(k, str) and isinstance(v, (str, int)) and not isinstance(v, bool) for k, v in headers_raw.items()
+    ):
+        headers = {k: str(v) for k, v in headers_raw.items()}
+    elif headers_raw is not None:
+        r.problems.append("api_server.tracing.headers: expected a mapping of header names to values")
+    ratio_raw = r.yaml("api_server.tracing.sample_ratio")
+    ratio = None if ratio_raw is None else r.number("api_server.tracing.sample_ratio", 1.0, 0.0, 1.0)
+    return TracingSettings(
+        enabled=enabled,
+        endpoint=(endpoint or _otlp_traces_url(DEFAULT_OTLP_ENDPOINT)) if enabled else endpoint,
+        headers=headers,
+        service_name=r.string("OTEL_SERVICE_NAME", "api_server.tracing.service_name") or DEFAULT_SERVICE_NAME,
+        sample_ratio=ratio,
+        capture_content=r.boolean(
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "api_server.tracing.capture_content", False
+        ),
+    )
+
+
 def load_settings(hermes_home: Path | None = None, environ: Mapping[str, str] | None = None) -> Settings:
     """Build Settings from `$HERMES_HOME/.env`, `config.yaml` and the process environment."""
     process_env = dict(os.environ if environ is None else environ)
@@ -381,5 +450,7 @@ def load_settings(hermes_home: Path | None = None, environ: Mapping[str, str] | 
         body_timeout_seconds=r.number("api_server.limits.body_timeout_seconds", 300.0, 0.1, 86400.0),
         keepalive_timeout_seconds=r.number("api_server.limits.keepalive_timeout_seconds", 75.0, 0.1, 86400.0),
         model=model,
+        tracing=_tracing(r),
+        log_format=r.choice("api_server.logging.format", "text", LOG_FORMATS),
         problems=tuple(problems + r.problems),
     )

@@ -5,23 +5,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import os
 import secrets
 import shutil
-import sys
 from importlib import resources
 from pathlib import Path
 
-from ..config.settings import MIN_KEY_LENGTH, default_hermes_home, load_settings, parse_env_file
+from ..config.settings import MIN_KEY_LENGTH, Settings, default_hermes_home, load_settings, parse_env_file
 from ..hermes.bridge import ENTRY_POINT_NAME
+from ..telemetry.log_format import configure_logging
 from .server import run_gateway
 
 
-def _setup_logging(verbose: bool) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO, format="%(message)s", stream=sys.stderr, force=True
-    )
+def _setup_logging(verbose: bool, settings: Settings) -> None:
+    """`api_server.logging.format` for the whole process, secrets masked (the key, the model key, exporter headers)."""
+    secrets = (settings.key, settings.model.api_key, *(settings.tracing.headers or {}).values())
+    configure_logging(settings.log_format, verbose=verbose, secrets=[s for s in secrets if s])
 
 
 def init_env(home: Path) -> tuple[str, bool]:
@@ -91,8 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"API_SERVER_KEY={key}")
         return 0
 
-    _setup_logging(args.verbose)
+    settings = load_settings()
+    _setup_logging(args.verbose, settings)
     try:
-        return asyncio.run(run_gateway(load_settings()))
+        return asyncio.run(run_gateway(settings))
     except KeyboardInterrupt:
         return 130

@@ -30,6 +30,7 @@ from typing import Any
 
 from ..config.settings import Settings, load_settings
 from . import compat
+from .chat_spans import HOOKS as CHAT_SPAN_HOOKS
 
 log = logging.getLogger("hermes_api_plugin")
 
@@ -70,6 +71,8 @@ def register(ctx: Any) -> None:
         emoji="🔌",
         allow_update_command=False,
     )
+    # A provider call of a traced turn becomes its `chat` span; untraced, each hook returns at once.
+    compat.gateway.register_hooks(ctx, CHAT_SPAN_HOOKS)
     _registered = True
     log.debug("[API Server] hermes-api-plugin registered the %s platform", PLATFORM)
 

@@ -40,6 +40,7 @@ from ..submission.continuity import ConversationIndex
 from ..submission.conversations import Conversations
 from ..submission.idempotency import Idempotency
 from ..submission.submit import Submitter
+from ..telemetry.tracing import start_tracing
 from ..turns import TurnRegistry
 from ..turns.durable import SHARED_INTERVAL_S, JournalSaver
 from ..turns.recent import RecentTurns
@@ -64,10 +65,12 @@ from .app_keys import (
     STORE,
     STREAM_GAUGE,
     SUBMITTER,
+    TRACING,
     TURNS,
 )
 from .middleware import MAX_BODY_BYTES, MIDDLEWARES, add_common_headers
 from .profiles import PROFILES, Profile, Profiles, profile_builder, profile_middleware
+from .request_trace import request_trace_middlewares
 from .stream_gauge import StreamGauge
 from .websocket import OpenSockets
 
@@ -88,9 +91,17 @@ def create_app(
             raise TypeError("create_app needs `session_store` for a store that keeps no sessions")
     # Slack above the body limit so the 413 comes from our own check, with the envelope.
     streams = StreamGauge()
+    tracing = start_tracing(settings, runtime.name)  # None unless tracing is on (OpenTelemetry not even imported)
     app = web.Application(
-        middlewares=[*MIDDLEWARES, streams.middleware, profile_middleware], client_max_size=MAX_BODY_BYTES
+        middlewares=[
+            *request_trace_middlewares(tracing, settings.log_format),
+            *MIDDLEWARES,
+            streams.middleware,
+            profile_middleware,
+        ],
+        client_max_size=MAX_BODY_BYTES,
     )
+    app[TRACING] = tracing
     app[STREAM_GAUGE] = streams
     app[SOCKETS] = OpenSockets()
     app[SETTINGS] = settings
@@ -110,6 +121,7 @@ def create_app(
         recent=RecentTurns(settings.turns_max_recent, settings.turns_max_recent_bytes),
         suspend_s=settings.turns_suspend_seconds,
         max_waiting=settings.turns_max_suspended,
+        tracing=tracing,
     )
     app[BACKGROUND] = BackgroundWork()
     # Shared store: other gateways follow this one's journals, so they are committed sooner (turns/durable.py).
@@ -197,6 +209,7 @@ def create_app(
     app.on_startup.append(_open_store)
     app.on_shutdown.append(_drain)
     app.on_cleanup.append(_close_store)
+    app.on_cleanup.append(_close_tracing)
     return app
 
 
@@ -245,6 +258,13 @@ async def _close_store(app: web.Application) -> None:
     await app[REMOTE_TURNS].close()
     await app[LEASES].stop(release=True)
     await app[STORE].close()
+
+
+async def _close_tracing(app: web.Application) -> None:
+    """After the turns settled: the last spans exported."""
+    tracing = app[TRACING]
+    if tracing is not None:
+        await tracing.close()
 
 
 async def shutdown_apps(apps: list[web.Application]) -> None:

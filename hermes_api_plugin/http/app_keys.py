@@ -16,6 +16,7 @@ from ..submission.continuity import ConversationIndex
 from ..submission.conversations import Conversations
 from ..submission.idempotency import Idempotency
 from ..submission.submit import Submitter
+from ..telemetry.trace_api import Tracing
 from ..turns import TurnRegistry
 from ..turns.durable import JournalSaver
 from .stream_gauge import StreamGauge
@@ -46,3 +47,4 @@ REMOTE_TURNS = web.AppKey(
     "remote_turns", RemoteTurns
 )  # following and stopping turns other gateways run (shared stores)
 SOCKETS = web.AppKey("sockets", OpenSockets)  # open WebSocket connections (WIRE.md §16), closed at shutdown
+TRACING: web.AppKey[Tracing | None] = web.AppKey("tracing")  # None: tracing is off (telemetry/tracing.py)

@@ -8,7 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from ..core.errors import ApiError
-from ..http.app_keys import MODEL_OPTIONS, RUNTIME, SESSIONS, SETTINGS, STARTED_AT, STORE
+from ..http.app_keys import MODEL_OPTIONS, RUNTIME, SESSIONS, SETTINGS, STARTED_AT, STORE, TRACING
 from ..http.capabilities import parity_features
 from ..http.openapi import build_openapi
 from ..http.profiles import profile_of
@@ -116,6 +116,7 @@ def _features(app: web.Application, served: dict[str, dict[str, str]]) -> dict[s
         "store": {"kind": app[STORE].kind, "durable": durable},
         "cors": bool(settings.cors_origins),
         "browser_extension_control": False,
+        "tracing": app[TRACING] is not None,  # spans exported over OTLP (api_server.tracing, OTEL_EXPORTER_OTLP_*)
         # §14: the sessions are the host's when they do not live in this plugin's own store
         **parity_features(
             served,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import logging
 import threading
 from collections.abc import Callable, Coroutine
@@ -185,7 +186,12 @@ class HermesRuntime:
             except RuntimeError:
                 pass
 
-        thread = threading.Thread(target=work, name=f"hermes-agent {turn.request.turn_id}", daemon=True)
+        # In a copy of the turn's context, as asyncio.to_thread does: the agent's log lines carry the turn's ids and its
+        # spans (tracing) their parent.
+        context = contextvars.copy_context()
+        thread = threading.Thread(
+            target=context.run, args=(work,), name=f"hermes-agent {turn.request.turn_id}", daemon=True
+        )
         thread.start()
         turn.on_interrupt(on_interrupt)
         try:

@@ -38,12 +38,15 @@ from ..core.events import (
 from ..core.redact import redact
 from ..runtimes.base import AgentRuntime, AgentTurn, TurnHooks, TurnRequest, TurnResult, drive_turn
 from ..store.retry import until_stored
+from ..telemetry.log_context import bind_turn
+from ..telemetry.trace_api import Tracing
 from .callback_sink import CallbackSink
 from .held import HeldTurn
 from .journal import Journal
 from .locks import KeyedLocks
 from .recent import RecentTurns
 from .suspension import DEFAULT_SUSPEND_S, TurnSuspensions
+from .tracing import trace_turn
 from .turn import HistoryLoader, Persister, Turn
 
 log = logging.getLogger("hermes_api_plugin")
@@ -87,8 +90,10 @@ class TurnRegistry:
         recent: RecentTurns[Turn] | None = None,
         suspend_s: float = DEFAULT_SUSPEND_S,
         max_waiting: int = DEFAULT_MAX_WAITING,
+        tracing: Tracing | None = None,
     ) -> None:
         self.runtime = runtime
+        self.tracing = tracing  # None: tracing is off
         self.transcripts = transcripts
         self.hooks = hooks
         self.max_concurrent = max_concurrent
@@ -204,6 +209,7 @@ class TurnRegistry:
             oldest.suspensions.decline()
 
     async def _drive(self, turn: Turn) -> None:
+        bind_turn(turn.run_id, turn.request.session_id)  # every line this task (and its agent) logs names the turn
         try:
             await turn.gate
             if turn.queue_key is None:
@@ -253,6 +259,8 @@ class TurnRegistry:
                 turn.agent_turn.request = replace(turn.request, history=tuple(await turn.history()))
             turn.started = True
             turn.journal.extend([StatusChanged(TurnStatus.RUNNING)])
+            if self.tracing is not None:
+                trace_turn(self.tracing, turn)
             outcome = await drive_turn(self.runtime, turn.agent_turn, self.hooks)
         except asyncio.CancelledError:
             turn.agent_turn.interrupt()

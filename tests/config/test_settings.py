@@ -258,3 +258,77 @@ def test_the_responses_tool_items_mode_defaults_to_on_and_is_checked(tmp_path: P
         s = load_settings(home_with(tmp_path / str(n), "", {"api_server": {"responses": {"tool_items": value}}}), {})
         assert s.responses_tool_items == expected
         assert any(p.startswith("api_server.responses.tool_items:") for p in s.problems) is problem
+
+
+# -- api_server.tracing and the OTEL_* variables (issue 24, part 2); api_server.logging (part 3) ------------------------
+
+
+def test_tracing_is_off_without_an_endpoint_and_on_with_the_standard_variables(tmp_path: Path) -> None:
+    off = load_settings(tmp_path, environ={}).tracing
+    assert (off.enabled, off.endpoint, off.capture_content, off.service_name) == (
+        False,
+        None,
+        False,
+        "hermes-api-plugin",
+    )
+    base = load_settings(tmp_path, environ={"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/"}).tracing
+    assert base.enabled and base.endpoint == "http://collector:4318/v1/traces"
+    # the traces variable is a full URL, used as given, and wins over the base one
+    both = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a:4318", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://b:9/t"}
+    assert load_settings(tmp_path, environ=both).tracing.endpoint == "http://b:9/t"
+
+
+def test_tracing_config_keys_and_the_variables_over_them(tmp_path: Path) -> None:
+    tracing = {
+        "endpoint": "https://otel.example/v1/traces",
+        "headers": {"Authorization": "Bearer tok-0123456789abcdef"},
+        "service_name": "team-gateway",
+        "sample_ratio": 0.25,
+        "capture_content": True,
+    }
+    home = home_with(tmp_path, config={"api_server": {"tracing": tracing}})
+    s = load_settings(home, environ={}).tracing
+    assert s.enabled and s.endpoint == "https://otel.example/v1/traces"  # already a traces URL: unchanged
+    assert s.headers == {"Authorization": "Bearer tok-0123456789abcdef"} and "tok-" not in repr(s)
+    assert (s.service_name, s.sample_ratio, s.capture_content) == ("team-gateway", 0.25, True)
+    env = {
+        "OTEL_SERVICE_NAME": "from-env",
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "false",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://env:4318",
+    }
+    s = load_settings(home, environ=env).tracing
+    assert (s.service_name, s.capture_content, s.endpoint) == ("from-env", False, "http://env:4318/v1/traces")
+
+
+@pytest.mark.parametrize(
+    ("config", "environ", "enabled"),
+    [
+        ({"enabled": True}, {}, True),  # OTLP/HTTP's default address
+        ({"enabled": False}, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}, False),
+        ({}, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_SDK_DISABLED": "true"}, False),
+        ({}, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_TRACES_EXPORTER": "none"}, False),
+    ],
+    ids=["enabled-alone", "disabled-in-config", "sdk-disabled", "exporter-none"],
+)
+def test_tracing_switches(tmp_path: Path, config: dict, environ: dict[str, str], enabled: bool) -> None:
+    s = load_settings(home_with(tmp_path, config={"api_server": {"tracing": config}}), environ=environ).tracing
+    assert s.enabled is enabled
+    if config == {"enabled": True}:
+        assert s.endpoint == "http://localhost:4318/v1/traces"
+
+
+def test_tracing_and_logging_values_are_checked_by_key_path(tmp_path: Path) -> None:
+    bad = {"tracing": {"headers": ["x"], "sample_ratio": 2, "enabled": "sometimes"}, "logging": {"format": "xml"}}
+    s = load_settings(home_with(tmp_path, config={"api_server": bad}), environ={})
+    assert s.tracing.headers is None and s.tracing.sample_ratio == 1.0 and s.tracing.enabled is False
+    assert s.log_format == "text"
+    assert [p.split(":")[0] for p in s.problems] == [
+        "api_server.tracing.enabled",
+        "api_server.tracing.headers",
+        "api_server.tracing.sample_ratio",
+        "api_server.logging.format",
+    ]
+    assert load_settings(tmp_path, environ={}).log_format == "text"
+    (tmp_path / "j").mkdir()
+    json_home = home_with(tmp_path / "j", config={"api_server": {"logging": {"format": "JSON"}}})
+    assert load_settings(json_home, environ={}).log_format == "json"

@@ -53,9 +53,9 @@ class Observer:
             with self.log.open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(call) + "\n")
 
-    def _maybe_fail(self, hook: str) -> None:
-        if self.fail:
-            raise RuntimeError(f"observer bug in {hook}")
+    def _maybe_fail(self, hook: str, turn: AgentTurn) -> None:
+        if self.fail:  # with what the turn was asked: a plugin's error may quote user data (logs mask its secrets)
+            raise RuntimeError(f"observer bug in {hook} on {turn.request.input.text!r}")
 
     @hookimpl
     def hermes_api_gateway_startup(self, gateway: Gateway) -> None:
@@ -70,12 +70,12 @@ class Observer:
         self._record("hermes_api_agent_turn_start", turn_id=turn.request.turn_id, input=turn.request.input.text)
         for slot in LEGACY_SLOTS:
             setattr(turn, slot, _ignore)
-        self._maybe_fail("hermes_api_agent_turn_start")
+        self._maybe_fail("hermes_api_agent_turn_start", turn)
 
     @hookimpl
     def hermes_api_agent_turn_end(self, turn: AgentTurn, outcome: TurnResult) -> None:
         self._record("hermes_api_agent_turn_end", turn_id=turn.request.turn_id, status=outcome.status.value)
-        self._maybe_fail("hermes_api_agent_turn_end")
+        self._maybe_fail("hermes_api_agent_turn_end", turn)
 
 
 def install_observer(where: Path) -> Path:
@@ -86,6 +86,16 @@ def install_observer(where: Path) -> Path:
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hermes-api-observer\nVersion: 0\n", encoding="utf-8")
     (info / "entry_points.txt").write_text(f"[hermes_api.plugins]\n{ENTRY_POINT}\n", encoding="utf-8")
     return where
+
+
+def observer_env(where: Path, *, fail: bool = False) -> tuple[dict[str, str], Path]:
+    """The environment of a reference gateway that loads `plugin` (installed under `where`), and the log it writes."""
+    from tests.helpers import ROOT  # the repository, for `tests` (not imported by the gateway that loads `plugin`)
+
+    site = install_observer(where / "site")
+    path = os.pathsep.join(p for p in (str(site), str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    log = where / "observer.jsonl"
+    return {"PYTHONPATH": path, LOG_ENV: str(log), FAIL_ENV: "1" if fail else "0"}, log
 
 
 _log = os.environ.get(LOG_ENV)

@@ -9,6 +9,7 @@ from hermes_api_plugin.protocol.operations import OPERATIONS
 
 RETIRED = ("/v1/browser-control", "/v1/artifacts")
 CAPABILITY_KEYS = {
+    "tracing",
     "chat_completions",
     "chat_completions_streaming",
     "responses_api",
@@ -91,6 +92,7 @@ async def test_capabilities_document_passes_the_client_probe(api: Any, auth: dic
     assert set(features) >= CAPABILITY_KEYS
     assert features["chat_completions"] is True and features["chat_completions_streaming"] is True
     assert features["reasoning_streaming"] is True and features["browser_extension_control"] is False
+    assert features["tracing"] is False  # on only when spans are exported (tests/telemetry/test_traces.py)
     assert body["runtime"]["agent"] == "scripted" and body["runtime"]["tool_execution"] == "server"
     assert features["idempotency"]["retention_seconds"] == 86400
     assert features["tool_items_header"] == "X-Hermes-Tool-Items"  # W-4.21, §1.6

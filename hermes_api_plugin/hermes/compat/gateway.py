@@ -60,6 +60,14 @@ _PLATFORM_ENTRY_FIELDS = (
 REGISTER_PLATFORM = HermesName(
     "hermes_cli.plugins", "PluginContext.register_platform", args=(), kwargs=_PLATFORM_ENTRY_FIELDS
 )
+# Hermes' plugin hooks around each provider call (hermes_cli.plugins' VALID_HOOKS `post_api_request`,
+# `api_request_error`): the `chat {model}` spans of a traced turn (hermes/chat_spans.py)
+REGISTER_HOOK = HermesName(
+    "hermes_cli.plugins",
+    "PluginContext.register_hook",
+    args=("hook_name", "callback"),
+    fallback="traces have no `chat` span per provider call",
+)
 PLATFORM_ENTRY = HermesName("gateway.platform_registry", "PlatformEntry", args=(), kwargs=_PLATFORM_ENTRY_FIELDS)
 # The HTTP event ingress an adapter offers (`routes/platform_events.py` reads these by name on any adapter; an adapter
 # without them answers 503): Google Chat's, the one hermes-agent 0.19.0 ships, is checked against the installed one.
@@ -103,6 +111,7 @@ NAMES: tuple[HermesName, ...] = (
     SET_FATAL_ERROR,
     SEND_RESULT,
     REGISTER_PLATFORM,
+    REGISTER_HOOK,
     PLATFORM_ENTRY,
     PLATFORM_EVENT_ADAPTER,
     READ_RUNTIME_STATUS,
@@ -187,6 +196,16 @@ def register_platform(ctx: Any, **entry: Any) -> None:
     """Register a gateway platform with Hermes' plugin context (`entry`: PlatformEntry's fields)."""
     assert set(entry) <= set(REGISTER_PLATFORM.kwargs), sorted(set(entry) - set(REGISTER_PLATFORM.kwargs))
     ctx.register_platform(**entry)
+
+
+def register_hooks(ctx: Any, hooks: dict[str, Any]) -> None:
+    """Register lifecycle hooks with Hermes' plugin context (the fallback, logged once, when it cannot)."""
+    register = getattr(ctx, "register_hook", None)
+    if not callable(register):
+        warn_fallback(REGISTER_HOOK, "is missing on the plugin context")
+        return
+    for name, callback in hooks.items():
+        register(name, callback)
 
 
 # -- the gateway's health (WIRE §14.3) -------------------------------------------------------------------------

@@ -1,0 +1,1 @@
+"""Tests of hermes_api_plugin/telemetry: traces and correlated logs."""
