@@ -50,10 +50,12 @@ import asyncio
 import json
 import logging
 import secrets
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, Protocol
 
 from ..core.events import TurnEvent
+from ..core.metrics import Metrics
 from ..store.base import Feed, StoreError
 from ..store.roles import JournalStore, LeaseStore
 from ..turns import Journal, TurnRegistry
@@ -192,9 +194,11 @@ class RemoteTurns:
         leases: LeaseKeeper,
         sweep: Callable[[], Awaitable[list[str]]],
         registry: TurnRegistry,
+        metrics: Metrics | None = None,
     ) -> None:
         self.store = store
         self.leases = leases
+        self.metrics = metrics  # cross-gateway attach latency (None: metrics off)
         self.sweep = sweep  # recovery.py: settles what gone owners left; returns the turn ids whose journals it closed
         self.registry = registry
         self.feed: Feed | None = store.feed()
@@ -228,7 +232,10 @@ class RemoteTurns:
             self._followers[turn_id] = follower
             self._spawn(self._run(follower), f"follow {turn_id}")
         follower.idle_since = None  # the caller is about to follow it: IDLE_S to start before it may end
+        began = time.perf_counter()
         await asyncio.shield(follower.first_read)
+        if self.metrics is not None:
+            self.metrics.remote_attach.observe(time.perf_counter() - began)
         return follower.journal
 
     def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:

@@ -14,6 +14,7 @@ from ..cluster.placement import Placement, host_name
 from ..cluster.recovery import Recovery
 from ..cluster.remote_turns import RemoteTurns
 from ..config.settings import Settings
+from ..core.metrics import Metrics
 from ..protocol.common import credential_scope
 from ..routes import (
     approvals,
@@ -33,6 +34,7 @@ from ..routes import (
 from ..runtimes.base import AgentRuntime, TurnHooks
 from ..runtimes.model_options import ModelOptionsCache
 from ..store.factory import own_sessions
+from ..store.metered import StoreMeter, attach_meter
 from ..store.readiness import StoreProbe
 from ..store.roles import SessionStore, Store
 from ..store.session_move import move_sessions
@@ -41,7 +43,8 @@ from ..submission.conversations import Conversations
 from ..submission.idempotency import Idempotency
 from ..submission.submit import Submitter
 from ..turns import TurnRegistry
-from ..turns.durable import SHARED_INTERVAL_S, JournalSaver
+from ..turns.durable import INTERVAL_S, SHARED_INTERVAL_S, JournalSaver
+from ..turns.meter import CommitMeter, TurnMeters
 from ..turns.recent import RecentTurns
 from ..turns.registry import DRAIN_GRACE_S
 from ..turns.transcripts import session_transcripts
@@ -52,6 +55,7 @@ from .app_keys import (
     IDEMPOTENCY,
     JOURNALS,
     LEASES,
+    METRICS,
     MODEL_OPTIONS,
     RECOVERY,
     REMOTE_TURNS,
@@ -66,6 +70,7 @@ from .app_keys import (
     SUBMITTER,
     TURNS,
 )
+from .metrics import ScrapedState, http_middleware, metrics_endpoint
 from .middleware import MAX_BODY_BYTES, MIDDLEWARES, add_common_headers
 from .profiles import PROFILES, Profile, Profiles, profile_builder, profile_middleware
 from .stream_gauge import StreamGauge
@@ -88,8 +93,10 @@ def create_app(
             raise TypeError("create_app needs `session_store` for a store that keeps no sessions")
     # Slack above the body limit so the 413 comes from our own check, with the envelope.
     streams = StreamGauge()
+    metrics = Metrics() if settings.metrics_enabled else None  # this app's own registry (issue 24)
+    counted = [http_middleware(metrics)] if metrics is not None else []  # outermost: it sees the final status
     app = web.Application(
-        middlewares=[*MIDDLEWARES, streams.middleware, profile_middleware], client_max_size=MAX_BODY_BYTES
+        middlewares=[*counted, *MIDDLEWARES, streams.middleware, profile_middleware], client_max_size=MAX_BODY_BYTES
     )
     app[STREAM_GAUGE] = streams
     app[SOCKETS] = OpenSockets()
@@ -111,13 +118,21 @@ def create_app(
         suspend_s=settings.turns_suspend_seconds,
     )
     app[BACKGROUND] = BackgroundWork()
+    commits = None
+    if metrics is not None:
+        app[METRICS] = metrics
+        commits = CommitMeter(metrics, store.kind)
+        for metered in (store, own_sessions(store)):
+            if metered is not None:
+                attach_meter(metered, StoreMeter(metrics, store.kind))
     # Shared store: other gateways follow this one's journals, so they are committed sooner (turns/durable.py).
-    app[JOURNALS] = JournalSaver(store, SHARED_INTERVAL_S) if store.feed() is not None else JournalSaver(store)
+    interval = SHARED_INTERVAL_S if store.feed() is not None else INTERVAL_S
+    app[JOURNALS] = JournalSaver(store, interval, commits)
     app[MODEL_OPTIONS] = ModelOptionsCache()
     app[CONVERSATION_INDEX] = ConversationIndex()
     # This process owns what it admits under a boot id of its own, kept alive by its lease (cluster/leases.py).
     app[LEASES] = LeaseKeeper.for_this_process(store, secrets.token_hex(8), settings.store_lease_seconds)
-    app[RECOVERY] = Recovery(settings, store, app[LEASES], app[TURNS])
+    app[RECOVERY] = Recovery(settings, store, app[LEASES], app[TURNS], metrics)
     app[LEASES].after_renewal = app[RECOVERY].sweep
     app[IDEMPOTENCY] = Idempotency(
         store,
@@ -125,13 +140,25 @@ def create_app(
         retention_s=settings.idempotency_retention_seconds,
         tombstone_s=settings.idempotency_tombstone_seconds,
     )
-    app[REMOTE_TURNS] = RemoteTurns(store, app[LEASES], app[RECOVERY].sweep, app[TURNS])
+    app[REMOTE_TURNS] = RemoteTurns(store, app[LEASES], app[RECOVERY].sweep, app[TURNS], metrics)
     # A shared store with sessions kept per host (Hermes' state.db): which host keeps each session
     # (cluster/placement.py).
     per_host = app[REMOTE_TURNS].shared and session_store is not own_sessions(store)
     placement = Placement(store, session_store, host_name(settings.hermes_home) if per_host else None)
+    meters = None
+    if metrics is not None:
+        provider = settings.model.provider or runtime.name
+        meters = TurnMeters(metrics, runtime.name, settings.profile, settings.model_name, provider)
     app[SUBMITTER] = Submitter(
-        settings, app[SCOPE], app[TURNS], app[IDEMPOTENCY], store, app[JOURNALS], app[REMOTE_TURNS], placement
+        settings,
+        app[SCOPE],
+        app[TURNS],
+        app[IDEMPOTENCY],
+        store,
+        app[JOURNALS],
+        app[REMOTE_TURNS],
+        placement,
+        meters=meters,
     )
     app[CONVERSATIONS] = Conversations(store, session_store, app[SCOPE], placement, app[SUBMITTER].waits)
     own = Profile(
@@ -184,6 +211,9 @@ def create_app(
         "/api/sessions/{session_id}/chat/stream", sessions.session_chat_stream, name="session_chat_stream"
     )
     _add_host_routes(app)
+    if metrics is not None:
+        app.router.add_get("/metrics", metrics_endpoint, name="metrics", allow_head=False)
+        metrics.registry.register(ScrapedState(app))
 
     # Retired (410 after authentication); unnamed, so capabilities do not list them.
     app.router.add_route("*", "/v1/browser-control/register", discovery.retired)

@@ -36,6 +36,7 @@ from .callback_sink import CallbackSink
 from .held import HeldTurn
 from .journal import Journal
 from .locks import KeyedLocks
+from .meter import TurnMeter
 from .recent import RecentTurns
 from .suspension import DEFAULT_SUSPEND_S, TurnSuspensions
 from .turn import HistoryLoader, Persister, Turn
@@ -97,6 +98,10 @@ class TurnRegistry:
         running = sum(1 for turn in self._active.values() if turn.started)
         return TurnCounts(running, len(self._active) - running)
 
+    def unsettled(self) -> list[Turn]:
+        """Every unsettled turn (running or queued), oldest first."""
+        return list(self._active.values())
+
     def get(self, run_id: str) -> Turn | None:
         """The unsettled (running or queued) turn with this run id."""
         return self._active.get(run_id)
@@ -139,18 +144,20 @@ class TurnRegistry:
         history: HistoryLoader | None = None,
         inputs: Sequence[Message] | None = None,
         persist: Persister | None = None,
+        meter: TurnMeter | None = None,
     ) -> HeldTurn:
         """Reserve a slot for a held turn; raises 503 while draining and 429 at the cap.
 
         `queue_key` serialises turns of one session; `history` loads the agent's history once the turn
-        may run; `persist` stores surface state after the transcript is saved, before the terminal record.
+        may run; `persist` stores surface state after the transcript is saved, before the terminal record;
+        `meter` records the turn in the gateway's metrics (turns/meter.py).
         """
         self.check_draining()
         if self.max_concurrent and len(self._active) >= self.max_concurrent:
             raise rate_limited(self.max_concurrent)
         loop = asyncio.get_running_loop()
         journal = Journal()
-        sink = CallbackSink(loop, journal, self._secrets)
+        sink = CallbackSink(loop, journal, self._secrets, meter)
         queued = False
         if queue_key is not None:
             queued = self._queues.users(queue_key) > 0
@@ -243,6 +250,8 @@ class TurnRegistry:
         if persist:
             await self._persist(turn, finished)
         turn.journal.extend([finished], at=turn.finished_at)
+        if (sink := turn.sink).meter is not None:
+            sink.meter.settled(finished, sink.first_reasoning_at, sink.first_text_at, time.monotonic())
 
     def _closing_events(self, turn: Turn, outcome: TurnResult) -> list[TurnEvent]:
         turn.sink.close()
