@@ -11,7 +11,7 @@ advice where they give one.
 
 Labels are bounded: a route template, surface, status, model, runtime, profile, tool name — never ids, prompts or keys.
 Values a client can choose (model, tool and provider names) go through `BoundedLabel`, which keeps the first
-`MAX_LABEL_VALUES` distinct values and reports every later one as `other`.
+`MAX_MODELS` (or `MAX_TOOLS`) distinct values and reports every later one as `other`.
 
 A registry per app (not prometheus_client's global one): two gateways in one process (the tests, a host that mounts
 two apps) keep their own series. Gauges that are a state the gateway already keeps (turns by state, open streams,
@@ -27,7 +27,10 @@ from typing import Literal
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 PREFIX = "hermes_api_"
-MAX_LABEL_VALUES = 64  # distinct values one client-chosen label keeps before `other`
+# distinct values a client-chosen label keeps before `other`: a model or provider name labels every turn histogram
+# (about 100 series each), a tool name one histogram (about 30)
+MAX_MODELS = 16
+MAX_TOOLS = 64
 OTHER = "other"
 
 # GenAI semantic conventions' bucket advice (seconds, tokens)
@@ -257,7 +260,7 @@ class BoundedLabel:
     """A label whose values a client chooses: the first `limit` distinct values are kept, later ones are `other`, so
     no client can grow the series count without bound. Thread-safe (tools complete on agent threads' behalf)."""
 
-    def __init__(self, limit: int = MAX_LABEL_VALUES) -> None:
+    def __init__(self, limit: int) -> None:
         self.limit = limit
         self._seen: set[str] = set()
         self._lock = threading.Lock()
@@ -310,6 +313,6 @@ class Metrics:
         self.http_requests = _counter(HTTP_REQUESTS, r)
         self.http_duration = _histogram(HTTP_DURATION, r)
         # client-chosen values, bounded per app
-        self.models = BoundedLabel()
-        self.providers = BoundedLabel()
-        self.tools = BoundedLabel()
+        self.models = BoundedLabel(MAX_MODELS)
+        self.providers = BoundedLabel(MAX_MODELS)
+        self.tools = BoundedLabel(MAX_TOOLS)
