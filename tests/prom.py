@@ -69,7 +69,10 @@ def scrape_config(jobs: Sequence[ScrapeJob]) -> dict[str, Any]:
         if job.token is not None:
             config["authorization"] = {"type": "Bearer", "credentials": job.token}
         configs.append(config)
-    return {"global": {"scrape_interval": SCRAPE_INTERVAL, "evaluation_interval": SCRAPE_INTERVAL}, "scrape_configs": configs}
+    return {
+        "global": {"scrape_interval": SCRAPE_INTERVAL, "evaluation_interval": SCRAPE_INTERVAL},
+        "scrape_configs": configs,
+    }
 
 
 class Prometheus:

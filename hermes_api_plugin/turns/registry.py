@@ -249,9 +249,9 @@ class TurnRegistry:
         finished = replace(self._terminal(outcome), at=turn.finished_at)  # what its persisters render, as journaled
         if persist:
             await self._persist(turn, finished)
-        turn.journal.extend([finished], at=turn.finished_at)
-        if (sink := turn.sink).meter is not None:
+        if (sink := turn.sink).meter is not None:  # before the terminal record: its readers find the turn counted
             sink.meter.settled(finished, sink.first_reasoning_at, sink.first_text_at, time.monotonic())
+        turn.journal.extend([finished], at=turn.finished_at)
 
     def _closing_events(self, turn: Turn, outcome: TurnResult) -> list[TurnEvent]:
         turn.sink.close()

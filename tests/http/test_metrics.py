@@ -81,7 +81,7 @@ async def test_a_turn_with_a_tool_is_recorded(api: TestClient, auth: dict[str, s
     assert metric_value(samples, "gen_ai_client_token_usage_sum", gen_ai_token_type="input", **turn) == 42
     assert metric_value(samples, "gen_ai_client_token_usage_sum", gen_ai_token_type="output", **turn) == 17
     assert metric_value(samples, "gen_ai_server_time_per_output_token_seconds_count", **turn) == 1
-    first = [ls for n, ls, _ in samples if n == "gen_ai_server_time_to_first_token_seconds_count"][0]
+    first = next(ls for n, ls, _ in samples if n == "gen_ai_server_time_to_first_token_seconds_count")
     assert first["gen_ai_operation_name"] == "invoke_agent" and first["gen_ai_request_model"] == "hermes-agent"
     assert metric_value(samples, "hermes_api_admissions_total", surface="chat", outcome="new", keyed="false") == 1
     route = {"route": CHAT, "method": "POST", "status": "200", "profile": "default"}
@@ -142,3 +142,26 @@ async def test_series_stay_bounded_under_a_thousand_distinct_sessions_and_ids(
     assert len({ls.get("gen_ai_request_model") for _, ls, _ in samples} - {None}) == MAX_MODELS + 1  # and "other"
     assert series[0] == series[1] < 3000, series  # the second 500 sessions added no series
     assert metric_value(samples, "hermes_api_turns_total", surface="session_chat") == 1000
+
+
+async def test_capabilities_advertise_metrics_and_openapi_documents_the_text_reply(
+    api: TestClient, auth: dict[str, str]
+) -> None:
+    async with api.get("/v1/capabilities", headers=auth) as resp:
+        caps = await resp.json()
+    assert caps["features"]["metrics"] is True
+    assert caps["endpoints"]["metrics"] == {"method": "GET", "path": "/metrics"}
+    async with api.get("/openapi.json", headers=auth) as resp:
+        operation = (await resp.json())["paths"]["/metrics"]["get"]
+    assert set(operation["responses"]["200"]["content"]) == {"text/plain", "application/openmetrics-text"}
+    assert operation["security"] == [{"bearer": []}]
+
+
+async def test_metrics_turned_off_serve_no_route_and_record_nothing(make_api: ApiFactory, auth: dict[str, str]) -> None:
+    api = await make_api(config={"api_server": {"metrics": {"enabled": False}}})
+    await _chat(api, auth, "use tool")
+    async with api.get("/metrics", headers=auth) as resp:
+        assert resp.status == 404
+    async with api.get("/v1/capabilities", headers=auth) as resp:
+        caps = await resp.json()
+    assert caps["features"]["metrics"] is False and "metrics" not in caps["endpoints"]

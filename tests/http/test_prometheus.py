@@ -43,7 +43,9 @@ def test_prometheus_scrapes_the_gateway_and_answers_promql_about_its_turns(
     gateway, prometheus = scraped
     for text, times in (("use tool", TOOL_TURNS), ("hello", PLAIN_TURNS)):
         for _ in range(times):
-            reply = live_request(gateway, "POST", CHAT, {"messages": [{"role": "user", "content": text}], "stream": True})
+            reply = live_request(
+                gateway, "POST", CHAT, {"messages": [{"role": "user", "content": text}], "stream": True}
+            )
             assert reply.status == 200, reply.raw[:300]
 
     completed = 'sum(hermes_api_turns_total{job="hermes",status="completed"})'
