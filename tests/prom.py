@@ -34,11 +34,11 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def prometheus_binary() -> str:
-    """The `prometheus` binary: skip without it, fail under CI=true."""
-    found = shutil.which("prometheus")
+def prometheus_binary(name: str = "prometheus") -> str:
+    """The `prometheus` binary (or its package's `promtool`): skip without it, fail under CI=true."""
+    found = shutil.which(name)
     if found is None:
-        reason = "no `prometheus` binary (apt-get install prometheus)"
+        reason = f"no `{name}` binary (apt-get install prometheus)"
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI needs Prometheus: {reason}")
         pytest.skip(reason)

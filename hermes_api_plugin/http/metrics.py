@@ -145,10 +145,10 @@ class ScrapedState:
 
     @staticmethod
     def _agents(app: web.Application) -> Iterator[Metric]:
+        """The warm agents' numbers; the families without samples for a runtime that keeps none (declared all the same,
+        so a dashboard's queries name metrics that exist)."""
         runtime = app[RUNTIME]
         stats = runtime.warm_agents()
-        if stats is None:
-            return
         labels = [runtime.name]
         for spec, key in (
             (AGENT_CACHE_HITS, "hits"),
@@ -156,9 +156,13 @@ class ScrapedState:
             (AGENT_CACHE_EVICTIONS, "evictions"),
         ):
             family = CounterMetricFamily(spec.name, spec.help, labels=spec.labels)
-            family.add_metric(labels, stats.get(key, 0))
+            if stats is not None:
+                family.add_metric(labels, stats.get(key, 0))
             yield family
         agents = _gauge(AGENT_CACHE_AGENTS)
+        if stats is None:
+            yield agents
+            return
         leased = stats.get("leased", 0)
         agents.add_metric([runtime.name, "leased"], leased)
         agents.add_metric([runtime.name, "idle"], stats.get("cached", 0) - leased)
