@@ -251,6 +251,29 @@ BENCHES: dict[str, Callable[..., Awaitable[dict[str, Any]]]] = {
 }
 
 
+# The benchmarks `--metrics compare` runs twice, metrics on and off (issue 24: the cost of recording them)
+METRICS_OVERHEAD = ("throughput", "latency")
+
+
+def overhead(name: str, on: dict[str, Any], off: dict[str, Any]) -> dict[str, Any]:
+    """Metrics on versus off in the same run: throughput as a ratio (1.0 = no cost), latency as both p99s."""
+    if name == "throughput":
+        return {
+            "chat_ratio": round(on["chat_deltas_per_s"] / off["chat_deltas_per_s"], 3),
+            "responses_ratio": round(on["responses_deltas_per_s"] / off["responses_deltas_per_s"], 3),
+        }
+    return {n: {"p99_ms_on": v["p99_ms"], "p99_ms_off": off[n]["p99_ms"]} for n, v in on.items()}
+
+
+def overhead_report(name: str, result: dict[str, Any]) -> list[str]:
+    if name == "throughput":
+        return [
+            f"metrics.throughput     chat {result['chat_ratio']} x, responses {result['responses_ratio']} x "
+            "(metrics on / off, same run)"
+        ]
+    return [f"metrics.latency.{n}     p99 {v['p99_ms_on']} ms on, {v['p99_ms_off']} ms off" for n, v in result.items()]
+
+
 def report(name: str, result: dict[str, Any]) -> list[str]:
     """One line per figure."""
     if name == "throughput":
@@ -284,22 +307,33 @@ def report(name: str, result: dict[str, Any]) -> list[str]:
     return [f"startup                /health 200 after {result['median_s']} s (median of {result['runs']})"]
 
 
-async def run(size: dict[str, Any], only: list[str], work: Path) -> dict[str, Any]:
+async def _one(
+    name: str, bench: Callable[..., Awaitable[dict[str, Any]]], size: dict[str, Any], home: Path
+) -> dict[str, Any]:
+    server = Server(home, size["deltas"])
+    connector = aiohttp.TCPConnector(limit=0)
+    try:
+        async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None)) as s:
+            return await bench(s, server, size)
+    finally:
+        server.stop()
+
+
+async def run(size: dict[str, Any], only: list[str], work: Path, metrics: str = "on") -> dict[str, Any]:
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     results: dict[str, Any] = {}
     for name, bench in BENCHES.items():
         if only and name not in only:
             continue
-        server = Server(write_home(work / name, 1), size["deltas"])
-        connector = aiohttp.TCPConnector(limit=0)
-        try:
-            async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None)) as s:
-                results[name] = await bench(s, server, size)
-        finally:
-            server.stop()
+        results[name] = await _one(name, bench, size, write_home(work / name, 1, metrics=metrics != "off"))
         for line in report(name, results[name]):
             print(line, flush=True)
+        if metrics == "compare" and name in METRICS_OVERHEAD:
+            off = await _one(name, bench, size, write_home(work / f"{name}-metrics-off", 1, metrics=False))
+            results.setdefault("metrics_overhead", {})[name] = overhead(name, results[name], off)
+            for line in overhead_report(name, results["metrics_overhead"][name]):
+                print(line, flush=True)
     if not only or "startup" in only:
         results["startup"] = startup(size, work)
         for line in report("startup", results["startup"]):
@@ -322,10 +356,16 @@ def main(argv: list[str] | None = None) -> int:
         "--only", nargs="*", default=[], help="run only these: " + ", ".join([*BENCHES, "startup", "store", "replicas"])
     )
     parser.add_argument("--out", default=str(ROOT / "results.json"))
+    parser.add_argument(
+        "--metrics",
+        choices=("on", "off", "compare"),
+        default="on",
+        help="api_server.metrics.enabled for the servers; compare: throughput and latency also with metrics off",
+    )
     args = parser.parse_args(argv)
     size = QUICK if args.quick else FULL
     with tempfile.TemporaryDirectory(prefix="hermes-bench-") as tmp:
-        results = asyncio.run(run(size, args.only, Path(tmp)))
+        results = asyncio.run(run(size, args.only, Path(tmp), args.metrics))
     # Merged into what the file holds: a part run alone (--only) and the other scripts' sections (warm,
     # side_by_side) keep the rest.
     path = Path(args.out)
