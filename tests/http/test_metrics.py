@@ -9,7 +9,7 @@ from aiohttp.test_utils import TestClient
 
 from hermes_api_plugin.core.metrics import MAX_MODELS
 from tests.conftest import ApiFactory
-from tests.helpers import CHAT, metric_samples, metric_value
+from tests.helpers import CHAT, RESPONSES, metric_samples, metric_value, wait_for_async
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0"
 
@@ -165,3 +165,23 @@ async def test_metrics_turned_off_serve_no_route_and_record_nothing(make_api: Ap
     async with api.get("/v1/capabilities", headers=auth) as resp:
         caps = await resp.json()
     assert caps["features"]["metrics"] is False and "metrics" not in caps["endpoints"]
+
+
+async def test_a_resumed_stream_and_a_client_that_left_are_counted(api: TestClient, auth: dict[str, str]) -> None:
+    async with api.post(RESPONSES, json={"input": "hello", "store": True}, headers=auth) as resp:
+        response_id = (await resp.json())["id"]
+    async with api.get(f"{RESPONSES}/{response_id}?stream=true&starting_after=2", headers=auth) as resp:
+        assert resp.status == 200
+        await resp.read()
+    body = {"messages": [{"role": "user", "content": "hang"}], "stream": True}
+    resp = await api.post(CHAT, json=body, headers=auth)
+    await resp.content.readline()
+    resp.close()  # the client leaves mid-stream: the next write fails
+
+    async def disconnects() -> float:
+        return metric_value(await _scrape(api, auth), "hermes_api_client_disconnects_total", route=CHAT)
+
+    await wait_for_async(disconnects, 10, until=lambda n: n == 1, what="the disconnect counted")
+    samples = await _scrape(api, auth)
+    assert metric_value(samples, "hermes_api_stream_resumes_total", route="/v1/responses/{response_id}") == 1
+    assert metric_value(samples, "hermes_api_stream_resumes_total", route=CHAT) == 0
