@@ -9,7 +9,15 @@ from aiohttp.test_utils import TestClient
 
 from hermes_api_plugin.core.metrics import MAX_MODELS
 from tests.conftest import ApiFactory
-from tests.helpers import CHAT, RESPONSES, metric_samples, metric_value, wait_for_async
+from tests.helpers import (
+    CHAT,
+    RESPONSES,
+    SUSPEND_ASK,
+    SUSPEND_SCRIPT,
+    metric_samples,
+    metric_value,
+    wait_for_async,
+)
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0"
 
@@ -189,3 +197,16 @@ async def test_a_resumed_stream_and_a_client_that_left_are_counted(api: TestClie
     samples = await _scrape(api, auth)
     assert metric_value(samples, "hermes_api_stream_resumes_total", route="/v1/responses/{response_id}") == 1
     assert metric_value(samples, "hermes_api_stream_resumes_total", route=CHAT) == 0
+
+
+async def test_a_turn_waiting_for_its_clients_approval_is_suspended(make_api: ApiFactory, auth: dict[str, str]) -> None:
+    """WIRE §15: the chat delivery ends with the approval question and the turn waits: `suspended`, not running."""
+    api = await make_api(script=SUSPEND_SCRIPT)
+    await _chat(api, auth, SUSPEND_ASK)
+
+    async def suspended() -> float:
+        return metric_value(await _scrape(api, auth), "hermes_api_turns_unsettled", state="suspended")
+
+    await wait_for_async(suspended, 10, until=lambda n: n == 1, what="the waiting turn counted as suspended")
+    samples = await _scrape(api, auth)
+    assert metric_value(samples, "hermes_api_turns_unsettled", state="running") == 0
