@@ -273,6 +273,37 @@ BENCHES: dict[str, Callable[..., Awaitable[dict[str, Any]]]] = {
 }
 
 
+# The benchmarks `--metrics compare` runs twice, metrics on and off (issue 24: the cost of recording them)
+METRICS_OVERHEAD = ("throughput", "latency")
+
+
+def overhead(name: str, on: dict[str, Any], off: dict[str, Any]) -> dict[str, Any]:
+    """Metrics on versus off in the same run: throughput as a ratio (1.0 = no cost), latency as both p99s."""
+    if name == "throughput":
+        return {
+            "chat_ratio": round(on["chat_deltas_per_s"] / off["chat_deltas_per_s"], 3),
+            "responses_ratio": round(on["responses_deltas_per_s"] / off["responses_deltas_per_s"], 3),
+            **({"paired_median": off["paired"]} if "paired" in off else {}),
+        }
+    return {n: {"p99_ms_on": v["p99_ms"], "p99_ms_off": off[n]["p99_ms"]} for n, v in on.items()}
+
+
+def overhead_report(name: str, result: dict[str, Any]) -> list[str]:
+    if name == "throughput":
+        lines = [
+            f"metrics.throughput     chat {result['chat_ratio']} x, responses {result['responses_ratio']} x "
+            "(metrics on / off, best rounds, same run)"
+        ]
+        if "paired_median" in result:
+            paired = result["paired_median"]
+            lines.append(
+                f"metrics.throughput     chat {paired['chat']} x, responses {paired['responses']} x "
+                "(median of interleaved rounds' on / off)"
+            )
+        return lines
+    return [f"metrics.latency.{n}     p99 {v['p99_ms_on']} ms on, {v['p99_ms_off']} ms off" for n, v in result.items()]
+
+
 def report(name: str, result: dict[str, Any]) -> list[str]:
     """One line per figure."""
     if name == "throughput":
@@ -307,22 +338,70 @@ def report(name: str, result: dict[str, Any]) -> list[str]:
     return [f"startup                /health 200 after {result['median_s']} s (median of {result['runs']})"]
 
 
-async def run(size: dict[str, Any], only: list[str], work: Path) -> dict[str, Any]:
+async def _one(
+    name: str, bench: Callable[..., Awaitable[dict[str, Any]]], size: dict[str, Any], home: Path
+) -> dict[str, Any]:
+    server = Server(home, size["deltas"])
+    connector = aiohttp.TCPConnector(limit=0)
+    try:
+        async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None)) as s:
+            return await bench(s, server, size)
+    finally:
+        server.stop()
+
+
+async def _interleaved(
+    bench: Callable[..., Awaitable[dict[str, Any]]], size: dict[str, Any], work: Path
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The benchmark on two servers at once, metrics on and off, one repeat on each in turn: the machine's load drifts
+    alike for both. Returns the best round of each, and the off one carries `paired`: the median of the rounds' on/off
+    ratios, which measures the metrics rather than the drift."""
+    servers = [
+        Server(write_home(work / "metrics-on", 1), size["deltas"]),
+        Server(write_home(work / "metrics-off", 1, metrics=False), size["deltas"]),
+    ]
+    rounds: list[list[dict[str, Any]]] = [[], []]
+    try:
+        connector = aiohttp.TCPConnector(limit=0)
+        async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None)) as s:
+            for r in range(size["repeat"] * 4):
+                for i in (0, 1) if r % 2 == 0 else (1, 0):  # which goes first alternates
+                    rounds[i].append(await bench(s, servers[i], {**size, "repeat": 1}))
+    finally:
+        for server in servers:
+            server.stop()
+    best = [max(r, key=lambda x: x["chat_deltas_per_s"]) for r in rounds]
+    paired = {
+        kind: round(
+            statistics.median(
+                on[f"{kind}_deltas_per_s"] / off[f"{kind}_deltas_per_s"] for on, off in zip(*rounds, strict=True)
+            ),
+            3,
+        )
+        for kind in ("chat", "responses")
+    }
+    return best[0], {**best[1], "paired": paired}
+
+
+async def run(size: dict[str, Any], only: list[str], work: Path, metrics: str = "on") -> dict[str, Any]:
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     results: dict[str, Any] = {}
     for name, bench in BENCHES.items():
         if only and name not in only:
             continue
-        server = Server(write_home(work / name, 1), size["deltas"])
-        connector = aiohttp.TCPConnector(limit=0)
-        try:
-            async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None)) as s:
-                results[name] = await bench(s, server, size)
-        finally:
-            server.stop()
+        if metrics == "compare" and name == "throughput":
+            results[name], off = await _interleaved(bench, size, work / name)
+        else:
+            results[name] = await _one(name, bench, size, write_home(work / name, 1, metrics=metrics != "off"))
         for line in report(name, results[name]):
             print(line, flush=True)
+        if metrics == "compare" and name in METRICS_OVERHEAD:
+            if name != "throughput":
+                off = await _one(name, bench, size, write_home(work / f"{name}-metrics-off", 1, metrics=False))
+            results.setdefault("metrics_overhead", {})[name] = overhead(name, results[name], off)
+            for line in overhead_report(name, results["metrics_overhead"][name]):
+                print(line, flush=True)
     if not only or "startup" in only:
         results["startup"] = startup(size, work)
         for line in report("startup", results["startup"]):
@@ -345,10 +424,16 @@ def main(argv: list[str] | None = None) -> int:
         "--only", nargs="*", default=[], help="run only these: " + ", ".join([*BENCHES, "startup", "store", "replicas"])
     )
     parser.add_argument("--out", default=str(ROOT / "results.json"))
+    parser.add_argument(
+        "--metrics",
+        choices=("on", "off", "compare"),
+        default="on",
+        help="api_server.metrics.enabled for the servers; compare: throughput and latency also with metrics off",
+    )
     args = parser.parse_args(argv)
     size = QUICK if args.quick else FULL
     with tempfile.TemporaryDirectory(prefix="hermes-bench-") as tmp:
-        results = asyncio.run(run(size, args.only, Path(tmp)))
+        results = asyncio.run(run(size, args.only, Path(tmp), args.metrics))
     # Merged into what the file holds: a part run alone (--only) and the other scripts' sections (warm,
     # side_by_side) keep the rest.
     path = Path(args.out)

@@ -20,15 +20,18 @@ ADMISSION_BODY = {"messages": [{"role": "user", "content": "hello"}]}  # the scr
 STAMP = re.compile(rb"(\d{10}\.\d{6});")  # a bench runtime delta: time.time() of its runtime callback (runtime.py)
 
 
-def write_home(home: Path, keepalive: int, store_url: str | None = None) -> Path:
-    """A Hermes home for the bench server; `store_url`: the PostgreSQL store instead of SQLite."""
+def write_home(home: Path, keepalive: int, store_url: str | None = None, *, metrics: bool = True) -> Path:
+    """A Hermes home for the bench server; `store_url`: the PostgreSQL store instead of SQLite; `metrics`: False turns
+    `api_server.metrics.enabled` off (no instrument recorded, no /metrics)."""
     home.mkdir(parents=True, exist_ok=True)
     env = f"API_SERVER_ENABLED=true\nAPI_SERVER_KEY={KEY}\n"
     if store_url is not None:
         env += f"API_SERVER_STORE_URL={store_url}\n"
     (home / ".env").write_text(env, encoding="utf-8")
     (home / "config.yaml").write_text(
-        f"api_server:\n  max_concurrent_runs: 0\n  sse_keepalive_seconds: {keepalive}\n", encoding="utf-8"
+        f"api_server:\n  max_concurrent_runs: 0\n  sse_keepalive_seconds: {keepalive}\n"
+        f"  metrics:\n    enabled: {'true' if metrics else 'false'}\n",
+        encoding="utf-8",
     )
     return home
 

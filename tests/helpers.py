@@ -1,6 +1,6 @@
 """Shared test helpers: the constants tests share (paths, id patterns, the scripted runtime's answers, error
 envelopes), a chat request body, the golden wire files' normalisation, the real app in-process, SSE parsing, a parsed HTTP reply, reading a stream up to a marker, the error
-envelope check, bounded waits, and the scripted runtime's execution log.
+envelope check, bounded waits, the scripted runtime's execution log, and /metrics samples.
 
 Every test module takes these from here instead of keeping its own copy; tests/live.py keeps what concerns a Hermes
 home and the real gateway process.
@@ -590,3 +590,16 @@ def conversation(*turns: str) -> list[dict[str, Any]]:
     """Alternating user and assistant messages, as a chat client resends them."""
     roles = ("user", "assistant")
     return [{"role": roles[i % 2], "content": text} for i, text in enumerate(turns)]
+
+
+def metric_samples(text: str) -> list[tuple[str, dict[str, str], float]]:
+    """Every sample of a /metrics document (Prometheus text format): (name, labels, value), parsed by
+    prometheus_client's own parser, so a malformed document fails the test."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return [(s.name, dict(s.labels), s.value) for f in text_string_to_metric_families(text) for s in f.samples]
+
+
+def metric_value(samples: list[tuple[str, dict[str, str], float]], name: str, **labels: str) -> float:
+    """The sum of the samples of `name` whose labels include `labels` (0 when there are none)."""
+    return sum(v for n, ls, v in samples if n == name and all(ls.get(k) == w for k, w in labels.items()))

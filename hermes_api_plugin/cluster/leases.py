@@ -134,6 +134,11 @@ class LeaseKeeper:
         lease = await self.store.get_lease(owner)
         return lease.expires_at if lease is not None else None
 
+    @property
+    def holding(self) -> bool:
+        """This process keeps its lease: taken and renewed, not yet stopped."""
+        return self._task is not None and not self._released
+
     # -- keeping ours -------------------------------------------------------------------------------------
     async def renew(self) -> None:
         """Extend this process's lease by lease_seconds from now (StoreError when the store fails)."""

@@ -25,6 +25,7 @@ import logging
 from typing import Protocol
 
 from ..config.settings import Settings
+from ..core.metrics import Metrics
 from ..dialects.response_objects import head_from_snapshot, settled
 from ..store.roles import IdempotencyStore, JournalStore, LeaseStore, ResponseStore, RunStore
 from ..turns.durable import close_journal
@@ -42,7 +43,15 @@ class RecoveryStore(ResponseStore, IdempotencyStore, RunStore, LeaseStore, Journ
 class Recovery:
     """Settles the leftovers of gone owners (one sweep at a time per gateway)."""
 
-    def __init__(self, settings: Settings, store: RecoveryStore, leases: LeaseKeeper, registry: TurnRegistry) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: RecoveryStore,
+        leases: LeaseKeeper,
+        registry: TurnRegistry,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self.metrics = metrics  # takeovers and recovered turns (None: metrics off)
         self.settings = settings
         self.store = store
         self.leases = leases
@@ -95,5 +104,8 @@ class Recovery:
                 closed.append(turn_id)
         if dead:
             await store.purge_leases(dead, now)
+        if self.metrics is not None:
+            self.metrics.lease_takeovers.inc(len(dead))
+            self.metrics.turns_recovered.inc(len(closed))
         await store.purge_runs(now - RECENT_S)  # a run is readable this long after it settled (WIRE.md §6.2)
         return closed

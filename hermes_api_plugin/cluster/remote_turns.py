@@ -53,10 +53,12 @@ import asyncio
 import json
 import logging
 import secrets
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, Protocol
 
 from ..core.events import TurnEvent
+from ..core.metrics import Metrics
 from ..store.base import Feed, StoreError
 from ..store.roles import JournalStore, LeaseStore
 from ..turns import Journal, TurnRegistry
@@ -196,9 +198,11 @@ class RemoteTurns:
         sweep: Callable[[], Awaitable[list[str]]],
         registry: TurnRegistry,
         journals: JournalSaver,
+        metrics: Metrics | None = None,
     ) -> None:
         self.store = store
         self.leases = leases
+        self.metrics = metrics  # cross-gateway attach latency (None: metrics off)
         self.sweep = sweep  # recovery.py: settles what gone owners left; returns the turn ids whose journals it closed
         self.registry = registry
         self.journals = journals  # this gateway's own durable journals: what another gateway follows commits sooner
@@ -234,7 +238,10 @@ class RemoteTurns:
             self._spawn(self._run(follower), f"follow {turn_id}")
             self._spawn(self._announce(owner, turn_id), f"announce {turn_id}")
         follower.idle_since = None  # the caller is about to follow it: IDLE_S to start before it may end
+        began = time.perf_counter()
         await asyncio.shield(follower.first_read)
+        if self.metrics is not None:
+            self.metrics.remote_attach.observe(time.perf_counter() - began)
         return follower.journal
 
     def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:

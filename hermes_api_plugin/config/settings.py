@@ -111,6 +111,10 @@ class Settings:
     header_timeout_seconds: float = 30.0
     body_timeout_seconds: float = 300.0
     keepalive_timeout_seconds: float = 75.0
+    # api_server.metrics (issue 24): GET /metrics served (and every instrument recorded) when enabled; its auth is
+    # `key` (API_SERVER_KEY, as every route) or `none` (a scraper on a trusted network without the key)
+    metrics_enabled: bool = True
+    metrics_auth: str = "key"
     model: ModelSettings = field(default_factory=ModelSettings)
     tracing: TracingSettings = field(default_factory=TracingSettings)
     log_format: str = "text"  # api_server.logging.format: text | json (every line of a turn carries its ids)
@@ -449,6 +453,8 @@ def load_settings(hermes_home: Path | None = None, environ: Mapping[str, str] | 
         header_timeout_seconds=r.number("api_server.limits.header_timeout_seconds", 30.0, 0.1, 3600.0),
         body_timeout_seconds=r.number("api_server.limits.body_timeout_seconds", 300.0, 0.1, 86400.0),
         keepalive_timeout_seconds=r.number("api_server.limits.keepalive_timeout_seconds", 75.0, 0.1, 86400.0),
+        metrics_enabled=r.boolean(None, "api_server.metrics.enabled", True),
+        metrics_auth=r.choice("api_server.metrics.auth", "key", frozenset({"key", "none"})),
         model=model,
         tracing=_tracing(r),
         log_format=r.choice("api_server.logging.format", "text", LOG_FORMATS),

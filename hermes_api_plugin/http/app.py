@@ -14,6 +14,7 @@ from ..cluster.placement import Placement, host_name
 from ..cluster.recovery import Recovery
 from ..cluster.remote_turns import RemoteTurns
 from ..config.settings import Settings
+from ..core.metrics import Metrics
 from ..protocol.common import credential_scope
 from ..routes import (
     approvals,
@@ -33,6 +34,7 @@ from ..routes import (
 from ..runtimes.base import AgentRuntime, TurnHooks
 from ..runtimes.model_options import ModelOptionsCache
 from ..store.factory import own_sessions
+from ..store.metered import StoreMeter, attach_meter
 from ..store.readiness import StoreProbe
 from ..store.roles import SessionStore, Store
 from ..store.session_move import move_sessions
@@ -42,7 +44,8 @@ from ..submission.idempotency import Idempotency
 from ..submission.submit import Submitter
 from ..telemetry.tracing import start_tracing
 from ..turns import TurnRegistry
-from ..turns.durable import SHARED_INTERVAL_S, JournalSaver
+from ..turns.durable import INTERVAL_S, SHARED_INTERVAL_S, JournalSaver
+from ..turns.meter import CommitMeter, TurnMeters
 from ..turns.recent import RecentTurns
 from ..turns.registry import DRAIN_GRACE_S
 from ..turns.transcripts import session_transcripts
@@ -53,6 +56,7 @@ from .app_keys import (
     IDEMPOTENCY,
     JOURNALS,
     LEASES,
+    METRICS,
     MODEL_OPTIONS,
     RECOVERY,
     REMOTE_TURNS,
@@ -68,6 +72,7 @@ from .app_keys import (
     TRACING,
     TURNS,
 )
+from .metrics import ScrapedState, http_middleware, metrics_endpoint
 from .middleware import MAX_BODY_BYTES, MIDDLEWARES, add_common_headers
 from .profiles import PROFILES, Profile, Profiles, profile_builder, profile_middleware
 from .request_trace import request_trace_middlewares
@@ -92,9 +97,12 @@ def create_app(
     # Slack above the body limit so the 413 comes from our own check, with the envelope.
     streams = StreamGauge()
     tracing = start_tracing(settings, runtime.name)  # None unless tracing is on (OpenTelemetry not even imported)
+    metrics = Metrics() if settings.metrics_enabled else None  # this app's own registry (issue 24)
+    counted = [http_middleware(metrics)] if metrics is not None else []  # outside the errors: it sees the final status
     app = web.Application(
         middlewares=[
-            *request_trace_middlewares(tracing, settings.log_format),
+            *request_trace_middlewares(tracing, settings.log_format),  # outermost: the request span covers it all
+            *counted,
             *MIDDLEWARES,
             streams.middleware,
             profile_middleware,
@@ -124,13 +132,21 @@ def create_app(
         tracing=tracing,
     )
     app[BACKGROUND] = BackgroundWork()
+    commits = None
+    if metrics is not None:
+        app[METRICS] = metrics
+        commits = CommitMeter(metrics, store.kind)
+        for metered in (store, own_sessions(store)):
+            if metered is not None:
+                attach_meter(metered, StoreMeter(metrics, store.kind))
     # Shared store: other gateways follow this one's journals, so they are committed sooner (turns/durable.py).
-    app[JOURNALS] = JournalSaver(store, SHARED_INTERVAL_S) if store.feed() is not None else JournalSaver(store)
+    interval = SHARED_INTERVAL_S if store.feed() is not None else INTERVAL_S
+    app[JOURNALS] = JournalSaver(store, interval, commits)
     app[MODEL_OPTIONS] = ModelOptionsCache()
     app[CONVERSATION_INDEX] = ConversationIndex()
     # This process owns what it admits under a boot id of its own, kept alive by its lease (cluster/leases.py).
     app[LEASES] = LeaseKeeper.for_this_process(store, secrets.token_hex(8), settings.store_lease_seconds)
-    app[RECOVERY] = Recovery(settings, store, app[LEASES], app[TURNS])
+    app[RECOVERY] = Recovery(settings, store, app[LEASES], app[TURNS], metrics)
     app[LEASES].after_renewal = app[RECOVERY].sweep
     app[IDEMPOTENCY] = Idempotency(
         store,
@@ -138,13 +154,25 @@ def create_app(
         retention_s=settings.idempotency_retention_seconds,
         tombstone_s=settings.idempotency_tombstone_seconds,
     )
-    app[REMOTE_TURNS] = RemoteTurns(store, app[LEASES], app[RECOVERY].sweep, app[TURNS], app[JOURNALS])
+    app[REMOTE_TURNS] = RemoteTurns(store, app[LEASES], app[RECOVERY].sweep, app[TURNS], app[JOURNALS], metrics=metrics)
     # A shared store with sessions kept per host (Hermes' state.db): which host keeps each session
     # (cluster/placement.py).
     per_host = app[REMOTE_TURNS].shared and session_store is not own_sessions(store)
     placement = Placement(store, session_store, host_name(settings.hermes_home) if per_host else None)
+    meters = None
+    if metrics is not None:
+        provider = settings.model.provider or runtime.name
+        meters = TurnMeters(metrics, runtime.name, settings.profile, settings.model_name, provider)
     app[SUBMITTER] = Submitter(
-        settings, app[SCOPE], app[TURNS], app[IDEMPOTENCY], store, app[JOURNALS], app[REMOTE_TURNS], placement
+        settings,
+        app[SCOPE],
+        app[TURNS],
+        app[IDEMPOTENCY],
+        store,
+        app[JOURNALS],
+        app[REMOTE_TURNS],
+        placement,
+        meters=meters,
     )
     app[CONVERSATIONS] = Conversations(store, session_store, app[SCOPE], placement, app[SUBMITTER].waits)
     own = Profile(
@@ -197,6 +225,9 @@ def create_app(
         "/api/sessions/{session_id}/chat/stream", sessions.session_chat_stream, name="session_chat_stream"
     )
     _add_host_routes(app)
+    if metrics is not None:
+        app.router.add_get("/metrics", metrics_endpoint, name="metrics", allow_head=False)
+        metrics.registry.register(ScrapedState(app))
 
     # Retired (410 after authentication); unnamed, so capabilities do not list them.
     app.router.add_route("*", "/v1/browser-control/register", discovery.retired)

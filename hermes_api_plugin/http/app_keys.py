@@ -9,6 +9,7 @@ from ..cluster.leases import LeaseKeeper
 from ..cluster.recovery import Recovery
 from ..cluster.remote_turns import RemoteTurns
 from ..config.settings import Settings
+from ..core.metrics import Metrics
 from ..runtimes.base import AgentRuntime
 from ..runtimes.model_options import ModelOptionsCache
 from ..store.roles import SessionStore, Store
@@ -46,5 +47,7 @@ RECOVERY = web.AppKey("recovery", Recovery)  # settles what gone gateway process
 REMOTE_TURNS = web.AppKey(
     "remote_turns", RemoteTurns
 )  # following and stopping turns other gateways run (shared stores)
+# the app's Prometheus instruments and registry (issue 24); absent when `api_server.metrics.enabled` is false
+METRICS = web.AppKey("metrics", Metrics)
 SOCKETS = web.AppKey("sockets", OpenSockets)  # open WebSocket connections (WIRE.md §16), closed at shutdown
 TRACING: web.AppKey[Tracing | None] = web.AppKey("tracing")  # None: tracing is off (telemetry/tracing.py)

@@ -21,6 +21,7 @@ ROUTE_FEATURES: dict[str, tuple[str, ...]] = {
     "platform_events": ("platform_events",),
     "cron_fire": ("cron_fire",),
     "responses_websocket": ("responses_socket",),  # WIRE.md §16
+    "metrics": ("metrics",),  # GET /metrics (issue 24): off with api_server.metrics.enabled: false
 }
 
 # Served by no route of this server (upstream advertises them `false` as well).

@@ -31,6 +31,7 @@ from ..submission.submit import Existing, NewTurn, Resumed
 from ..surfaces.surface import Delivery, Render, Surface, never_paused
 from ..turns import HeldTurn, Journal, Turn
 from .app_keys import SETTINGS
+from .metrics import count_client_gone
 from .sse import EarlyJson, SseStream
 
 H = TypeVar("H")
@@ -119,6 +120,13 @@ async def await_settled(
     return True
 
 
+def _gone(request: web.Request, turn: Turn | None, keep: bool) -> None:
+    """The client left mid-delivery: counted (http/metrics.py), and the turn this request admitted decided (§5.5)."""
+    count_client_gone(request)
+    if turn is not None:
+        on_client_gone(request, turn, keep)
+
+
 def start_detached(held: HeldTurn) -> Turn:
     """Start a turn nobody streams (runs, background Responses): its reply does not wait for it."""
     held.start()
@@ -181,8 +189,8 @@ async def deliver(
                     if surface.paused():
                         await surface.suspended()  # before the end is written: the client may answer at once
                     await (sse.done() if surface.done_marker else sse.close())
-                elif turn is not None:
-                    on_client_gone(request, turn, keep)
+                else:
+                    _gone(request, turn, keep)
                 return sse.response
             reply = await _head(EarlyJson.open(request, surface.headers()))
             if held is not None:
@@ -191,12 +199,11 @@ async def deliver(
                 if surface.paused():
                     await surface.suspended()
                 await reply.finish(surface.body())
-            elif turn is not None:
-                on_client_gone(request, turn, keep)
+            else:
+                _gone(request, turn, keep)
             return reply.response
         except asyncio.CancelledError:
-            if turn is not None:
-                on_client_gone(request, turn, keep)
+            _gone(request, turn, keep)
             raise
 
 

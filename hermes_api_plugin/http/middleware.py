@@ -140,11 +140,16 @@ def _authorized(header: str | None, key: str) -> bool:
     return hmac.compare_digest(presented, key.encode("utf-8"))
 
 
+def open_metrics(request: web.Request) -> bool:
+    """A scrape of GET /metrics that needs no API key (`api_server.metrics.auth: none`, issue 24)."""
+    return request.match_info.route.name == "metrics" and request.app[SETTINGS].metrics_auth == "none"
+
+
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     if request.method in ("GET", "HEAD") and request.path in PUBLIC_PATHS:
         return await handler(request)
-    if request.match_info.route.name in SELF_AUTHENTICATED_ROUTES:
+    if request.match_info.route.name in SELF_AUTHENTICATED_ROUTES or open_metrics(request):
         return await handler(request)
     key = request.app[SETTINGS].key
     if key is None or not _authorized(request.headers.get("Authorization"), key):

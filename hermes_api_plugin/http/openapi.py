@@ -47,6 +47,8 @@ def _operation(name: str, op: Operation, defs: Defs) -> dict[str, Any]:
         content["application/json"] = {"schema": op.reply.render(defs)}
     if op.sse:
         content["text/event-stream"] = {"schema": _SSE_EVENT}
+    for media in op.text:
+        content[media] = {"schema": {"type": "string"}}
     if content:
         success["content"] = content
     if op.links:

@@ -69,6 +69,12 @@ class Profiles:
         self._build = build
         self._built: dict[tuple[str, Path], Profile] = {}
 
+    def names_by_scope(self) -> dict[str, str]:
+        """Every profile built so far (the gateway's own first) by credential scope: what labels a turn's metrics."""
+        names = {profile.scope: profile.name for profile in self._built.values()}
+        names[self.own.scope] = self.own.name
+        return names
+
     def get(self, name: str, home: Path) -> Profile:
         if name == self.own.name:
             return self.own
@@ -136,7 +142,7 @@ def profile_builder(
         # The profile's own state.db is this host's: on a shared store its sessions are placed (cluster/placement.py).
         host = host_name(home) if profile_sessions is not None and own.remote_turns.shared else None
         placement = Placement(own.store, sessions, host)
-        submitter = own.for_profile(scope, home, placement)
+        submitter = own.for_profile(scope, home, placement, name)
         conversations = Conversations(own.store, sessions, scope, placement, own.waits)
         return Profile(name, home, scope, name, sessions, submitter, conversations)
 

@@ -38,6 +38,7 @@ class Operation:
     public: bool = False  # no API_SERVER_KEY: unauthenticated, or authenticated by the handler itself (§14.3)
     host: bool = False  # the host agent's own data: undocumented (and answered 501) on a host without it (§14.3)
     socket: Obj | None = None  # a WebSocket upgrade (101): the client's message; the server's are the stream's events
+    text: tuple[str, ...] = ()  # media types of a success body that is text, not JSON (GET /metrics)
 
 
 def _link(operation: str, parameter: str, expression: str) -> dict[str, Any]:
@@ -77,6 +78,11 @@ OPERATIONS: dict[str, Operation] = {
     ),
     "capabilities": Operation("Machine-readable feature document", reply=replies.CAPABILITIES),
     "openapi": Operation("This document", reply=replies.OPENAPI),
+    "metrics": Operation(
+        "Prometheus metrics (text format; OpenMetrics when Accept asks for application/openmetrics-text): turns, "
+        "first-token times, tools, admissions, streams, agents, store (API key unless api_server.metrics.auth: none)",
+        text=("text/plain", "application/openmetrics-text"),
+    ),
     "skills": Operation("The host agent's installed skills (hermes-agent's shape)", reply=replies.SKILLS, host=True),
     "toolsets": Operation("The host agent's toolsets for this platform", reply=replies.TOOLSETS, host=True),
     "chat_completions": Operation(

@@ -57,6 +57,7 @@ from ..store.roles import Store
 from ..turns import HeldTurn, HistoryLoader, Journal, Persister, Turn, TurnRegistry
 from ..turns.answers import ClientAnswer, apply_answer, declined
 from ..turns.durable import JournalSaver, stored_journal
+from ..turns.meter import TurnMeters
 from .idempotency import Decision, Idempotency, Slot, error_for, store_failure
 
 H = TypeVar("H")
@@ -246,6 +247,7 @@ class Submitter:
         remote_turns: RemoteTurns,
         placement: Placement,
         profile_home: Path | None = None,
+        meters: TurnMeters | None = None,
     ) -> None:
         self.settings = settings
         self.scope = scope  # the credential scope (WIRE.md §1.3) of every request this submitter admits
@@ -256,12 +258,14 @@ class Submitter:
         self.remote_turns = remote_turns
         self.placement = placement  # records which host keeps the sessions its turns run on (per-host sessions)
         self.profile_home = profile_home  # the host profile its turns run in (WIRE §14.3); None: the gateway's
+        self.meters = meters  # what its turns and admissions record in the gateway's metrics (None: metrics off)
         # what suspended turns wait by in a shared store, so that an answer on another gateway finds them (W-15.4)
         self.waits = Waits(store, journals, remote_turns.shared)
 
-    def for_profile(self, scope: str, profile_home: Path, placement: Placement) -> Submitter:
+    def for_profile(self, scope: str, profile_home: Path, placement: Placement, name: str = "") -> Submitter:
         """The same submission path for a multiplexed host profile: its credential scope, its home, its sessions'
-        placement."""
+        placement; `name` labels its turns in the metrics."""
+        meters = self.meters.for_profile(name, name) if self.meters is not None and name else self.meters
         return Submitter(
             self.settings,
             scope,
@@ -272,6 +276,7 @@ class Submitter:
             self.remote_turns,
             placement,
             profile_home,
+            meters,
         )
 
     async def slot(
@@ -286,6 +291,12 @@ class Submitter:
     async def submit(self, surface: Planner, early_head: Callable[[Turn], Awaitable[H]] | None = None) -> Submission[H]:
         """The outcome of one work-creating request. ApiErrors of validation, resolution (404), the
         cap (429) and draining (503) propagate; admission refusals come back as `Refusal`."""
+        outcome = await self._submit(surface, early_head)
+        if self.meters is not None:
+            self.meters.admission(surface.name, outcome_name(outcome), surface.key is not None)
+        return outcome
+
+    async def _submit(self, surface: Planner, early_head: Callable[[Turn], Awaitable[H]] | None) -> Submission[H]:
         slot = await self.slot(surface.name, surface.key, surface.identity, surface.target(), surface.large)
         self.registry.check_draining()
         if slot is None:
@@ -502,6 +513,7 @@ class Submitter:
             history=loader,
             inputs=p.inputs,
             persist=self._persister(p, slot is not None),
+            meter=self.meters.meter(request, surface.name) if self.meters is not None else None,
         )
         turn = held.turn
         head: H | None = None
@@ -582,6 +594,21 @@ def _chained(first: Persister | None, then: Persister) -> Persister:
         await then(turn, finished)
 
     return persist
+
+
+_OUTCOMES = {"admission_conflict": "conflict", "unknown_execution": "unknown", "admission_expired": "expired"}
+
+
+def outcome_name(outcome: Submission[Any]) -> str:
+    """A submission's outcome as the admissions metric names it: new, resumed, attach, replay, or the refusal
+    (conflict, unknown, expired, or its code: storage_unavailable, running_elsewhere, …)."""
+    if isinstance(outcome, NewTurn):
+        return "new"
+    if isinstance(outcome, Resumed):
+        return "resumed"
+    if isinstance(outcome, Existing):
+        return outcome.kind
+    return _OUTCOMES.get(outcome.code, outcome.code)
 
 
 def refusal_error(refusal: Refusal[Any]) -> ApiError:

@@ -27,6 +27,7 @@ from ..core.events import (
     TurnEvent,
 )
 from .journal import Journal
+from .meter import TurnMeter
 from .tool_display import (
     VISIBLE_ASCII,
     as_json_string,
@@ -83,7 +84,13 @@ Pending = DeltaRun | Commentary | Compacted | ClientRequest | ClientAnswer | Too
 class CallbackSink:
     """The TurnSink of one turn: thread-safe enqueue, loop-side normalisation into journal events."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, journal: Journal, secret_values: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        journal: Journal,
+        secret_values: tuple[str, ...] = (),
+        meter: TurnMeter | None = None,
+    ) -> None:
         self._loop = loop
         self._loop_thread = threading.get_ident()  # sinks are built on the loop thread
         self._journal = journal
@@ -93,6 +100,10 @@ class CallbackSink:
         self._scheduled = False
         self._closed = False
         self._last_flush = float("-inf")
+        # time.monotonic() of the first reasoning and answer callbacks (turns/meter.py observes them at settlement)
+        self.meter = meter
+        self.first_reasoning_at: float | None = None
+        self.first_text_at: float | None = None
         # Loop-side state: normalised tool ids and the tools still running.
         self._used_ids: set[str] = set()
         self._open: dict[str, ToolStarted] = {}
@@ -102,10 +113,14 @@ class CallbackSink:
     # -- agent side (any thread) ------------------------------------------------------------------
     def on_reasoning(self, text: str) -> None:
         if text:
+            if self.first_reasoning_at is None:
+                self.first_reasoning_at = time.monotonic()
             self._enqueue_delta(ReasoningDelta, text)
 
     def on_text(self, text: str | None) -> None:
         if text:
+            if self.first_text_at is None:
+                self.first_text_at = time.monotonic()
             self._enqueue_delta(TextDelta, text)
 
     def on_tool_start(self, call_id: str | None, name: str, arguments: Any) -> None:
@@ -250,6 +265,8 @@ class CallbackSink:
         call_id = queue.popleft()
         started = self._open.pop(call_id)
         self._forget(started)
+        if self.meter is not None:
+            self.meter.tool_completed(started.name, item.at - started.started_at, item.is_error)
         return ToolCompleted(
             call_id=call_id,
             name=started.name,

@@ -32,6 +32,7 @@ from ..core.events import (
 from ..store.base import StoreError
 from ..store.roles import JournalStore
 from .journal import Journal, decode_journal, encode_events
+from .meter import CommitMeter
 
 log = logging.getLogger("hermes_api_plugin")
 
@@ -43,9 +44,10 @@ SHARED_INTERVAL_S = 0.05  # a shared store: followers on other gateways see even
 class JournalSaver:
     """Writes watched journals to the store by group commit; `durable()` lets a stream wait for its events."""
 
-    def __init__(self, store: JournalStore, interval: float = INTERVAL_S) -> None:
+    def __init__(self, store: JournalStore, interval: float = INTERVAL_S, meter: CommitMeter | None = None) -> None:
         self.store = store
         self.interval = interval
+        self.meter = meter  # group commit sizes and durations (turns/meter.py); None: metrics off
         self._watched: dict[int, tuple[str, Journal]] = {}  # id(journal) → (turn id, journal)
         self._keys: dict[str, int] = {}  # turn id → id(journal) of the watched ones
         self._followed: set[int] = set()  # watched journals another gateway follows: committed as they come
@@ -140,7 +142,10 @@ class JournalSaver:
                 ends[key] = end
         try:
             if batches:
+                began = time.perf_counter()
                 await self.store.append_journals(batches)
+                if self.meter is not None:
+                    self.meter.committed(sum(len(b[2]) for b in batches), time.perf_counter() - began)
         except Exception as exc:
             if isinstance(exc, StoreError):  # the database is down: one line, not a traceback per flush
                 log.warning("[API Server] could not write turn journals, will retry: %s", exc)

@@ -44,6 +44,7 @@ from .callback_sink import CallbackSink
 from .held import HeldTurn
 from .journal import Journal
 from .locks import KeyedLocks
+from .meter import TurnMeter
 from .recent import RecentTurns
 from .suspension import DEFAULT_SUSPEND_S, TurnSuspensions
 from .tracing import trace_turn
@@ -114,6 +115,10 @@ class TurnRegistry:
         running = sum(1 for turn in self._active.values() if turn.started)
         return TurnCounts(running, len(self._active) - running, len(self._waiting))
 
+    def unsettled(self) -> list[Turn]:
+        """Every unsettled turn (running or queued), oldest first."""
+        return list(self._active.values())
+
     def get(self, run_id: str) -> Turn | None:
         """The unsettled (running or queued) turn with this run id."""
         return self._active.get(run_id)
@@ -156,18 +161,20 @@ class TurnRegistry:
         history: HistoryLoader | None = None,
         inputs: Sequence[Message] | None = None,
         persist: Persister | None = None,
+        meter: TurnMeter | None = None,
     ) -> HeldTurn:
         """Reserve a slot for a held turn; raises 503 while draining and 429 at the cap.
 
         `queue_key` serialises turns of one session; `history` loads the agent's history once the turn
-        may run; `persist` stores surface state after the transcript is saved, before the terminal record.
+        may run; `persist` stores surface state after the transcript is saved, before the terminal record;
+        `meter` records the turn in the gateway's metrics (turns/meter.py).
         """
         self.check_draining()
         if self.max_concurrent and len(self._active) - len(self._waiting) >= self.max_concurrent:
             raise rate_limited(self.max_concurrent)
         loop = asyncio.get_running_loop()
         journal = Journal()
-        sink = CallbackSink(loop, journal, self._secrets)
+        sink = CallbackSink(loop, journal, self._secrets, meter)
         queued = False
         if queue_key is not None:
             queued = self._queues.users(queue_key) > 0
@@ -284,6 +291,8 @@ class TurnRegistry:
             # here ends: reads here answer its status meanwhile, so the two never disagree (a stopped run).
             turn.settling = finished
             await self._persist(turn, finished)
+        if (sink := turn.sink).meter is not None:  # before the terminal record: its readers find the turn counted
+            sink.meter.settled(finished, sink.first_reasoning_at, sink.first_text_at, time.monotonic())
         turn.journal.extend([finished], at=turn.finished_at)
 
     def _closing_events(self, turn: Turn, outcome: TurnResult) -> list[TurnEvent]:

@@ -29,6 +29,8 @@ from tests.helpers import (
     Reply,
     assert_error_envelope,
     fetch,
+    metric_samples,
+    metric_value,
     read_reply,
     read_until,
     serve_app,
@@ -118,6 +120,10 @@ async def test_a_keyed_stream_retry_on_b_attaches_to_the_turn_a_runs(
     assert retry_reply.answer_text(surface) == SLOW_ANSWER
     assert executed(replicas, text) == 1
     assert b.server.app[TURNS].get(run_id) is None, "B never ran it"
+    async with b.get("/metrics", headers=auth) as scrape:  # issue 24: B's attach to A's turn, timed; B's admission
+        samples = metric_samples(await scrape.text())
+    assert metric_value(samples, "hermes_api_remote_attach_duration_seconds_count") == 1
+    assert metric_value(samples, "hermes_api_admissions_total", outcome="attach", keyed="true") == 1
 
 
 @pytest.mark.parametrize("surface", ["chat", "responses"])

@@ -15,10 +15,19 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.helpers import Reply, assert_error_envelope, live_request, parse_sse, raw_exchange, wait_until_nothing_held
+from tests.helpers import (
+    Reply,
+    assert_error_envelope,
+    live_request,
+    metric_samples,
+    parse_sse,
+    raw_exchange,
+    wait_until_nothing_held,
+)
 from tests.live import TEST_KEY, LiveGateway
 
 AUTHORIZATION = f"Bearer {TEST_KEY}".encode()
+METRICS_TYPES = ("text/plain", "application/openmetrics-text")  # GET /metrics (issue 24)
 
 
 def http_request(
@@ -41,13 +50,15 @@ def http_request(
 
 
 def check_reply(reply: Reply, what: object) -> None:
-    """No status ≥ 500; every non-2xx is the §1.7 envelope with the JSON content type; a 2xx body is whole JSON or
-    a well-formed SSE stream."""
+    """No status ≥ 500; every non-2xx is the §1.7 envelope with the JSON content type; a 2xx body is whole JSON, a
+    well-formed SSE stream, or a /metrics document."""
     assert reply.status < 500, (what, reply.status, reply.raw[:500])
     if reply.status >= 400:
         assert_error_envelope(reply, reply.status)
     elif reply.is_stream:
         parse_sse(reply.raw)  # well-formed records (none at all is fine: a resume past the end, W-4.12)
+    elif reply.headers.get("Content-Type", "").startswith(METRICS_TYPES):
+        metric_samples(reply.raw.decode())  # GET /metrics: a document Prometheus' own parser reads
     elif reply.raw.strip():
         json.loads(reply.raw)
 

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from tests.live import TEST_KEY, LiveGateway, read_lines, stop_process
 
 from .provider import MODEL, ScriptedProvider
@@ -33,6 +35,8 @@ from .provider import MODEL, ScriptedProvider
 BIN = Path(sys.executable).parent
 OURS = re.compile(r"hermes_api_plugin: \[API Server\] API server listening on http://(\S+):(\d+)$")
 PLUGINS = {"enabled": ["hermes-api-plugin"]}
+WORK_MODEL = "work-model"  # the work profile's model.default: what its turns ask the provider for
+SKILL = "work-only-skill"
 
 
 @dataclass
@@ -183,3 +187,19 @@ def write_compression_split(db: Any, source: str = "cli") -> None:
     db.end_session("old", "compression")
     db.create_session("tip", source, parent_session_id="old")
     db.append_message("tip", "user", content="after the split")
+
+
+def add_work_profile(home: Path, provider: ScriptedProvider) -> Path:
+    """`hermes profile create work` as it leaves the folder: its own config (another default model), no API server
+    of its own (a secondary profile binding a port is a multiplexer misconfiguration), one skill of its own."""
+    work = home / "profiles" / "work"
+    config = hermes_config(provider, work / "workdir", model={"default": WORK_MODEL})
+    (work / "config.yaml").parent.mkdir(parents=True, exist_ok=True)
+    (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    (work / ".env").write_text("", encoding="utf-8")
+    skill = work / "skills" / SKILL
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        f"---\nname: {SKILL}\ndescription: Only the work profile has it.\n---\n\nDo work things.\n", encoding="utf-8"
+    )
+    return work

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from tests.helpers import Reply, assert_error_envelope
@@ -21,10 +20,7 @@ from tests.live import TEST_KEY
 
 from .conftest import HomeFactory
 from .provider import MODEL, ScriptedProvider
-from .support import PLUGINS, HermesGateway, hermes_config, listening
-
-WORK_MODEL = "work-model"  # the work profile's model.default: what its turns ask the provider for
-SKILL = "work-only-skill"
+from .support import PLUGINS, SKILL, WORK_MODEL, HermesGateway, add_work_profile, listening
 
 
 def fetch(gateway: HermesGateway, method: str, path: str, body: Any = None, key: str | None = TEST_KEY) -> Reply:
@@ -43,22 +39,6 @@ def fetch(gateway: HermesGateway, method: str, path: str, body: Any = None, key:
 def call(gateway: HermesGateway, method: str, path: str, body: Any = None) -> tuple[int, Any]:
     reply = fetch(gateway, method, path, body)
     return reply.status, reply.json()
-
-
-def add_work_profile(home: Path, provider: ScriptedProvider) -> Path:
-    """`hermes profile create work` as it leaves the folder: its own config (another default model), no API server
-    of its own (a secondary profile binding a port is a multiplexer misconfiguration), one skill of its own."""
-    work = home / "profiles" / "work"
-    config = hermes_config(provider, work / "workdir", model={"default": WORK_MODEL})
-    (work / "config.yaml").parent.mkdir(parents=True, exist_ok=True)
-    (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    (work / ".env").write_text("", encoding="utf-8")
-    skill = work / "skills" / SKILL
-    skill.mkdir(parents=True)
-    (skill / "SKILL.md").write_text(
-        f"---\nname: {SKILL}\ndescription: Only the work profile has it.\n---\n\nDo work things.\n", encoding="utf-8"
-    )
-    return work
 
 
 def state_ids(home: Path) -> set[str]:

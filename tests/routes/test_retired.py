@@ -42,6 +42,7 @@ WIRE_ROUTES = {
     ("get", "/api/model/options"),
     ("get", "/v1/capabilities"),
     ("get", "/openapi.json"),
+    ("get", "/metrics"),  # issue 24: Prometheus metrics, with the key unless api_server.metrics.auth: none
     ("post", "/v1/chat/completions"),
     ("get", "/v1/responses"),  # §16: the WebSocket upgrade
     ("post", "/v1/responses"),

@@ -14,6 +14,7 @@ import pytest
 from hermes_api_plugin.cluster.leases import LeaseKeeper
 from hermes_api_plugin.cluster.recovery import Recovery
 from hermes_api_plugin.config.settings import load_settings
+from hermes_api_plugin.core.metrics import Metrics
 from hermes_api_plugin.store import MemoryStore
 from hermes_api_plugin.submission.idempotency import Idempotency, Slot
 from tests.turns.support import registry
@@ -119,8 +120,12 @@ async def test_recovery_makes_a_gone_owners_running_records_unknown_for_the_tomb
     await store.append_journals([("run_1", 0, ['{"t":"TextDelta","text":"partial","ts":1}'])])
     now = idempotency(store, clock, boot="boot-now")
     await now.leases.renew()
-    recovery = Recovery(load_settings(tmp_path), store, now.leases, await registry(store=store.sessions))
+    metrics = Metrics()
+    recovery = Recovery(load_settings(tmp_path), store, now.leases, await registry(store=store.sessions), metrics)
     assert await recovery.sweep() == ["run_1"]
+    # issue 24: one gone gateway taken over, one of its turns settled
+    assert metrics.registry.get_sample_value("hermes_api_lease_takeovers_total") == 1
+    assert metrics.registry.get_sample_value("hermes_api_turns_recovered_total") == 1
     assert await outcome(now, is_live=dead) == "unknown"
     record = await store.get_idempotency_record(SLOT.scope, SLOT.surface, SLOT.key)
     assert record is not None and record.state == "unknown"

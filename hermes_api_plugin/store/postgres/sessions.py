@@ -15,6 +15,7 @@ from typing import Any
 from ...core.content import Message
 from ...core.offload import LARGE_MESSAGES, off_loop
 from ..base import ForkResult, SessionInfo, SessionMessageRow
+from ..metered import metered
 from ..rows import json_text, message_rows, session_from_row
 from ..sql import sessions as S
 from .db import PostgresDatabase
@@ -23,6 +24,7 @@ from .text import text_in, text_out
 _SUMMARY = json_text({"summary": True})  # `extra` of the summary message a compaction inserts
 
 
+@metered
 class PostgresSessionStore:
     """The SessionStore protocol over the plugin's own PostgreSQL tables."""
 

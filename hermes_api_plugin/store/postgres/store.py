@@ -24,6 +24,7 @@ from typing import Any
 from ...core.content import Message
 from ...core.offload import LARGE_MESSAGES, off_loop
 from ..base import Eviction, Feed, IdempotencyRecord, Lease, RunRecord, StoredResponse, StoreError
+from ..metered import metered
 from ..rows import (
     idempotency_record_from_row,
     idempotency_record_row,
@@ -99,6 +100,7 @@ def _run(row: dict[str, Any] | None) -> RunRecord | None:
     return RunRecord(**{c: row[c] for c in S.RUN_COLUMNS}) if row is not None else None
 
 
+@metered
 class PostgresStore:
     """Every plugin store role on PostgreSQL; `sessions` is the SessionStore over the same database."""
 

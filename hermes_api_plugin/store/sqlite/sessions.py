@@ -15,6 +15,7 @@ from typing import Any
 from ...core.content import Message
 from ...core.offload import LARGE_MESSAGES
 from ..base import ForkResult, SessionInfo, SessionMessageRow
+from ..metered import metered
 from ..rows import json_text, message_rows, session_from_row
 from ..sql import sessions as S
 from .db import SqliteDatabase, transaction
@@ -22,6 +23,7 @@ from .db import SqliteDatabase, transaction
 _SUMMARY = json_text({"summary": True})  # `extra` of the summary message a compaction inserts
 
 
+@metered
 class SqliteSessionStore:
     """The SessionStore protocol over the plugin's own SQLite tables."""
 

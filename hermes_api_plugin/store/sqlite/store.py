@@ -21,6 +21,7 @@ from typing import Any
 
 from ...core.content import Message
 from ..base import Eviction, Feed, IdempotencyRecord, Lease, RunRecord, StoredResponse
+from ..metered import metered
 from ..rows import (
     idempotency_record_from_row,
     idempotency_record_row,
@@ -60,6 +61,7 @@ def _run(row: sqlite3.Row | None) -> RunRecord | None:
     return RunRecord(**{c: row[c] for c in S.RUN_COLUMNS}) if row is not None else None
 
 
+@metered
 class SqliteStore:
     """Every plugin store role on SQLite; `sessions` is the SessionStore over the same database."""
 
