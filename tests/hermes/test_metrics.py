@@ -1,7 +1,8 @@
 """GET /metrics inside Hermes Agent's own gateway (issue 24): the real `hermes gateway run` with the real agent runs a
 chat turn that executes a real terminal tool; the scrape (with the API key; 401 without) counts the completed turn, the
-tool's duration by tool name and the warm agent the hermes runtime built; a multiplexed profile's turn is labelled with
-its profile, under `/p/{profile}/metrics` too."""
+tool's duration by tool name and the warm agent the hermes runtime built — read directly and through a real Prometheus
+(Debian's, tests/prom.py) scraping the gateway with the key; a multiplexed profile's turn is labelled with its
+profile, under `/p/{profile}/metrics` too."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from pathlib import Path
 
 import openai
 
-from tests.helpers import metric_samples, metric_value
+from tests.helpers import metric_samples, metric_value, wait_for
 from tests.live import TEST_KEY
+from tests.prom import Prometheus, ScrapeJob, prometheus_binary
 
 from .conftest import HomeFactory
 from .provider import ScriptedProvider
@@ -31,13 +33,23 @@ def _scrape(port: int, key: str | None, path: str = "/metrics") -> tuple[int, st
 
 
 def test_hermes_gateway_counts_a_real_agent_turn_and_its_tool(
-    hermes_home: HomeFactory, run_hermes: Callable[[Path], HermesGateway]
+    hermes_home: HomeFactory, run_hermes: Callable[[Path], HermesGateway], tmp_path: Path
 ) -> None:
+    prometheus_binary()  # skip (or fail under CI) before starting anything
     home = hermes_home(env={"API_SERVER_PORT": "0"}, plugins=PLUGINS)
     gateway = run_hermes(home)
     port = listening(gateway)
     assert _scrape(port, None)[0] == 401
+    prometheus = Prometheus(tmp_path / "prometheus", [ScrapeJob("hermes", f"127.0.0.1:{port}", TEST_KEY)])
+    try:
+        _a_turn_is_counted(port, prometheus)
+    finally:
+        prometheus.stop()
+    gateway.stop()
 
+
+def _a_turn_is_counted(port: int, prometheus: Prometheus) -> None:
+    """A chat turn with the terminal tool, read from /metrics and then through Prometheus' PromQL."""
     sdk = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=TEST_KEY, max_retries=0, timeout=90.0)
     reply = sdk.chat.completions.create(
         model="hermes-agent", messages=[{"role": "user", "content": "Metrics inside hermes gateway: run it"}]
@@ -54,7 +66,15 @@ def test_hermes_gateway_counts_a_real_agent_turn_and_its_tool(
     assert metric_value(samples, "gen_ai_execute_tool_duration_seconds_count", gen_ai_tool_name="terminal") >= 1
     assert metric_value(samples, "gen_ai_server_request_duration_seconds_count", runtime="hermes", error_type="") == 1
     assert metric_value(samples, "hermes_api_agent_cache_misses_total", runtime="hermes") >= 1
-    gateway.stop()
+
+    completed = 'sum(hermes_api_turns_total{job="hermes",runtime="hermes",status="completed"})'
+    wait_for(lambda: prometheus.value(completed), 30, until=lambda v: v == 1, interval=0.5)
+    by_tool = prometheus.query('sum by (gen_ai_tool_name) (gen_ai_execute_tool_duration_seconds_count{job="hermes"})')
+    assert {r["metric"]["gen_ai_tool_name"]: float(r["value"][1]) for r in by_tool}.get("terminal", 0) >= 1, by_tool
+    first_token = prometheus.value(
+        'histogram_quantile(0.95, sum by (le) (gen_ai_server_time_to_first_token_seconds_bucket{job="hermes"}))'
+    )
+    assert first_token is not None and first_token > 0, first_token
 
 
 def test_each_multiplexed_profile_has_its_metrics_under_its_prefix(
