@@ -37,11 +37,12 @@ def write_home(home: Path, keepalive: int, store_url: str | None = None, *, metr
 
 
 class Server:
-    """`python -m bench.server` in its own process; `options` are passed on (e.g. `--no-pool-check`)."""
+    """`python -m bench.server` in its own process; `options` are passed on (e.g. `--pool-check none`), `wrap` runs it
+    under another program (bench/cost.py: callgrind)."""
 
-    def __init__(self, home: Path, deltas: int, *options: str) -> None:
+    def __init__(self, home: Path, deltas: int, *options: str, wrap: tuple[str, ...] = ()) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bench.server", str(home), str(deltas), *options],
+            [*wrap, sys.executable, "-m", "bench.server", str(home), str(deltas), *options],
             cwd=ROOT.parent,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

@@ -93,10 +93,15 @@ class RemoteJournal(Journal):
         super().__init__()
         self.follows = 0
 
-    async def follow(self, start: int = 0, idle_timeout: float | None = None) -> AsyncIterator[list[TurnEvent] | None]:
+    async def follow(
+        self,
+        start: int = 0,
+        idle_timeout: float | None = None,
+        take: Callable[[list[TurnEvent]], bool] | None = None,
+    ) -> AsyncIterator[list[TurnEvent] | None]:
         self.follows += 1
         try:
-            async for batch in super().follow(start, idle_timeout):
+            async for batch in super().follow(start, idle_timeout, take):
                 yield batch
         finally:
             self.follows -= 1

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.metrics import MetricWrapperBase
 
 PREFIX = "hermes_api_"
 # distinct values a client-chosen label keeps before `other`: a model or provider name labels every turn histogram
@@ -316,3 +317,14 @@ class Metrics:
         self.models = BoundedLabel(MAX_MODELS)
         self.providers = BoundedLabel(MAX_MODELS)
         self.tools = BoundedLabel(MAX_TOOLS)
+        self._children: dict[tuple[MetricWrapperBase, tuple[str, ...]], Any] = {}
+
+    def child(self, metric: MetricWrapperBase, *values: str) -> Any:
+        """`metric.labels(*values)`, remembered: prometheus_client's lookup (a lock, a tuple of checked strings) costs
+        about as much as the rest of a turn's metrics, and turns repeat the same few label sets (issue 25). As many
+        entries as series, which the bounded labels bound."""
+        key = (metric, values)
+        bound = self._children.get(key)
+        if bound is None:
+            bound = self._children[key] = metric.labels(*values)
+        return bound

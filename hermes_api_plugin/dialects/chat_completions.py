@@ -31,7 +31,7 @@ from ..core.events import (
     Usage,
 )
 from .prompts import approval_prompt, question_prompt
-from .record import SseRecord
+from .record import SseRecord, Template
 
 TOOL_PROGRESS_EVENT = "hermes.tool.progress"
 APPROVAL_REQUEST_EVENT = "hermes.approval.request"  # WIRE.md §14.2
@@ -94,6 +94,9 @@ class ChatRenderer:
         self.model = model
         self.tool_progress = tool_progress
         self.transcript = TurnTranscript()
+        # the two records a stream sends per token, encoded once (dialects/record.py `Template`)
+        self._text = Template(lambda text: self._chunk({"content": text}))
+        self._reasoning = Template(lambda text: self._chunk({"content": "", "reasoning_content": text}))
         self._tools: dict[str, ToolStarted] = {}
         self._approvals: list[ApprovalRequested] = []  # waiting for their decision, oldest first
         self.run_id: str | None = None  # known once the turn is admitted or found; approval records carry it
@@ -131,11 +134,9 @@ class ChatRenderer:
             emitted = self.transcript.feed(event)
             if isinstance(event, ReasoningDelta):
                 assert emitted is not None
-                records.extend(
-                    SseRecord(None, self._chunk({"content": "", "reasoning_content": p})) for p in _pieces(emitted)
-                )
+                records.extend(SseRecord(None, self._reasoning.fill(p)) for p in _pieces(emitted))
             elif isinstance(event, TextDelta):
-                records.extend(SseRecord(None, self._chunk({"content": p})) for p in _pieces(event.text))
+                records.extend(SseRecord(None, self._text.fill(p)) for p in _pieces(event.text))
             elif isinstance(event, ToolStarted):
                 self._tools[event.call_id] = event
                 if self.tool_progress:

@@ -8,7 +8,9 @@ drops the completion of a tool that never started.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
+from json.encoder import encode_basestring  # C: a string as json.dumps(ensure_ascii=False) writes it
 from typing import Any, NamedTuple, get_args
 
 from ..core.events import (
@@ -35,6 +37,47 @@ class SseRecord(NamedTuple):
     event: str | None
     data: dict[str, Any]
     id: int | None = None
+
+
+def wire_json(payload: Any) -> str:
+    """A payload as every record is written: compact, raw UTF-8 (http/sse.py, the WebSocket's text frames)."""
+    if type(payload) is Encoded:
+        return payload.json
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
+class Encoded(dict[str, Any]):
+    """A payload whose JSON text is made already (`json`: exactly what `wire_json` of the mapping would write): a chat
+    delta is its stream's one template with the text escaped into it, not a whole chunk encoded per token (issue 25).
+    Still the mapping, for everything that reads records."""
+
+    __slots__ = ("json",)
+
+    json: str
+
+
+class Template:
+    """The JSON text of one record payload around its single varying string, made once per stream: `fill(text)` is
+    that payload with `text` in place of the marker, as an `Encoded`. A payload whose other values hold the marker
+    (a client may name its model anything) cannot be split so: `fill` then returns the plain mapping."""
+
+    MARK = "\ue000\ue001"  # private-use characters: no id or field name the gateway makes holds them
+
+    __slots__ = ("_after", "_before", "_build")
+
+    def __init__(self, build: Callable[[str], dict[str, Any]]) -> None:
+        self._build = build
+        parts = wire_json(build(self.MARK)).split(encode_basestring(self.MARK))
+        self._before = parts[0]
+        self._after: str | None = parts[1] if len(parts) == 2 else None
+
+    def fill(self, text: str) -> dict[str, Any]:
+        payload = self._build(text)
+        if self._after is None:
+            return payload
+        encoded = Encoded(payload)
+        encoded.json = self._before + encode_basestring(text) + self._after
+        return encoded
 
 
 def after_id(records: Sequence[SseRecord], last_seen: int) -> list[SseRecord]:

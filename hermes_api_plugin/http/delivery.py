@@ -24,6 +24,7 @@ from typing import Any, Protocol, TypeVar
 
 from aiohttp import web
 
+from ..core.eager import run_eagerly
 from ..core.errors import client_gone
 from ..core.events import TurnEvent
 from ..dialects.record import SseRecord
@@ -70,6 +71,39 @@ def on_client_gone(request: web.Request, turn: Turn, keep: bool) -> None:
         turn.detached = True
 
 
+class InPlace:
+    """A live delivery's writes made where the journal gains its events (`Journal.follow`'s `take`): render, then the
+    stream's write run eagerly — no task switch and no loop iteration between the agent's callback and the socket
+    (issue 25). Anything but a write that completed at once with the delivery still going wakes the pump: a write
+    waiting for the client to drain, a gone client, a pause, an error (raised in the pump, never into the agent)."""
+
+    __slots__ = ("_left", "paused", "render", "stream")
+
+    def __init__(self, stream: EventStream, render: Render, paused: Callable[[], bool]) -> None:
+        self.stream = stream
+        self.render = render
+        self.paused = paused
+        self._left: bool | asyncio.Task[bool] | BaseException = True
+
+    def __call__(self, batch: list[TurnEvent]) -> bool:
+        try:
+            done, sent = run_eagerly(self.stream.send(self.render(batch)))
+        except Exception as exc:  # raised in the pump, not into the agent
+            self._left = exc
+            return False
+        if done and sent is True and not self.paused():
+            return True
+        self._left = sent
+        return False
+
+    async def left(self) -> bool:
+        """What the last write in place came to: whether the client is still there."""
+        left, self._left = self._left, True
+        if isinstance(left, BaseException):
+            raise left
+        return await left if isinstance(left, asyncio.Task) else left
+
+
 async def pump(
     stream: EventStream,
     journal: Journal,
@@ -83,11 +117,17 @@ async def pump(
     """Render and write the journal from `start` until its terminal record, or until the renderer is `paused` at a
     request to the client; False when the client left.
 
-    `before_send` runs before each batch is written (e.g. waiting until the batch is durable).
+    `before_send` runs before each batch is written (e.g. waiting until the batch is durable); without it, a batch
+    appended while the pump waits is written in place (`InPlace`).
     """
-    async for batch in journal.follow(start, idle_timeout=keepalive):
+    in_place = InPlace(stream, render, paused) if before_send is None else None
+    async for batch in journal.follow(start, idle_timeout=keepalive, take=in_place):
         if batch is None:
             alive = await stream.keepalive()
+        elif not batch and in_place is not None:  # woken by what was written in place
+            alive = await in_place.left()
+            if alive and paused():
+                return True
         else:
             if before_send is not None:
                 await before_send()

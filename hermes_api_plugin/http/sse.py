@@ -6,13 +6,12 @@ write becomes a no-op, so handlers stop cleanly instead of raising into the turn
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from aiohttp import web
 
-from ..dialects.record import SseRecord
+from ..dialects.record import SseRecord, wire_json
 
 KEEPALIVE = b": keepalive\n\n"
 WRITE_BYTES = 65_536  # a piece of a batch: aiohttp awaits the transport's drain once 64 KiB went out
@@ -24,8 +23,7 @@ SSE_HEADERS = {
 }
 
 
-def dumps(payload: Any) -> str:
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+dumps = wire_json
 
 
 def encode(record: SseRecord) -> bytes:

@@ -1,8 +1,9 @@
 """The callback sink of one turn: agent callbacks (any thread) in, journal events (loop thread) out.
 
-Callbacks only append a typed record under a lock and schedule one loop wake-up per burst; the loop
-converts the records into events — normalising tool ids and names, pairing completions with their
-starts — coalesces adjacent deltas and appends them to the journal in one batch.
+Callbacks only append a typed record under a lock and schedule one loop wake-up per burst (a callback made on the
+loop thread itself converts at once when no burst is open); the loop converts the records into events — normalising
+tool ids and names, pairing completions with their starts — coalesces adjacent deltas and appends them to the
+journal in one batch.
 """
 
 from __future__ import annotations
@@ -183,7 +184,9 @@ class CallbackSink:
 
     def _wake(self) -> None:
         if threading.get_ident() == self._loop_thread:
-            self._loop.call_soon(self._schedule_flush)  # same thread: no self-pipe wake-up syscall
+            # A runtime on the loop (the scripted one): no loop iteration between its callback and the journal —
+            # under load every iteration is a queue the delta would wait in once more (issue 25).
+            self._schedule_flush()
             return
         try:
             self._loop.call_soon_threadsafe(self._schedule_flush)

@@ -21,7 +21,7 @@ class Journal:
     `stamps[i]` is the wall-clock time event `i` was journaled (runs and session streams show it).
     """
 
-    __slots__ = ("_waiters", "events", "finished", "listener", "stamps")
+    __slots__ = ("_offers", "_waiters", "events", "finished", "listener", "stamps")
 
     def __init__(self) -> None:
         self.events: list[TurnEvent] = []
@@ -29,6 +29,7 @@ class Journal:
         self.finished: TurnFinished | None = None
         self.listener: Callable[[Journal], None] | None = None  # e.g. the durable journal saver
         self._waiters: list[asyncio.Future[bool]] = []
+        self._offers: list[Callable[[], bool]] = []  # parked followers that take what is appended in place
 
     @classmethod
     def settled(cls, events: Sequence[TurnEvent], stamps: Sequence[float] | None = None) -> Journal:
@@ -65,6 +66,11 @@ class Journal:
         self.stamps.extend(stamps)
         if isinstance(last, TurnFinished):
             self.finished = last
+        if self._offers:
+            offers, self._offers = self._offers, []
+            for offer in offers:
+                if offer():
+                    self._offers.append(offer)
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:
             if not waiter.done():
@@ -72,17 +78,43 @@ class Journal:
         if self.listener is not None:
             self.listener(self)
 
-    async def follow(self, start: int = 0, idle_timeout: float | None = None) -> AsyncIterator[list[TurnEvent] | None]:
+    async def follow(
+        self,
+        start: int = 0,
+        idle_timeout: float | None = None,
+        take: Callable[[list[TurnEvent]], bool] | None = None,
+    ) -> AsyncIterator[list[TurnEvent] | None]:
         """Yield batches of events from `start` until the terminal record; `None` after each idle period.
 
         One idle timer per follower, re-armed only when it fires: a busy stream creates no timer per
         event (it would churn the loop's timer heap at thousands of events per second).
+
+        `take`: while the follower is parked, what is appended goes to `take(batch)` at once, where it is appended —
+        no task switch and no loop iteration per event (issue 25). True: taken, the follower stays parked; False:
+        taken, and the follower wakes with an empty batch (its owner looks at what `take` left it). The terminal
+        record always wakes it.
         """
         loop = asyncio.get_running_loop()
         position = start
         waiter: asyncio.Future[bool] | None = None
+        offer: Callable[[], bool] | None = None
+        taken = False
         idle_at = loop.time() + (idle_timeout or 0.0)
         timer: asyncio.TimerHandle | None = None
+
+        def offered() -> bool:
+            nonlocal position, idle_at, taken
+            if waiter is None or waiter.done():
+                return False
+            batch = self.events[position:]
+            position += len(batch)
+            if idle_timeout is not None:
+                idle_at = loop.time() + idle_timeout
+            if take is not None and take(batch) and self.finished is None:
+                return True
+            taken = True
+            waiter.set_result(True)
+            return False
 
         def on_timer() -> None:
             nonlocal timer, idle_at
@@ -97,6 +129,10 @@ class Journal:
             timer = loop.call_at(idle_at, on_timer)
         try:
             while True:
+                if taken:
+                    taken = False
+                    yield []
+                    continue
                 if position < len(self.events):
                     batch = self.events[position:]
                     position += len(batch)
@@ -107,15 +143,26 @@ class Journal:
                 if self.finished is not None:
                     return
                 waiter = loop.create_future()
-                self._waiters.append(waiter)
+                if take is None:
+                    self._waiters.append(waiter)
+                else:
+                    offer = offered
+                    self._offers.append(offer)
                 woken = await waiter
                 if not woken:
-                    if waiter in self._waiters:
-                        self._waiters.remove(waiter)
+                    self._withdraw(waiter, offer)
                     yield None
         finally:
             if timer is not None:
                 timer.cancel()
+            if waiter is not None:  # closed while parked (its owner left): nothing is offered to it any more
+                self._withdraw(waiter, offer)
+
+    def _withdraw(self, waiter: asyncio.Future[bool], offer: Callable[[], bool] | None) -> None:
+        if waiter in self._waiters:
+            self._waiters.remove(waiter)
+        if offer is not None and offer in self._offers:
+            self._offers.remove(offer)
 
 
 EVENT_BYTES = 160  # one journaled event's object, its stamp and its list slots, besides its text

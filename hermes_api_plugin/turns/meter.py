@@ -50,12 +50,12 @@ class TurnMeter:
         self.admitted_at = clock()
         self._surface = surface
         self._runtime, self._profile = labels[4], labels[5]
-        self._ttft = metrics.time_to_first_token.labels(*labels)
-        self._per_token = metrics.time_per_output_token.labels(*labels)
-        self._reasoning = metrics.time_to_first_reasoning.labels(*labels)
-        self._content = metrics.time_to_first_content.labels(*labels)
-        self._usage_input = metrics.token_usage.labels(*labels, "input")
-        self._usage_output = metrics.token_usage.labels(*labels, "output")
+        self._ttft = metrics.child(metrics.time_to_first_token, *labels)
+        self._per_token = metrics.child(metrics.time_per_output_token, *labels)
+        self._reasoning = metrics.child(metrics.time_to_first_reasoning, *labels)
+        self._content = metrics.child(metrics.time_to_first_content, *labels)
+        self._usage_input = metrics.child(metrics.token_usage, *labels, "input")
+        self._usage_output = metrics.child(metrics.token_usage, *labels, "output")
         self._duration = metrics.request_duration
         self._usage = labels
         self._finished = metrics.turns_finished
@@ -64,7 +64,7 @@ class TurnMeter:
         """One tool execution ended (on the loop, as its completion is journaled)."""
         tool = self._metrics.tools(name)
         error = TOOL_ERROR if is_error else ""
-        self._metrics.tool_duration.labels(tool, error, self._runtime, self._profile).observe(seconds)
+        self._metrics.child(self._metrics.tool_duration, tool, error, self._runtime, self._profile).observe(seconds)
 
     def settled(
         self, finished: TurnFinished, first_reasoning_at: float | None, first_text_at: float | None, now: float
@@ -74,8 +74,9 @@ class TurnMeter:
         status = finished.status
         completed = status is TurnStatus.COMPLETED
         error = "" if completed else (finished.error_code or status.value)
-        self._duration.labels(*self._usage, error).observe(now - self.admitted_at)
-        self._finished.labels(self._surface, status.value, self._runtime, self._profile).inc()
+        metrics = self._metrics
+        metrics.child(self._duration, *self._usage, error).observe(now - self.admitted_at)
+        metrics.child(self._finished, self._surface, status.value, self._runtime, self._profile).inc()
         if first_reasoning_at is not None:
             self._reasoning.observe(first_reasoning_at - self.admitted_at)
         if first_text_at is not None:
@@ -123,7 +124,8 @@ class TurnMeters:
 
     def admission(self, surface: str, outcome: str, keyed: bool) -> None:
         """One work-creating request's submission outcome (submission/submit.py)."""
-        self.metrics.admissions.labels(surface, outcome, "true" if keyed else "false", self.profile).inc()
+        m = self.metrics
+        m.child(m.admissions, surface, outcome, "true" if keyed else "false", self.profile).inc()
 
 
 class CommitMeter:

@@ -132,11 +132,14 @@ class TurnRegistry:
 
     def waiting(self, scope: str) -> list[Turn]:
         """The unsettled turns of a credential scope that wait for their client (WIRE.md §15.1), oldest first."""
-        return [
+        # From the turns that wait, not every unsettled one: every submission asks (issue 25: a scan of all of them
+        # per admission was quadratic in a burst of new turns). Oldest admitted first, as before.
+        found = [
             turn
-            for turn in self._active.values()
+            for turn in self._waiting.values()
             if turn.may_wait and turn.request.scope == scope and turn.required_action is not None
         ]
+        return sorted(found, key=lambda turn: turn.created_at) if len(found) > 1 else found
 
     def stop(self, run_id: str) -> Turn | None:
         """Interrupt an unsettled turn (WIRE.md §6.4, §4.8); returns it, or None when none runs."""

@@ -98,11 +98,26 @@ async def test_sink_stop_open_tools_reports_running_tools_as_stopped() -> None:
 # -- registry ----------------------------------------------------------------------------------------
 
 
+async def test_a_loop_thread_callback_after_a_quiet_spell_is_journaled_in_the_call() -> None:
+    """An in-loop runtime's delta reaches the journal (and every stream writing in place) before its callback returns:
+    no loop iteration between them (issue 25); the next ones, within the burst window, wait for the window's flush."""
+    journal = Journal()
+    sink = CallbackSink(asyncio.get_running_loop(), journal)
+    sink.on_text("now")
+    assert journal.events == [TextDelta("now")]
+    sink.on_text("a")
+    sink.on_text("b")
+    assert journal.events == [TextDelta("now")]
+    await wait_for_async(lambda: len(journal.events) == 2, interval=0.001, what="the burst window's flush")
+    assert journal.events == [TextDelta("now"), TextDelta("ab")]
+
+
 async def test_deltas_of_one_kind_join_one_event_and_kinds_keep_their_order() -> None:
     """A burst of same-kind deltas becomes one event (one DeltaRun under the lock); a change of kind or a tool
     between them starts a new one, so the journal keeps the agent's order."""
     journal = Journal()
     sink = CallbackSink(asyncio.get_running_loop(), journal)
+    sink.on_text("first")  # journaled at once: what follows is a burst
     for text in ("I ", "think"):
         sink.on_reasoning(text)
     sink.on_text("Hel")
@@ -113,6 +128,7 @@ async def test_deltas_of_one_kind_join_one_event_and_kinds_keep_their_order() ->
     sink.close()
     kinds = [(type(e).__name__, getattr(e, "text", None)) for e in journal.events]
     assert kinds == [
+        ("TextDelta", "first"),
         ("ReasoningDelta", "I think"),
         ("TextDelta", "Hello"),
         ("ReasoningDelta", "more"),

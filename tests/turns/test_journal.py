@@ -65,3 +65,58 @@ async def test_journal_follow_from_an_offset_replays_the_rest() -> None:
     journal.extend([TextDelta("a"), TextDelta("b"), TurnFinished(TurnStatus.COMPLETED)])
     batches = [b async for b in journal.follow(1)]
     assert batches == [[TextDelta("b"), TurnFinished(TurnStatus.COMPLETED)]]
+
+
+async def test_a_parked_follower_with_take_gets_each_append_in_the_append_call() -> None:
+    """Issue 25: what a parked follower can handle in place it takes while the journal appends — no task switch, the
+    follower stays parked; a False from `take` wakes it with an empty batch, and so does the terminal record."""
+    journal = Journal()
+    taken: list[list[Any]] = []
+    seen: list[Any] = []
+
+    def take(batch: list[Any]) -> bool:
+        taken.append(batch)
+        return TextDelta("d") not in batch
+
+    async def follow() -> None:
+        async for batch in journal.follow(take=take):
+            seen.append(batch)
+
+    task = asyncio.create_task(follow())
+    await asyncio.sleep(0)  # parked
+    journal.extend([TextDelta("a")])
+    assert taken == [[TextDelta("a")]]  # before extend returned
+    journal.extend([TextDelta("b"), TextDelta("c")])
+    assert taken[-1] == [TextDelta("b"), TextDelta("c")]
+    await asyncio.sleep(0)
+    assert seen == []  # still parked: nothing woke it
+    journal.extend([TextDelta("d")])  # take says False: the follower wakes
+    await wait_for_async(lambda: seen == [[]], what="the follower woken with an empty batch")
+    journal.extend([TextDelta("e")])  # not parked at that instant, or parked again: either way nothing is lost
+    await asyncio.sleep(0)
+    journal.extend([TurnFinished(TurnStatus.COMPLETED)])
+    await asyncio.wait_for(task, 1)
+    delivered = [e for batch in [*taken, *[b for b in seen if b]] for e in batch]
+    assert [getattr(e, "text", None) for e in delivered] == ["a", "b", "c", "d", "e", None]
+    assert journal._offers == []
+
+
+async def test_a_follower_closed_while_parked_is_offered_nothing_more() -> None:
+    journal = Journal()
+    taken: list[Any] = []
+
+    def take(batch: list[Any]) -> bool:
+        taken.append(batch)
+        return True
+
+    async def follow() -> None:
+        async for _ in journal.follow(take=take):
+            pass
+
+    task = asyncio.create_task(follow())
+    await asyncio.sleep(0)
+    assert len(journal._offers) == 1
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    journal.extend([TextDelta("after")])
+    assert taken == [] and journal._offers == []

@@ -1,0 +1,96 @@
+"""`python -m bench.rounds [--rounds 3] [--against DIR]`: throughput and latency, three rounds, the median of each.
+
+Each round runs `python -m bench --only throughput latency` here and, with `--against`, in another checkout (e.g. an
+older commit, its `bench/` brought up to this one's), alternating which goes first, so the machine's drift falls on
+both alike. Every figure keeps its same-run baseline (the raw writer); the summary is the median over rounds of
+each figure and ratio, and the range. Written to results.json under `rounds` (this checkout) and `rounds_against`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# (name, path in a round's results) of every figure the summary keeps
+FIGURES = [
+    ("chat_ratio", ("throughput", "chat_ratio")),
+    ("responses_ratio", ("throughput", "responses_ratio")),
+    *[
+        (f"latency_{n}_{what}", ("latency", n, *path))
+        for n in ("1", "100", "1000")
+        for what, path in (
+            ("p50_ms", ("p50_ms",)),
+            ("p99_ms", ("p99_ms",)),
+            ("raw_p50_ms", ("raw", "p50_ms")),
+            ("raw_p99_ms", ("raw", "p99_ms")),
+            ("p99_ratio", ("ratio", "p99")),
+        )
+    ],
+]
+
+
+def _one(checkout: Path, out: Path) -> dict[str, Any]:
+    subprocess.run(
+        [sys.executable, "-m", "bench", "--only", "throughput", "latency", "--out", str(out)],
+        cwd=checkout,
+        check=True,
+        stdout=sys.stderr,
+    )
+    results: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))["results"]
+    return results
+
+
+def _pick(results: dict[str, Any], path: tuple[str, ...]) -> float:
+    value: Any = results
+    for key in path:
+        value = value[key]
+    return float(value)
+
+
+def summary(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per figure: the median over rounds and every round's value."""
+    out: dict[str, Any] = {"rounds": len(rounds)}
+    for name, path in FIGURES:
+        values = [_pick(r, path) for r in rounds]
+        out[name] = {"median": round(statistics.median(values), 3), "values": [round(v, 3) for v in values]}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.rounds")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--against", type=Path, help="another checkout, its bench/ able to run these parts")
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results.json"))
+    args = parser.parse_args(argv)
+    checkouts = [ROOT] if args.against is None else [ROOT, args.against.resolve()]
+    runs: list[list[dict[str, Any]]] = [[] for _ in checkouts]
+    with tempfile.TemporaryDirectory(prefix="hermes-rounds-") as tmp:
+        for r in range(args.rounds):
+            order = range(len(checkouts)) if r % 2 == 0 else reversed(range(len(checkouts)))
+            for i in order:
+                runs[i].append(_one(checkouts[i], Path(tmp) / f"round-{r}-{i}.json"))
+    summaries = [summary(rounds) for rounds in runs]
+    for checkout, s in zip(checkouts, summaries, strict=True):
+        print(f"{checkout}:")
+        for name, _path in FIGURES:
+            print(f"  {name:<24} median {s[name]['median']}  ({', '.join(str(v) for v in s[name]['values'])})")
+    path = Path(args.out)
+    document = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    document.setdefault("results", {})["rounds"] = summaries[0]
+    if args.against is not None:
+        summaries[1]["checkout"] = str(args.against)
+        document["results"]["rounds_against"] = summaries[1]
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
