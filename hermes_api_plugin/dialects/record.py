@@ -57,7 +57,7 @@ class Encoded(dict[str, Any]):
 
 
 class Template:
-    """The JSON text of one record payload around its single varying string, made once per stream: `fill(text)` is
+    """The JSON text of one record payload around its single varying string, made at its first use: `fill(text)` is
     that payload with `text` in place of the marker, as an `Encoded`. A payload whose other values hold the marker
     (a client may name its model anything) cannot be split so: `fill` then returns the plain mapping."""
 
@@ -67,12 +67,15 @@ class Template:
 
     def __init__(self, build: Callable[[str], dict[str, Any]]) -> None:
         self._build = build
-        parts = wire_json(build(self.MARK)).split(encode_basestring(self.MARK))
-        self._before = parts[0]
-        self._after: str | None = parts[1] if len(parts) == 2 else None
+        self._before: str | None = None  # None: not made yet (a stream may never send this kind of record)
+        self._after: str | None = None
 
     def fill(self, text: str) -> dict[str, Any]:
         payload = self._build(text)
+        if self._before is None:
+            parts = wire_json(self._build(self.MARK)).split(encode_basestring(self.MARK))
+            self._before = parts[0]
+            self._after = parts[1] if len(parts) == 2 else None
         if self._after is None:
             return payload
         encoded = Encoded(payload)

@@ -10,6 +10,7 @@ are the surface's (surfaces/runs.py).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,6 +121,10 @@ async def _find(request: web.Request, run_id: str, *, follow: bool = False) -> R
     turn = live_turn(request, run_id, settled=True)
     if turn is not None:
         journal = turn.journal
+        if journal.finished is None and (settling := turn.settling) is not None:
+            # Its status reads settled while the settlement is stored: so does the rest of the run (output, usage,
+            # last_event), from the terminal record it will journal — what another gateway reads already.
+            journal = Journal.settled([*journal.events, settling], [*journal.stamps, settling.at or time.time()])
         status = turn.status.value if journal.finished is not None or not turn.stopping else "stopping"
         action = turn.required_action if not turn.stopping else None
         if action is not None:
@@ -202,7 +207,8 @@ async def run_events(request: web.Request) -> web.StreamResponse:
 
 async def stop_run(request: web.Request) -> web.Response:
     run_id = path_run_id(request)
-    if live_turn(request, run_id) is not None:
+    turn = live_turn(request, run_id)
+    if turn is not None and turn.settling is None:  # settling: decided, answered below as a settled run is
         request.app[TURNS].stop(run_id)
         return json_response({"run_id": run_id, "status": "stopping"})
     _, view = await found_run(request)

@@ -160,17 +160,43 @@ class CallbackSink:
         with self._lock:
             if self._closed:
                 return
-            pending = self._pending
+            pending: list[Pending] | None = self._pending
             if pending:
                 last = pending[-1]
                 if type(last) is DeltaRun and last.kind is kind:
                     last.parts.append(text)  # a flush is already scheduled for the run
                     return
-            pending.append(DeltaRun(kind, text))
-            if self._scheduled:
-                return
-            self._scheduled = True
-        self._wake()
+            elif not self._scheduled and self._quiet_on_loop():
+                # An in-loop runtime's delta after a quiet spell (a paced stream's every delta): journaled right
+                # here, as a flush of it alone would; what another thread reports meanwhile queues behind it.
+                self._scheduled = True
+                pending = None
+            if pending is not None:
+                pending.append(DeltaRun(kind, text))
+                if self._scheduled:
+                    return
+                self._scheduled = True
+        if pending is not None:
+            self._wake()
+            return
+        try:
+            self._journal.extend([kind(text)])
+        finally:
+            with self._lock:
+                queued = bool(self._pending)
+                self._scheduled = queued
+            if queued:
+                self._wake()
+
+    def _quiet_on_loop(self) -> bool:
+        """On the loop thread with no burst open: the caller journals now (and the burst window starts)."""
+        if threading.get_ident() != self._loop_thread:
+            return False
+        now = self._loop.time()
+        if now < self._last_flush + COALESCE_S:
+            return False
+        self._last_flush = now
+        return True
 
     def _enqueue(self, item: Pending) -> None:
         with self._lock:

@@ -179,6 +179,34 @@ async def test_settled_run_object_carries_every_field(api: TestClient, auth: dic
     assert match and abs(int(match.group(1)) - before) <= 2
 
 
+async def test_a_run_read_while_its_settlement_is_stored_is_the_settled_run(
+    api: TestClient, auth: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """§6.2: between the decision (status settled, what another gateway reads from the store) and the terminal record
+    in the journal, the run reads as settled in every field — never `completed` with the last event of a delta."""
+    from hermes_api_plugin.turns.registry import TurnRegistry
+
+    gate, held = asyncio.Event(), asyncio.Event()
+    persist = TurnRegistry._persist
+
+    async def slow_persist(self: TurnRegistry, turn: Any, finished: Any) -> None:
+        held.set()
+        await gate.wait()
+        await persist(self, turn, finished)
+
+    monkeypatch.setattr(TurnRegistry, "_persist", slow_persist)
+    run_id = await start_run(api, auth, "use tool")
+    await asyncio.wait_for(held.wait(), 10)
+    during = (await fetch(api, "GET", f"/v1/runs/{run_id}", headers=auth)).json()
+    assert await stop(api, auth, run_id) == (200, {"run_id": run_id, "status": "completed"})  # decided: no stop
+    gate.set()
+    after = await settled(api, auth, run_id)
+    assert during["status"] == "completed" and during["last_event"] == "run.completed"
+    assert {k: during[k] for k in ("output", "usage", "error", "last_event")} == {
+        k: after[k] for k in ("output", "usage", "error", "last_event")
+    }
+
+
 async def test_run_model_echoes_the_requested_model(api: TestClient, auth: dict[str, str]) -> None:
     """§6.2, §8.1: `model` is the request's model, else the advertised name."""
     run_id = await start_run(api, auth, "hello", model="my-frontend-model")

@@ -11,10 +11,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import queue
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -60,6 +61,57 @@ def _switch_to_wal(conn: sqlite3.Connection) -> None:
             time.sleep(_WAL_RETRY_S)
 
 
+class _Thread:
+    """The database's one thread: functions in through a queue, each result back to the loop in one wake-up. Lighter
+    than an executor (a concurrent Future, a work item and callbacks chained both ways per call, which cost the loop
+    as much per store call as several streamed events, issue 25)."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[tuple[Callable[[], object], asyncio.Future[object]] | None] = queue.SimpleQueue()
+        self._loop = asyncio.get_running_loop()
+        self._thread = threading.Thread(target=self._work, name="hermes-api-store", daemon=True)
+        self._thread.start()
+
+    def run(self, fn: Callable[[], T]) -> asyncio.Future[T]:
+        future: asyncio.Future[T] = self._loop.create_future()
+        self._queue.put((fn, future))  # type: ignore[arg-type]
+        return future
+
+    def stop(self, wait: bool) -> None:
+        self._queue.put(None)
+        if wait:
+            self._thread.join()
+
+    def _work(self) -> None:
+        while (item := self._queue.get()) is not None:
+            fn, future = item
+            try:
+                result = fn()
+            except BaseException as exc:
+                self._reply(_failed, future, exc)
+            else:
+                self._reply(_done, future, result)
+
+    def _reply(
+        self, settle: Callable[[asyncio.Future[object], object], None], future: asyncio.Future[object], value: object
+    ) -> None:
+        try:
+            self._loop.call_soon_threadsafe(settle, future, value)
+        except RuntimeError:  # the loop closed: nobody waits any more
+            pass
+
+
+def _done(future: asyncio.Future[object], result: object) -> None:
+    if not future.done():
+        future.set_result(result)
+
+
+def _failed(future: asyncio.Future[object], exc: object) -> None:
+    if not future.done():
+        assert isinstance(exc, BaseException)
+        future.set_exception(exc)
+
+
 class SqliteDatabase:
     """The connection and its single worker thread; `call` runs a function on it and maps sqlite errors to
     StoreError."""
@@ -71,7 +123,7 @@ class SqliteDatabase:
         self.fallback_to_memory = fallback_to_memory
         self.migrations_dir = migrations_dir  # None: the bundled migrations (tests inject their own)
         self.durable = path is not None
-        self._executor: ThreadPoolExecutor | None = None
+        self._thread: _Thread | None = None
         self._conn: sqlite3.Connection | None = None
 
     @property
@@ -80,11 +132,11 @@ class SqliteDatabase:
 
     async def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn(connection)` on the database thread."""
-        if self._executor is None or self._conn is None:
+        if self._thread is None or self._conn is None:
             raise StoreError("the store is closed")
         conn = self._conn
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, fn, conn)
+            return await self._thread.run(lambda: fn(conn))
         except (sqlite3.DataError, sqlite3.IntegrityError) as exc:  # refused for its values: would be again
             raise StoreRefused(str(exc)) from exc
         except sqlite3.Error as exc:
@@ -92,11 +144,10 @@ class SqliteDatabase:
 
     async def open(self) -> None:
         """Open (creating and migrating) the file, or memory: see the module docstring."""
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hermes-api-store")
-        loop = asyncio.get_running_loop()
+        thread = _Thread()
         try:
             try:
-                conn = await loop.run_in_executor(executor, self._open_sync, self.path)
+                conn = await thread.run(lambda: self._open_sync(self.path))
             except (OSError, sqlite3.Error) as exc:
                 if not self.fallback_to_memory or self.path is None:
                     raise StoreError(f"cannot open {self.path or 'the in-memory store'}: {exc}") from exc
@@ -107,13 +158,13 @@ class SqliteDatabase:
                 )
                 self.durable = False
                 try:
-                    conn = await loop.run_in_executor(executor, self._open_sync, None)
+                    conn = await thread.run(lambda: self._open_sync(None))
                 except (OSError, sqlite3.Error) as again:
                     raise StoreError(f"cannot open the in-memory store either: {again}") from again
         except BaseException:
-            executor.shutdown(wait=False)
+            thread.stop(wait=False)
             raise
-        self._executor, self._conn = executor, conn
+        self._thread, self._conn = thread, conn
 
     def _open_sync(self, path: Path | None) -> sqlite3.Connection:
         # isolation_level=None: no implicit transactions; every write path says BEGIN/COMMIT itself.
@@ -145,10 +196,10 @@ class SqliteDatabase:
         return conn
 
     async def close(self) -> None:
-        if self._executor is None:
+        if self._thread is None:
             return
         conn, self._conn = self._conn, None
-        executor, self._executor = self._executor, None
+        thread, self._thread = self._thread, None
         if conn is not None:
-            await asyncio.get_running_loop().run_in_executor(executor, conn.close)
-        executor.shutdown(wait=True)
+            await thread.run(conn.close)
+        thread.stop(wait=True)
