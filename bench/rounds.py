@@ -19,27 +19,27 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# (name, path in a round's results) of every figure the summary keeps
-FIGURES = [
-    ("chat_ratio", ("throughput", "chat_ratio")),
-    ("responses_ratio", ("throughput", "responses_ratio")),
-    *[
-        (f"latency_{n}_{what}", ("latency", n, *path))
-        for n in ("1", "100", "1000")
-        for what, path in (
-            ("p50_ms", ("p50_ms",)),
-            ("p99_ms", ("p99_ms",)),
-            ("raw_p50_ms", ("raw", "p50_ms")),
-            ("raw_p99_ms", ("raw", "p99_ms")),
-            ("p99_ratio", ("ratio", "p99")),
-        )
-    ],
-]
+LATENCY = (
+    ("p50_ms", ("p50_ms",)),
+    ("p99_ms", ("p99_ms",)),
+    ("raw_p50_ms", ("raw", "p50_ms")),
+    ("raw_p99_ms", ("raw", "p99_ms")),
+    ("p99_ratio", ("ratio", "p99")),
+)
 
 
-def _one(checkout: Path, out: Path) -> dict[str, Any]:
+def figures(results: dict[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
+    """(name, path in a round's results) of every figure the summary keeps: the throughput ratios, and per
+    concurrency the latency figures with their raw partners."""
+    out = [("chat_ratio", ("throughput", "chat_ratio")), ("responses_ratio", ("throughput", "responses_ratio"))]
+    for streams in results["latency"]:
+        out.extend((f"latency_{streams}_{name}", ("latency", streams, *path)) for name, path in LATENCY)
+    return out
+
+
+def _one(checkout: Path, out: Path, quick: bool) -> dict[str, Any]:
     subprocess.run(
-        [sys.executable, "-m", "bench", "--only", "throughput", "latency", "--out", str(out)],
+        [sys.executable, "-m", "bench", "--only", "throughput", "latency", "--out", str(out), *(["--quick"] * quick)],
         cwd=checkout,
         check=True,
         stdout=sys.stderr,
@@ -58,7 +58,7 @@ def _pick(results: dict[str, Any], path: tuple[str, ...]) -> float:
 def summary(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     """Per figure: the median over rounds and every round's value."""
     out: dict[str, Any] = {"rounds": len(rounds)}
-    for name, path in FIGURES:
+    for name, path in figures(rounds[0]):
         values = [_pick(r, path) for r in rounds]
         out[name] = {"median": round(statistics.median(values), 3), "values": [round(v, 3) for v in values]}
     return out
@@ -68,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.rounds")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--against", type=Path, help="another checkout, its bench/ able to run these parts")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results.json"))
     args = parser.parse_args(argv)
     checkouts = [ROOT] if args.against is None else [ROOT, args.against.resolve()]
@@ -76,11 +77,11 @@ def main(argv: list[str] | None = None) -> int:
         for r in range(args.rounds):
             order = range(len(checkouts)) if r % 2 == 0 else reversed(range(len(checkouts)))
             for i in order:
-                runs[i].append(_one(checkouts[i], Path(tmp) / f"round-{r}-{i}.json"))
+                runs[i].append(_one(checkouts[i], Path(tmp) / f"round-{r}-{i}.json", args.quick))
     summaries = [summary(rounds) for rounds in runs]
     for checkout, s in zip(checkouts, summaries, strict=True):
         print(f"{checkout}:")
-        for name, _path in FIGURES:
+        for name, _path in figures(runs[0][0]):
             print(f"  {name:<24} median {s[name]['median']}  ({', '.join(str(v) for v in s[name]['values'])})")
     path = Path(args.out)
     document = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}

@@ -74,3 +74,24 @@ def test_every_benchmark_runs_at_tiny_size_and_reports_each_figure(tmp_path: Pat
             assert figures["events"] > 0
             assert figures["own"]["p50_ms"] > 0 and figures["attached"]["p99_ms"] > 0
             assert figures["difference"]["p50_ms"] > 0, "B reads A's rows after A's client got them"
+
+
+@pytest.mark.slow  # two tiny rounds of throughput and latency, here and "against" this same checkout
+def test_rounds_alternate_two_checkouts_and_keep_every_figure_with_its_raw_partner(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.rounds", "--rounds", "2", "--quick", "--against", str(ROOT), "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(out.read_text())["results"]
+    for summary in (results["rounds"], results["rounds_against"]):
+        assert summary["rounds"] == 2
+        for streams in ("1", "5"):
+            for figure in ("p99_ms", "raw_p99_ms", "p99_ratio"):
+                entry = summary[f"latency_{streams}_{figure}"]
+                assert len(entry["values"]) == 2 and entry["median"] > 0, (streams, figure, entry)
+        assert summary["chat_ratio"]["median"] > 0 and summary["responses_ratio"]["median"] > 0

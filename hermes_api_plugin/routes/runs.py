@@ -43,10 +43,13 @@ def run_not_found() -> ApiError:
 def live_turn(request: web.Request, run_id: str, *, settled: bool = False) -> Turn | None:
     """The registry's turn with this run id when the request's credential scope admitted it (WIRE §1.3: with
     profile multiplexing each profile is a scope; another scope's run is 404, issue 20 defect 6), else None.
-    `settled`: also one that settled recently (reading), not only an unsettled one (stopping, approving)."""
+    `settled`: also one that settled recently (reading), not only an undecided one (stopping, approving: a turn whose
+    settlement is being stored is decided, and answers those as a settled run does)."""
     turns = request.app[TURNS]
     turn = turns.find(run_id) if settled else turns.get(run_id)
-    return turn if turn is not None and turn.request.scope == profile_of(request).scope else None
+    if turn is None or turn.request.scope != profile_of(request).scope:
+        return None
+    return turn if settled or turn.settling is None else None
 
 
 async def create_run(request: web.Request) -> web.Response:
@@ -207,8 +210,7 @@ async def run_events(request: web.Request) -> web.StreamResponse:
 
 async def stop_run(request: web.Request) -> web.Response:
     run_id = path_run_id(request)
-    turn = live_turn(request, run_id)
-    if turn is not None and turn.settling is None:  # settling: decided, answered below as a settled run is
+    if live_turn(request, run_id) is not None:
         request.app[TURNS].stop(run_id)
         return json_response({"run_id": run_id, "status": "stopping"})
     _, view = await found_run(request)

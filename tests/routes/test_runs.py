@@ -199,6 +199,8 @@ async def test_a_run_read_while_its_settlement_is_stored_is_the_settled_run(
     await asyncio.wait_for(held.wait(), 10)
     during = (await fetch(api, "GET", f"/v1/runs/{run_id}", headers=auth)).json()
     assert await stop(api, auth, run_id) == (200, {"run_id": run_id, "status": "completed"})  # decided: no stop
+    late = await fetch(api, "POST", f"/v1/runs/{run_id}/approval", json={"choice": "once"}, headers=auth)
+    assert_error_envelope(late, 409, "approval_not_active", type="conflict_error")  # no approval session any more
     gate.set()
     after = await settled(api, auth, run_id)
     assert during["status"] == "completed" and during["last_event"] == "run.completed"
