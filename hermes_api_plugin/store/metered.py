@@ -23,18 +23,15 @@ _UNMETERED = frozenset({"open", "close"})  # start-up and shutdown, not operatio
 
 
 class StoreMeter:
-    """One store's instruments: a histogram child and an error counter per operation, bound on first use."""
+    """One store's instruments: a histogram child and an error counter per operation (children remembered by
+    `Metrics.child`)."""
 
     def __init__(self, metrics: Metrics, backend: str) -> None:
         self._metrics = metrics
         self._backend = backend
-        self._durations: dict[str, Any] = {}
 
     def took(self, operation: str, seconds: float) -> None:
-        child = self._durations.get(operation)
-        if child is None:
-            child = self._durations[operation] = self._metrics.store_duration.labels(self._backend, operation)
-        child.observe(seconds)
+        self._metrics.child(self._metrics.store_duration, self._backend, operation).observe(seconds)
 
     def failed(self, operation: str, exc: StoreError) -> None:
         error = "refused" if isinstance(exc, StoreRefused) else "unavailable"

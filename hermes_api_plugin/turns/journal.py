@@ -97,7 +97,6 @@ class Journal:
         loop = asyncio.get_running_loop()
         position = start
         waiter: asyncio.Future[bool] | None = None
-        offer: Callable[[], bool] | None = None
         taken = False
         idle_at = loop.time() + (idle_timeout or 0.0)
         timer: asyncio.TimerHandle | None = None
@@ -110,7 +109,8 @@ class Journal:
             position += len(batch)
             if idle_timeout is not None:
                 idle_at = loop.time() + idle_timeout
-            if take is not None and take(batch) and self.finished is None:
+            assert take is not None  # offered only with a `take`
+            if take(batch) and self.finished is None:
                 return True
             taken = True
             waiter.set_result(True)
@@ -146,22 +146,21 @@ class Journal:
                 if take is None:
                     self._waiters.append(waiter)
                 else:
-                    offer = offered
-                    self._offers.append(offer)
+                    self._offers.append(offered)
                 woken = await waiter
                 if not woken:
-                    self._withdraw(waiter, offer)
+                    self._withdraw(waiter, offered)
                     yield None
         finally:
             if timer is not None:
                 timer.cancel()
             if waiter is not None:  # closed while parked (its owner left): nothing is offered to it any more
-                self._withdraw(waiter, offer)
+                self._withdraw(waiter, offered)
 
-    def _withdraw(self, waiter: asyncio.Future[bool], offer: Callable[[], bool] | None) -> None:
+    def _withdraw(self, waiter: asyncio.Future[bool], offer: Callable[[], bool]) -> None:
         if waiter in self._waiters:
             self._waiters.remove(waiter)
-        if offer is not None and offer in self._offers:
+        if offer in self._offers:
             self._offers.remove(offer)
 
 
