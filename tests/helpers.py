@@ -9,12 +9,14 @@ home and the real gateway process.
 from __future__ import annotations
 
 import asyncio
+import gc
 import http.client
 import inspect
 import json
 import re
 import socket
 import time
+import types
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -603,3 +605,22 @@ def metric_samples(text: str) -> list[tuple[str, dict[str, str], float]]:
 def metric_value(samples: list[tuple[str, dict[str, str], float]], name: str, **labels: str) -> float:
     """The sum of the samples of `name` whose labels include `labels` (0 when there are none)."""
     return sum(v for n, ls, v in samples if n == name and all(ls.get(k) == w for k, w in labels.items()))
+
+
+def tracked_reachable(root: object) -> int:
+    """How many objects the cyclic garbage collector tracks that `root` reaches (classes, modules and functions
+    are the program's, not the value's, and are not followed): what every full collection walks for it. Collect
+    first — the collector untracks tuples and dicts of atoms as it passes them."""
+    seen = {id(root)}
+    stack = [root]
+    count = 0
+    while stack:
+        for child in gc.get_referents(stack.pop()):
+            if id(child) in seen or not gc.is_tracked(child):
+                continue
+            if isinstance(child, type | types.ModuleType | types.FunctionType | types.BuiltinFunctionType):
+                continue
+            seen.add(id(child))
+            count += 1
+            stack.append(child)
+    return count

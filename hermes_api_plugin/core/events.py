@@ -6,6 +6,7 @@ Journals hold these; dialects render them. No I/O and no aiohttp here.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union, get_args
 
@@ -186,7 +187,7 @@ ClientRequest = Union[ApprovalRequested, QuestionAsked, ToolCallRequested]  # wh
 ClientAnswer = Union[ApprovalResponded, QuestionAnswered, ToolCallAnswered]  # the answers, in the journal
 
 
-def unanswered_requests(events: list[TurnEvent]) -> list[ClientRequest]:
+def unanswered_requests(events: Sequence[TurnEvent]) -> list[ClientRequest]:
     """The approval requests, questions and client tool calls of a journal still waiting for their answer, oldest
     first. A tool call's output pairs with its call id; the other answers with the oldest unanswered request of their
     kind (FIFO, as Hermes resolves them)."""
@@ -208,7 +209,7 @@ def unanswered_requests(events: list[TurnEvent]) -> list[ClientRequest]:
     return waiting
 
 
-def required_action(events: list[TurnEvent]) -> ClientRequest | None:
+def required_action(events: Sequence[TurnEvent]) -> ClientRequest | None:
     """The request a suspended turn waits for (WIRE.md §15.1): its oldest unanswered question, client tool call or
     suspended approval; None when the turn is not suspended (a held approval, §14.2, is not a suspension)."""
     for asked in unanswered_requests(events):
@@ -217,7 +218,7 @@ def required_action(events: list[TurnEvent]) -> ClientRequest | None:
     return None
 
 
-def resume_position(events: list[TurnEvent]) -> int:
+def resume_position(events: Sequence[TurnEvent]) -> int:
     """The journal position a delivery resuming a suspended turn begins at: just after the oldest request it waits for
     (and the client tool calls the agent made together with it), where the delivery before ended; the end when it
     waits for nothing."""
@@ -231,7 +232,7 @@ def resume_position(events: list[TurnEvent]) -> int:
     return at
 
 
-def waiting_calls(events: list[TurnEvent]) -> tuple[str, ...]:
+def waiting_calls(events: Sequence[TurnEvent]) -> tuple[str, ...]:
     """The call ids of a journal's client tool calls still waiting for their output, oldest first."""
     return tuple(a.call_id for a in unanswered_requests(events) if isinstance(a, ToolCallRequested))
 
@@ -254,7 +255,7 @@ def negative_answer(asked: ClientRequest) -> ClientAnswer:
     return QuestionAnswered(None)
 
 
-def unanswered_approvals(events: list[TurnEvent]) -> list[ApprovalRequested]:
+def unanswered_approvals(events: Sequence[TurnEvent]) -> list[ApprovalRequested]:
     """The approval requests of a journal still waiting for their decision, oldest first."""
     return [asked for asked in unanswered_requests(events) if isinstance(asked, ApprovalRequested)]
 
@@ -303,7 +304,7 @@ class TurnTranscript:
             self.finished = event
         return None
 
-    def feed_all(self, events: list[TurnEvent]) -> TurnTranscript:
+    def feed_all(self, events: Iterable[TurnEvent]) -> TurnTranscript:
         for event in events:
             self.feed(event)
         return self

@@ -63,7 +63,7 @@ def live_snapshot(
 
 
 def settled(
-    settings: Settings, record: StoredResponse, head: ResponseHead, queued: bool, events: list[TurnEvent]
+    settings: Settings, record: StoredResponse, head: ResponseHead, queued: bool, events: Sequence[TurnEvent]
 ) -> tuple[StoredResponse, list[dict[str, Any]]]:
     """A stored response as its turn's journal (terminal record included) leaves it: status, object and
     transcript, and every item (input and output) to store with it."""

@@ -84,7 +84,7 @@ def log_evictions(evictions: Sequence[Eviction]) -> None:
 
 
 def response_waits(
-    response_id: str, approval_ids: Mapping[str, ApprovalRequested], events: list[TurnEvent], session_id: str
+    response_id: str, approval_ids: Mapping[str, ApprovalRequested], events: Sequence[TurnEvent], session_id: str
 ) -> list[str]:
     """What a Response that ended at a request is answered by (cluster/waits.py): its id (`previous_response_id`, a
     conversation's head), the id of the approval request it waits for, the client tool calls that wait, its session."""

@@ -9,22 +9,24 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import replace
+from typing import overload
 
-from ..core.events import TurnEvent, TurnFinished, event_from_json, event_to_json
+from ..core.events import ReasoningDelta, TextDelta, TurnEvent, TurnFinished, event_from_json, event_to_json
 
 
 class Journal:
     """Append-only event list with wake-ups for any number of followers.
 
-    `stamps[i]` is the wall-clock time event `i` was journaled (runs and session streams show it).
+    `stamps[i]` is the wall-clock time event `i` was journaled (runs and session streams show it). Once settled and
+    kept for reading, its events may be `pack`ed: the same sequence, held in a form the garbage collector skips.
     """
 
     __slots__ = ("_offers", "_waiters", "events", "finished", "listener", "stamps")
 
     def __init__(self) -> None:
-        self.events: list[TurnEvent] = []
+        self.events: list[TurnEvent] | PackedEvents = []
         self.stamps: list[float] = []
         self.finished: TurnFinished | None = None
         self.listener: Callable[[Journal], None] | None = None  # e.g. the durable journal saver
@@ -38,7 +40,7 @@ class Journal:
         events = list(events)
         if events and isinstance(events[-1], TurnFinished) and events[-1].at is None and stamps:
             events[-1] = replace(events[-1], at=stamps[-1])
-        journal.events.extend(events)
+        journal.events = events
         journal.stamps.extend(stamps if stamps is not None else [0.0] * len(events))
         if events and isinstance(events[-1], TurnFinished):
             journal.finished = events[-1]
@@ -62,6 +64,7 @@ class Journal:
         if isinstance(last, TurnFinished) and last.at is None:
             last = replace(last, at=stamps[-1])  # the Response's `completed_at` (WIRE.md §16)
             events = [*events[:-1], last]
+        assert isinstance(self.events, list)  # packed only once settled, and a settled journal takes no more
         self.events.extend(events)
         self.stamps.extend(stamps)
         if isinstance(last, TurnFinished):
@@ -157,11 +160,60 @@ class Journal:
             if waiter is not None:  # closed while parked (its owner left): nothing is offered to it any more
                 self._withdraw(waiter, offered)
 
+    def pack(self) -> None:
+        """Hold a settled journal's events packed (`PackedEvents`); readers see the same events."""
+        if self.finished is not None and isinstance(self.events, list):
+            self.events = PackedEvents(self.events)
+
     def _withdraw(self, waiter: asyncio.Future[bool], offer: Callable[[], bool]) -> None:
         if waiter in self._waiters:
             self._waiters.remove(waiter)
         if offer in self._offers:
             self._offers.remove(offer)
+
+
+_DELTAS: tuple[type[TextDelta] | type[ReasoningDelta], ...] = (TextDelta, ReasoningDelta)
+_DELTA_TAGS = {kind: tag for tag, kind in enumerate(_DELTAS)}
+_Packed = TurnEvent | tuple[int, str]
+
+
+def _packed(event: TurnEvent) -> _Packed:
+    tag = _DELTA_TAGS.get(type(event))  # type: ignore[arg-type]
+    return event if tag is None else (tag, event.text)  # type: ignore[union-attr]
+
+
+def _unpacked(item: _Packed) -> TurnEvent:
+    return _DELTAS[item[0]](item[1]) if type(item) is tuple else item  # type: ignore[return-value]
+
+
+class PackedEvents(Sequence[TurnEvent]):
+    """A settled journal's events with its text and reasoning deltas held as `(tag, text)` tuples and rebuilt when
+    read (equal to what was journaled).
+
+    Why: a registry keeps up to `max_recent` settled turns readable for an hour, and most of a turn's events are
+    deltas. As objects, every full collection of the cyclic garbage collector walks each of them; a tuple of a small
+    int and a str is untracked by the collector after its first pass. At 1 000 streams the full collections were
+    the longest stalls of the event loop — the latency p99 — and grew with every thousand turns kept (issue 25)."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, events: Sequence[TurnEvent]) -> None:
+        self._items: list[_Packed] = [_packed(e) for e in events]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> TurnEvent: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[TurnEvent]: ...
+    def __getitem__(self, index: int | slice) -> TurnEvent | list[TurnEvent]:
+        if isinstance(index, slice):
+            return [_unpacked(item) for item in self._items[index]]
+        return _unpacked(self._items[index])
+
+    def __iter__(self) -> Iterator[TurnEvent]:
+        return map(_unpacked, self._items)
 
 
 EVENT_BYTES = 160  # one journaled event's object, its stamp and its list slots, besides its text

@@ -235,6 +235,10 @@ class TurnRegistry:
             self._waiting.pop(turn.run_id, None)
             turn.release_request(keep_persist=not turn.stored)
             self.recent.keep(turn.run_id, turn, turn.weight())
+            # What a kept turn holds, every full garbage collection walks: its deltas go packed, its finished task
+            # (and the coroutine and context the task keeps) goes.
+            turn.journal.pack()
+            turn.task = None
             if turn.queue_key is not None:
                 self._queues.leave(turn.queue_key)
 

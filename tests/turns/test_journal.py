@@ -1,17 +1,20 @@
-"""The journal of a turn: followers, idle periods, offsets, the terminal record."""
+"""The journal of a turn: followers, idle periods, offsets, the terminal record, its packed settled form."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
 from typing import Any
 
 from hermes_api_plugin.core.events import (
+    ReasoningDelta,
     TextDelta,
+    ToolStarted,
     TurnFinished,
     TurnStatus,
 )
 from hermes_api_plugin.turns import Journal
-from tests.helpers import wait_for_async
+from tests.helpers import tracked_reachable, wait_for_async
 
 
 async def test_journal_followers_get_every_event_in_order() -> None:
@@ -120,3 +123,40 @@ async def test_a_follower_closed_while_parked_is_offered_nothing_more() -> None:
     await asyncio.gather(task, return_exceptions=True)
     journal.extend([TextDelta("after")])
     assert taken == [] and journal._offers == []
+
+
+def _settled_journal(deltas: int) -> tuple[Journal, list[Any]]:
+    journal = Journal()
+    tool = ToolStarted("call_1", "terminal", "{}", "terminal", "💻", 0.0)
+    events: list[Any] = [ReasoningDelta("thinking ")] + [TextDelta(f"{i} ") for i in range(deltas)] + [tool]
+    journal.extend(events)
+    journal.extend([TurnFinished(TurnStatus.COMPLETED)])
+    return journal, list(journal.events)
+
+
+def test_a_packed_journal_reads_as_the_events_it_journaled() -> None:
+    journal, before = _settled_journal(20)
+    journal.pack()
+    assert list(journal.events) == before and len(journal.events) == len(before)
+    assert journal.events[3:7] == before[3:7] and journal.events[-3:] == before[-3:]
+    assert journal.events[0] == ReasoningDelta("thinking ") and journal.events[5] == TextDelta("4 ")
+    # events other than deltas are the very objects journaled (resume_position finds a request by identity)
+    assert journal.events[-2] is before[-2] and journal.events[-1] is before[-1]
+
+
+def test_a_packed_settled_journal_leaves_its_deltas_to_no_garbage_collection() -> None:
+    """Issue 25: kept settled turns' deltas made every full collection longer — the 1 000-stream p99 stall."""
+    journal, _ = _settled_journal(1000)
+    gc.collect()
+    assert tracked_reachable(journal) > 1000
+    journal.pack()
+    gc.collect()
+    assert tracked_reachable(journal) < 20  # its lists, the tool event, the terminal record
+
+
+def test_an_unsettled_journal_is_not_packed_and_goes_on_taking_events() -> None:
+    journal = Journal()
+    journal.extend([TextDelta("a")])
+    journal.pack()
+    journal.extend([TextDelta("b"), TurnFinished(TurnStatus.COMPLETED)])
+    assert list(journal.events) == [TextDelta("a"), TextDelta("b"), TurnFinished(TurnStatus.COMPLETED)]
