@@ -94,6 +94,8 @@ class Settings:
     # one SSL context per CA bundle for every provider client (hermes/compat/tls.py) instead of one per provider call
     agents_share_tls_contexts: bool = True
     chat_continuity: str = "auto"  # auto | off: a stateless chat continues the conversation its history matches
+    # the process's start-up objects left out of every later full garbage collection (core/collector.py)
+    gc_freeze_at_start: bool = True
     runtime: str = "auto"  # auto | hermes | scripted
     script_path: Path | None = None
     # api_server.store.url: the PostgreSQL store shared by several gateways (None: SQLite in hermes_home). Left out
@@ -440,6 +442,7 @@ def load_settings(hermes_home: Path | None = None, environ: Mapping[str, str] | 
         agents_idle_seconds=r.number("api_server.agents.idle_seconds", 3600.0, 1.0, 7 * 86400.0),
         agents_share_tls_contexts=r.boolean(None, "api_server.agents.share_tls_contexts", True),
         chat_continuity=r.choice("api_server.chat_continuity", "auto", frozenset({"auto", "off"})),
+        gc_freeze_at_start=r.boolean(None, "api_server.gc.freeze_at_start", True),
         runtime=r.choice("agent.runtime", "auto", frozenset({"auto", "hermes", "scripted"})),
         script_path=script_path,
         store_url=store_url,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 import time
 
@@ -14,6 +15,7 @@ from ..cluster.placement import Placement, host_name
 from ..cluster.recovery import Recovery
 from ..cluster.remote_turns import RemoteTurns
 from ..config.settings import Settings
+from ..core.collector import freeze_start_up
 from ..core.metrics import Metrics
 from ..protocol.common import credential_scope
 from ..routes import (
@@ -78,6 +80,8 @@ from .profiles import PROFILES, Profile, Profiles, profile_builder, profile_midd
 from .request_trace import request_trace_middlewares
 from .stream_gauge import StreamGauge
 from .websocket import OpenSockets
+
+log = logging.getLogger("hermes_api_plugin")
 
 
 def create_app(
@@ -238,6 +242,7 @@ def create_app(
     app.on_response_prepare.append(add_common_headers)
     app.on_response_prepare.append(streams.on_prepare)
     app.on_startup.append(_open_store)
+    app.on_startup.append(_freeze_start_up)
     app.on_shutdown.append(_drain)
     app.on_cleanup.append(_close_store)
     app.on_cleanup.append(_close_tracing)
@@ -273,6 +278,14 @@ async def _open_store(app: web.Application) -> None:
     except BaseException:
         await app[LEASES].stop(release=True)  # a start that failed keeps no lease renewed in the host process
         raise
+
+
+async def _freeze_start_up(app: web.Application) -> None:
+    """Once the gateway is up, its start-up objects out of the collector's full collections (core/collector.py)."""
+    if app[SETTINGS].gc_freeze_at_start:
+        frozen = freeze_start_up()
+        if frozen:
+            log.info("[API Server] %d start-up objects left out of garbage collection (gc.freeze)", frozen)
 
 
 async def _drain(app: web.Application) -> None:

@@ -25,6 +25,7 @@ import secrets
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..cluster.placement import Placement
 from ..core.content import Message, canonical_json
@@ -88,16 +89,20 @@ async def _continues(sent: Sequence[Message], stored: Sequence[Message]) -> bool
 
 
 class ConversationIndex:
-    """Where each conversation this gateway answered now ends: its `index_key` (the hash of its visible transcript)
-    → its session.
+    """What this gateway knows of the conversations it answered: where each now ends — its `index_key` (the hash of
+    its visible transcript) → its session — and which openings' sessions are taken.
 
-    Needed for a branched conversation only (its session is not the one its first message derives); kept in memory,
-    bounded, least recently used out first. After a restart a branch's next message starts one more branch, with the
-    client's history: colder, never wrong."""
+    Tips are needed for a branched conversation only (its session is not the one its first message derives). An
+    opening is taken once one of this gateway's turns ran in the session it derives, or a lookup found that session
+    holding a conversation: a new chat with that opening then starts a session of its own without asking the store,
+    and two opened at once never share one (both looked before either had written). Kept in memory, bounded, least
+    recently used out first. After a restart a branch's next message starts one more branch, with the client's
+    history, and an opening is looked up again: colder, never wrong."""
 
     def __init__(self, capacity: int = 10_000) -> None:
         self.capacity = capacity
         self._tips: OrderedDict[str, tuple[str, bool]] = OrderedDict()  # key → (session, answered)
+        self._openings: OrderedDict[str, None] = OrderedDict()  # derived sessions known taken
 
     def get(self, key: str | None) -> str | None:
         found = self.find(key)
@@ -116,9 +121,23 @@ class ConversationIndex:
         if key is None:
             return
         self._tips[key] = (session_id, answered)
-        self._tips.move_to_end(key)
-        while len(self._tips) > self.capacity:
-            self._tips.popitem(last=False)
+        _bounded(self._tips, key, self.capacity)
+
+    def opening_taken(self, session_id: str) -> bool:
+        """Whether the session an opening derives is known taken (`take_opening`)."""
+        return session_id in self._openings
+
+    def take_opening(self, session_id: str) -> None:
+        """The session an opening derives is taken: a turn of this gateway runs in it, or it holds a conversation."""
+        self._openings[session_id] = None
+        _bounded(self._openings, session_id, self.capacity)
+
+
+def _bounded(entries: OrderedDict[str, Any], key: str, capacity: int) -> None:
+    """`key` most recently used; the least recently used out past `capacity`."""
+    entries.move_to_end(key)
+    while len(entries) > capacity:
+        entries.popitem(last=False)
 
 
 @dataclass(frozen=True)
@@ -151,8 +170,13 @@ async def resolve(
         # A new conversation. Its opening may be another conversation's (Open WebUI users open many chats with "hi"):
         # that one's transcript is not this one's to append to, so a taken opening starts a session of its own. Taken
         # on another host counts too: one id naming two hosts' conversations would hand a client the wrong one.
-        taken = await sessions.get_session(derived)
-        fresh = taken["message_count"] == 0 if taken is not None else await placement.other_host(derived) is None
+        fresh = not index.opening_taken(derived)
+        if fresh:
+            taken = await sessions.get_session(derived)
+            fresh = taken["message_count"] == 0 if taken is not None else await placement.other_host(derived) is None
+            # A twin opened at once may have taken it while this one looked (neither had written yet).
+            fresh = fresh and not index.opening_taken(derived)
+            index.take_opening(derived)
         return Resolution(derived if fresh else "api-" + secrets.token_hex(8), continued=False)
     if key is None or any(m.role not in ("user", "assistant") for m in sent):
         return Resolution(derived, continued=False)

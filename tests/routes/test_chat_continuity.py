@@ -8,6 +8,7 @@ message continues it in turn; `api_server.chat_continuity: off` gives the agent 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from aiohttp.test_utils import TestClient
@@ -121,3 +122,17 @@ async def test_a_new_chat_with_a_taken_opening_gets_a_session_of_its_own(api: Te
         ("user", "continuity hi"),
         ("assistant", DEFAULT_ANSWER),
     ], "a continued conversation holds one exchange: the other chat's never joined it"
+
+
+async def test_two_new_chats_opened_at_once_with_one_opening_get_sessions_of_their_own(
+    api: TestClient, auth: dict[str, str]
+) -> None:
+    """Both look the opening's session up before either has written to it: the second must not join the first's."""
+    opened = await asyncio.gather(*(json_chat(api, auth, messages=[user("continuity twins")]) for _ in range(2)))
+    sessions = {headers["X-Hermes-Session-Id"] for headers, _ in opened}
+    assert len(sessions) == 2
+    for session_id in sessions:
+        listed = await api.get(f"/api/sessions/{session_id}/messages", headers=auth)
+        assert listed.status == 200, await listed.text()
+        messages = (await listed.json())["data"]
+        assert [m["role"] for m in messages] == ["user", "assistant"], "one exchange each, never both in one"
