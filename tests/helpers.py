@@ -31,6 +31,7 @@ import hermes_api_plugin
 from hermes_api_plugin.config.settings import load_settings
 from hermes_api_plugin.gateway.server import ReferenceGateway, build_plugin_manager, runner_kwargs
 from hermes_api_plugin.runtimes import select_runtime
+from hermes_api_plugin.turns import SettledTurn, TurnRegistry
 from tests.live import LiveGateway, executions
 
 T = TypeVar("T")
@@ -611,11 +612,24 @@ def tracked_reachable(root: object) -> int:
     """How many objects the cyclic garbage collector tracks that `root` reaches (classes, modules and functions
     are the program's, not the value's, and are not followed): what every full collection walks for it. Collect
     first — the collector untracks tuples and dicts of atoms as it passes them."""
+    return _walked(root)[0]
+
+
+def collector_reads(root: object) -> int:
+    """How many object references a full collection reads for what `root` reaches: every tracked object's referents,
+    tracked or not (each is read to tell) — the cost of a collection, more than the count of tracked objects."""
+    return _walked(root)[1]
+
+
+def _walked(root: object) -> tuple[int, int]:
     seen = {id(root)}
     stack = [root]
     count = 0
+    reads = 0
     while stack:
-        for child in gc.get_referents(stack.pop()):
+        referents = gc.get_referents(stack.pop())
+        reads += len(referents)
+        for child in referents:
             if id(child) in seen or not gc.is_tracked(child):
                 continue
             if isinstance(child, type | types.ModuleType | types.FunctionType | types.BuiltinFunctionType):
@@ -623,4 +637,12 @@ def tracked_reachable(root: object) -> int:
             seen.add(id(child))
             count += 1
             stack.append(child)
-    return count
+    return count, reads
+
+
+async def kept_record(registry: TurnRegistry, run_id: str) -> SettledTurn:
+    """The registry's record of a turn once it settled and left (what runs read of it)."""
+    await wait_for_async(lambda: registry.get(run_id) is None, what="the turn leaving the registry")
+    kept = registry.find(run_id)
+    assert isinstance(kept, SettledTurn), kept
+    return kept

@@ -31,6 +31,7 @@ from ..store.roles import IdempotencyStore, JournalStore, LeaseStore, ResponseSt
 from ..turns.durable import close_journal
 from ..turns.recent import RECENT_S
 from ..turns.registry import TurnRegistry
+from ..turns.settled import SettledTurn
 from .leases import LeaseKeeper
 
 log = logging.getLogger("hermes_api_plugin")
@@ -70,12 +71,14 @@ class Recovery:
         for turn_id in await self.store.owned_unsettled(self.leases.owner):
             if self.registry.get(turn_id) is not None:
                 continue  # still running here
-            turn = self.registry.find(turn_id)
+            kept = self.registry.find(turn_id)
+            turn = kept.unstored if isinstance(kept, SettledTurn) else None
             finished = turn.journal.finished if turn is not None else None
-            if turn is None or finished is None or turn.persist is None:
+            if not isinstance(kept, SettledTurn) or turn is None or finished is None or turn.persist is None:
                 continue  # not known here any more: it stays until this gateway's lease is gone
             await turn.persist(turn, finished)
-            turn.stored, turn.persist = True, None  # stored now: what it held of the request can go
+            turn.stored, turn.persist = True, None
+            kept.unstored = None  # stored now: the turn (what it held of the request) can go
             log.info("[API Server] turn %s: its settlement is stored now", turn_id)
 
     async def _sweep(self) -> list[str]:

@@ -12,6 +12,7 @@ finishes are the ones it knows.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from ..core.events import (
@@ -85,6 +86,24 @@ def finish_fields(finished: TurnFinished, partial: bool) -> tuple[str, dict[str,
     }
 
 
+def _chunk(
+    completion_id: str, created: int, model: str, delta: dict[str, Any], finish_reason: str | None = None
+) -> dict[str, Any]:
+    return {
+        "id": completion_id,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+    }
+
+
+def _token_chunk(completion_id: str, created: int, model: str, field: str, text: str) -> dict[str, Any]:
+    """A text or reasoning token's chunk (reasoning goes with an empty `content`, as clients expect)."""
+    delta = {"content": text} if field == "content" else {"content": "", field: text}
+    return _chunk(completion_id, created, model, delta)
+
+
 class ChatRenderer:
     """Renders one turn for one chat request; feed it journal batches in order."""
 
@@ -94,9 +113,10 @@ class ChatRenderer:
         self.model = model
         self.tool_progress = tool_progress
         self.transcript = TurnTranscript()
-        # the two records a stream sends per token, encoded once (dialects/record.py `Template`)
-        self._text = Template(lambda text: self._chunk({"content": text}))
-        self._reasoning = Template(lambda text: self._chunk({"content": "", "reasoning_content": text}))
+        # the two records a stream sends per token, encoded once (dialects/record.py `Template`); built from the
+        # ids, not from the renderer: a closure over it would be a cycle left to the garbage collector (issue 25)
+        self._text = Template(partial(_token_chunk, completion_id, created, model, "content"))
+        self._reasoning = Template(partial(_token_chunk, completion_id, created, model, "reasoning_content"))
         self._tools: dict[str, ToolStarted] = {}
         self._approvals: list[ApprovalRequested] = []  # waiting for their decision, oldest first
         self.run_id: str | None = None  # known once the turn is admitted or found; approval records carry it
@@ -117,13 +137,7 @@ class ChatRenderer:
                 self._approvals.pop(0)
 
     def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-        return {
-            "id": self.completion_id,
-            "object": "chat.completion.chunk",
-            "created": self.created,
-            "model": self.model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
-        }
+        return _chunk(self.completion_id, self.created, self.model, delta, finish_reason)
 
     def role_chunk(self) -> SseRecord:
         return SseRecord(None, self._chunk({"role": "assistant", "content": ""}))

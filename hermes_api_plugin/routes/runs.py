@@ -30,7 +30,7 @@ from ..store.base import RunRecord, StoreError
 from ..submission.idempotency import error_for, store_failure
 from ..submission.submit import Existing, NewTurn, Refusal, Submission, refusal_error
 from ..surfaces.runs import RunSurface, stored_reply
-from ..turns import Journal, Turn
+from ..turns import Journal, SettledTurn, Turn
 from ..turns.durable import stored_journal
 from .posted import posted
 from .replies import json_response
@@ -40,16 +40,23 @@ def run_not_found() -> ApiError:
     return not_found("No run with that id", code="run_not_found")
 
 
-def live_turn(request: web.Request, run_id: str, *, settled: bool = False) -> Turn | None:
-    """The registry's turn with this run id when the request's credential scope admitted it (WIRE §1.3: with
-    profile multiplexing each profile is a scope; another scope's run is 404, issue 20 defect 6), else None.
-    `settled`: also one that settled recently (reading), not only an undecided one (stopping, approving: a turn whose
-    settlement is being stored is decided, and answers those as a settled run does)."""
-    turns = request.app[TURNS]
-    turn = turns.find(run_id) if settled else turns.get(run_id)
-    if turn is None or turn.request.scope != profile_of(request).scope:
+def live_turn(request: web.Request, run_id: str) -> Turn | None:
+    """The registry's undecided turn with this run id when the request's credential scope admitted it (WIRE §1.3:
+    with profile multiplexing each profile is a scope; another scope's run is 404, issue 20 defect 6), else None
+    (stopping, approving: a turn whose settlement is being stored is decided, and answers those as a settled run
+    does)."""
+    turn = request.app[TURNS].get(run_id)
+    if turn is None or turn.request.scope != profile_of(request).scope or turn.settling is not None:
         return None
-    return turn if settled or turn.settling is None else None
+    return turn
+
+
+def _kept_turn(request: web.Request, run_id: str) -> Turn | SettledTurn | None:
+    """The registry's unsettled turn with this run id, or its record of a recently settled one, when the request's
+    credential scope admitted it."""
+    turn = request.app[TURNS].find(run_id)
+    scope = turn.scope if isinstance(turn, SettledTurn) else turn.request.scope if turn is not None else None
+    return turn if scope == profile_of(request).scope else None
 
 
 async def create_run(request: web.Request) -> web.Response:
@@ -121,7 +128,10 @@ async def _find(request: web.Request, run_id: str, *, follow: bool = False) -> R
     """The run as this scope may see it; `follow`: a run another gateway runs is followed live (its events)."""
     app = request.app
     profile = profile_of(request)
-    turn = live_turn(request, run_id, settled=True)
+    turn = _kept_turn(request, run_id)
+    if isinstance(turn, SettledTurn):
+        model = turn.model or profile.model_name
+        return RunView(turn.status.value, turn.journal, turn.created_at, turn.session_id, model)
     if turn is not None:
         journal = turn.journal
         if journal.finished is None and (settling := turn.settling) is not None:

@@ -4,6 +4,7 @@ from .callback_sink import COALESCE_S, CallbackSink
 from .held import HeldTurn
 from .journal import Journal, decode_journal, encode_events
 from .registry import TurnCounts, TurnRegistry
+from .settled import SettledTurn
 from .tool_display import display_tool_name
 from .turn import HistoryLoader, Persister, Turn
 
@@ -14,6 +15,7 @@ __all__ = [
     "HistoryLoader",
     "Journal",
     "Persister",
+    "SettledTurn",
     "Turn",
     "TurnCounts",
     "TurnRegistry",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import overload
 
@@ -19,19 +19,21 @@ from ..core.events import ReasoningDelta, TextDelta, TurnEvent, TurnFinished, ev
 class Journal:
     """Append-only event list with wake-ups for any number of followers.
 
-    `stamps[i]` is the wall-clock time event `i` was journaled (runs and session streams show it). Once settled and
-    kept for reading, its events may be `pack`ed: the same sequence, held in a form the garbage collector skips.
+    `stamps[i]` is the wall-clock time event `i` was journaled (runs and session streams show it). `events` reads
+    the journal: its text and reasoning deltas are held packed from the moment they are appended, and all of it is
+    frozen once the terminal record is in (`PackedEvents`).
     """
 
-    __slots__ = ("_offers", "_waiters", "events", "finished", "listener", "stamps")
+    __slots__ = ("_offers", "_stamps", "_waiters", "events", "finished", "listener")
 
     def __init__(self) -> None:
-        self.events: list[TurnEvent] | PackedEvents = []
-        self.stamps: list[float] = []
+        self.events = PackedEvents()
+        self._stamps: list[float] | tuple[float, ...] = []
         self.finished: TurnFinished | None = None
         self.listener: Callable[[Journal], None] | None = None  # e.g. the durable journal saver
         self._waiters: list[asyncio.Future[bool]] = []
-        self._offers: list[Callable[[], bool]] = []  # parked followers that take what is appended in place
+        # parked followers that take what is appended, in place: offered where it begins and the events appended
+        self._offers: list[Callable[[int, list[TurnEvent]], bool]] = []
 
     @classmethod
     def settled(cls, events: Sequence[TurnEvent], stamps: Sequence[float] | None = None) -> Journal:
@@ -40,11 +42,15 @@ class Journal:
         events = list(events)
         if events and isinstance(events[-1], TurnFinished) and events[-1].at is None and stamps:
             events[-1] = replace(events[-1], at=stamps[-1])
-        journal.events = events
-        journal.stamps.extend(stamps if stamps is not None else [0.0] * len(events))
+        journal.events.extend(events)
+        journal._stamps = list(stamps) if stamps is not None else [0.0] * len(events)
         if events and isinstance(events[-1], TurnFinished):
-            journal.finished = events[-1]
+            journal._settle(events[-1])
         return journal
+
+    @property
+    def stamps(self) -> Sequence[float]:
+        return self._stamps
 
     def extend(self, events: list[TurnEvent], at: float | None = None) -> None:
         """Append events journaled now (or at `at`: the terminal record's time, fixed before it was persisted)."""
@@ -64,15 +70,16 @@ class Journal:
         if isinstance(last, TurnFinished) and last.at is None:
             last = replace(last, at=stamps[-1])  # the Response's `completed_at` (WIRE.md §16)
             events = [*events[:-1], last]
-        assert isinstance(self.events, list)  # packed only once settled, and a settled journal takes no more
+        start = len(self.events)
         self.events.extend(events)
-        self.stamps.extend(stamps)
+        assert isinstance(self._stamps, list)  # a settled journal takes no more
+        self._stamps.extend(stamps)
         if isinstance(last, TurnFinished):
-            self.finished = last
+            self._settle(last)
         if self._offers:
             offers, self._offers = self._offers, []
             for offer in offers:
-                if offer():
+                if offer(start, events):
                     self._offers.append(offer)
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:
@@ -89,7 +96,7 @@ class Journal:
     ) -> AsyncIterator[list[TurnEvent] | None]:
         """Yield batches of events from `start` until the terminal record; `None` after each idle period.
 
-        One idle timer per follower, re-armed only when it fires: a busy stream creates no timer per
+        One idle timer per follower (`_IdleTimer`), re-armed only when it fires: a busy stream creates no timer per
         event (it would churn the loop's timer heap at thousands of events per second).
 
         `take`: while the follower is parked, what is appended goes to `take(batch)` at once, where it is appended —
@@ -101,17 +108,23 @@ class Journal:
         position = start
         waiter: asyncio.Future[bool] | None = None
         taken = False
-        idle_at = loop.time() + (idle_timeout or 0.0)
-        timer: asyncio.TimerHandle | None = None
 
-        def offered() -> bool:
-            nonlocal position, idle_at, taken
+        def idle() -> None:
+            if waiter is not None and not waiter.done():
+                waiter.set_result(False)
+
+        timer = _IdleTimer(loop, idle_timeout, idle) if idle_timeout is not None else None
+
+        def offered(start: int, appended: list[TurnEvent]) -> bool:
+            nonlocal position, taken
             if waiter is None or waiter.done():
                 return False
-            batch = self.events[position:]
+            # A parked follower has read up to where this append began: it takes the objects appended, not
+            # copies rebuilt from the packed journal.
+            batch = appended if position == start else self.events[position:]
             position += len(batch)
-            if idle_timeout is not None:
-                idle_at = loop.time() + idle_timeout
+            if timer is not None:
+                timer.news()
             assert take is not None  # offered only with a `take`
             if take(batch) and self.finished is None:
                 return True
@@ -119,17 +132,6 @@ class Journal:
             waiter.set_result(True)
             return False
 
-        def on_timer() -> None:
-            nonlocal timer, idle_at
-            now = loop.time()
-            if now >= idle_at:
-                if waiter is not None and not waiter.done():
-                    waiter.set_result(False)
-                idle_at = now + (idle_timeout or 0.0)
-            timer = loop.call_at(idle_at, on_timer)
-
-        if idle_timeout is not None:
-            timer = loop.call_at(idle_at, on_timer)
         try:
             while True:
                 if taken:
@@ -139,8 +141,8 @@ class Journal:
                 if position < len(self.events):
                     batch = self.events[position:]
                     position += len(batch)
-                    if idle_timeout is not None:
-                        idle_at = loop.time() + idle_timeout
+                    if timer is not None:
+                        timer.news()
                     yield batch
                     continue
                 if self.finished is not None:
@@ -160,21 +162,54 @@ class Journal:
             if waiter is not None:  # closed while parked (its owner left): nothing is offered to it any more
                 self._withdraw(waiter, offered)
 
-    def pack(self) -> None:
-        """Hold a settled journal's events packed (`PackedEvents`); readers see the same events."""
-        if self.finished is not None and isinstance(self.events, list):
-            self.events = PackedEvents(self.events)
+    def _settle(self, finished: TurnFinished) -> None:
+        """The terminal record is in: nothing more is appended, and the events and stamps are frozen into tuples of
+        atoms — the garbage collector untracks them at its next pass and never walks them again while the journal
+        is kept readable (an hour, up to `max_recent` turns; issue 25)."""
+        self.finished = finished
+        self.events.freeze()
+        self._stamps = tuple(self._stamps)
 
-    def _withdraw(self, waiter: asyncio.Future[bool], offer: Callable[[], bool]) -> None:
+    def _withdraw(self, waiter: asyncio.Future[bool], offer: Callable[[int, list[TurnEvent]], bool]) -> None:
         if waiter in self._waiters:
             self._waiters.remove(waiter)
         if offer in self._offers:
             self._offers.remove(offer)
 
 
+class _IdleTimer:
+    """A follower's idle timer: `on_idle` once per `seconds` without news, re-armed only when it fires — a busy
+    stream creates no timer per event. No closure over itself: a follower that ends leaves no cycle behind for the
+    garbage collector (issue 25)."""
+
+    __slots__ = ("_at", "_handle", "_loop", "_on_idle", "_seconds")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, seconds: float, on_idle: Callable[[], None]) -> None:
+        self._loop = loop
+        self._seconds = seconds
+        self._on_idle = on_idle
+        self._at = loop.time() + seconds
+        self._handle = loop.call_at(self._at, self._fire)
+
+    def news(self) -> None:
+        """Something arrived: the idle period starts again."""
+        self._at = self._loop.time() + self._seconds
+
+    def _fire(self) -> None:
+        now = self._loop.time()
+        if now >= self._at:
+            self._on_idle()
+            self._at = now + self._seconds
+        self._handle = self._loop.call_at(self._at, self._fire)
+
+    def cancel(self) -> None:
+        self._handle.cancel()
+
+
 _DELTAS: tuple[type[TextDelta] | type[ReasoningDelta], ...] = (TextDelta, ReasoningDelta)
 _DELTA_TAGS = {kind: tag for tag, kind in enumerate(_DELTAS)}
-_Packed = TurnEvent | tuple[int, str]
+_OTHER = len(_DELTAS)  # a frozen journal's other event: (_OTHER, its index among them)
+_Packed = TurnEvent | tuple[int, str] | tuple[int, int]
 
 
 def _packed(event: TurnEvent) -> _Packed:
@@ -182,23 +217,56 @@ def _packed(event: TurnEvent) -> _Packed:
     return event if tag is None else (tag, event.text)  # type: ignore[union-attr]
 
 
-def _unpacked(item: _Packed) -> TurnEvent:
-    return _DELTAS[item[0]](item[1]) if type(item) is tuple else item  # type: ignore[return-value]
-
-
 class PackedEvents(Sequence[TurnEvent]):
-    """A settled journal's events with its text and reasoning deltas held as `(tag, text)` tuples and rebuilt when
-    read (equal to what was journaled).
+    """A journal's events, read from its items: text and reasoning deltas held as `(tag, text)` tuples and rebuilt
+    when read (equal to what was journaled); every other event is the very object journaled (`resume_position` finds
+    a request by identity). Once the journal is settled, its items are `freeze`d: a tuple whose other events are
+    `(_OTHER, i)` for the i-th of them, held beside it.
 
-    Why: a registry keeps up to `max_recent` settled turns readable for an hour, and most of a turn's events are
-    deltas. As objects, every full collection of the cyclic garbage collector walks each of them; a tuple of a small
-    int and a str is untracked by the collector after its first pass. At 1 000 streams the full collections were
-    the longest stalls of the event loop — the latency p99 — and grew with every thousand turns kept (issue 25)."""
+    Why: most of a turn's events are deltas, and a journal holds them while its turn runs and for an hour after it
+    (a registry keeps up to `max_recent` settled turns readable). As objects, each one outlived the collector's two
+    young generations and counted towards the next full collection, which walks every tracked object and reads every
+    object a tracked container holds. A tuple of a small int and a str is untracked at the collector's first pass,
+    and so is a tuple of such tuples: a frozen journal is not walked at all. At 1 000 streams × 20 Hz the full
+    collections were the event loop's longest stalls — the latency p99 — and grew with the turns kept (issue 25)."""
 
-    __slots__ = ("_items",)
+    __slots__ = ("_items", "_others")
 
-    def __init__(self, events: Sequence[TurnEvent]) -> None:
-        self._items: list[_Packed] = [_packed(e) for e in events]
+    def __init__(self) -> None:
+        self._items: list[_Packed] | tuple[tuple[int, str] | tuple[int, int], ...] = []
+        self._others: tuple[TurnEvent, ...] = ()  # a frozen journal's events other than deltas, in order
+
+    def extend(self, events: Iterable[TurnEvent]) -> None:
+        assert isinstance(self._items, list)  # a frozen journal takes no more
+        self._items.extend(map(_packed, events))
+
+    def freeze(self) -> None:
+        """No more events: hold them as a tuple of atoms only (see the class)."""
+        others: list[TurnEvent] = []
+        items: list[tuple[int, str] | tuple[int, int]] = []
+        for item in self._items:
+            if type(item) is tuple:
+                items.append(item)
+            else:
+                items.append((_OTHER, len(others)))
+                others.append(item)  # type: ignore[arg-type]
+        self._items, self._others = tuple(items), tuple(others)
+
+    def bytes(self) -> int:
+        """`journal_bytes` of these events, deltas read as they are held."""
+        total = EVENT_BYTES * len(self._items)
+        for item in self._items:
+            if type(item) is not tuple:
+                total += _text_bytes(item)  # type: ignore[arg-type]
+            elif item[0] != _OTHER:
+                total += len(item[1])  # type: ignore[arg-type]
+        return total + sum(_text_bytes(event) for event in self._others)
+
+    def _unpacked(self, item: _Packed) -> TurnEvent:
+        if type(item) is not tuple:
+            return item  # type: ignore[return-value]
+        tag, value = item
+        return self._others[value] if tag == _OTHER else _DELTAS[tag](value)  # type: ignore[index,arg-type]
 
     def __len__(self) -> int:
         return len(self._items)
@@ -209,11 +277,20 @@ class PackedEvents(Sequence[TurnEvent]):
     def __getitem__(self, index: slice) -> list[TurnEvent]: ...
     def __getitem__(self, index: int | slice) -> TurnEvent | list[TurnEvent]:
         if isinstance(index, slice):
-            return [_unpacked(item) for item in self._items[index]]
-        return _unpacked(self._items[index])
+            unpacked = self._unpacked
+            return [unpacked(item) for item in self._items[index]]
+        return self._unpacked(self._items[index])
 
     def __iter__(self) -> Iterator[TurnEvent]:
-        return map(_unpacked, self._items)
+        return map(self._unpacked, self._items)
+
+    def __eq__(self, other: object) -> bool:
+        # Equal to the list it stands for, as the journal's events were a list before they were packed.
+        if isinstance(other, PackedEvents | list):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a list
 
 
 EVENT_BYTES = 160  # one journaled event's object, its stamp and its list slots, besides its text
@@ -222,14 +299,13 @@ EVENT_BYTES = 160  # one journaled event's object, its stamp and its list slots,
 def journal_bytes(events: Sequence[TurnEvent]) -> int:
     """Estimated bytes a journal's events hold in memory: a fixed part per event and the length of its text fields
     (what bounds the settled turns a registry keeps, issue 20 defect 2). One pass, at settle, not per event."""
-    total = 0
-    for event in events:
-        total += EVENT_BYTES
-        for name in event.__slots__:
-            value = getattr(event, name)
-            if isinstance(value, str):
-                total += len(value)
-    return total
+    if isinstance(events, PackedEvents):
+        return events.bytes()
+    return EVENT_BYTES * len(events) + sum(_text_bytes(event) for event in events)
+
+
+def _text_bytes(event: TurnEvent) -> int:
+    return sum(len(value) for name in event.__slots__ if isinstance(value := getattr(event, name), str))
 
 
 def encode_events(events: Sequence[TurnEvent], stamps: Sequence[float] | None = None) -> list[str]:

@@ -6,7 +6,7 @@ response head (`HeldTurn`, an async context manager that starts the turn or canc
 held). Settling a turn is one path whatever ended it: closing events (stopped tools, the unstreamed rest
 of the final answer), then persistence (the session transcript, then the surface's own state), then the
 terminal record — so a reader that waits for the terminal record finds everything stored. Then the turn lets go of
-the request (issue 20, defect 2) and stays readable a while (recent.py).
+the request (issue 20, defect 2) and its record stays readable a while (recent.py, settled.py).
 
 The concurrency cap (`max_concurrent`, `api_server.max_concurrent_runs`) counts the turns that work or wait to work.
 A turn waiting for its client (suspended, WIRE.md §15.1) does no agent work and holds no slot: clients abandon a
@@ -46,6 +46,7 @@ from .journal import Journal
 from .locks import KeyedLocks
 from .meter import TurnMeter
 from .recent import RecentTurns
+from .settled import SettledTurn
 from .suspension import DEFAULT_SUSPEND_S, TurnSuspensions
 from .tracing import trace_turn
 from .turn import HistoryLoader, Persister, Turn
@@ -88,7 +89,7 @@ class TurnRegistry:
         *,
         max_concurrent: int,
         secret_values: tuple[str, ...] = (),
-        recent: RecentTurns[Turn] | None = None,
+        recent: RecentTurns[SettledTurn] | None = None,
         suspend_s: float = DEFAULT_SUSPEND_S,
         max_waiting: int = DEFAULT_MAX_WAITING,
         tracing: Tracing | None = None,
@@ -104,7 +105,7 @@ class TurnRegistry:
         self.max_waiting = max_waiting
         self._active: dict[str, Turn] = {}
         self._waiting: dict[str, Turn] = {}  # unsettled turns waiting for their client, longest waiting first
-        self.recent: RecentTurns[Turn] = recent or RecentTurns()  # settled turns, still readable
+        self.recent: RecentTurns[SettledTurn] = recent or RecentTurns()  # settled turns, still readable
         self._queues: KeyedLocks[str] = KeyedLocks()  # one lock per session; users = unsettled turns
 
     @property
@@ -123,8 +124,8 @@ class TurnRegistry:
         """The unsettled (running or queued) turn with this run id."""
         return self._active.get(run_id)
 
-    def find(self, run_id: str) -> Turn | None:
-        """An unsettled turn, or a settled one still kept (recent.py; runs read them)."""
+    def find(self, run_id: str) -> Turn | SettledTurn | None:
+        """An unsettled turn, or the record of a settled one still kept (recent.py, settled.py; runs read them)."""
         turn = self._active.get(run_id)
         if turn is not None:
             return turn
@@ -231,14 +232,13 @@ class TurnRegistry:
             raise
         finally:
             turn.agent_turn.release()
+            turn.suspensions.on_waiting = None  # nothing waits any more; it names the turn (a cycle: issue 25)
             self._active.pop(turn.run_id, None)
             self._waiting.pop(turn.run_id, None)
             turn.release_request(keep_persist=not turn.stored)
-            self.recent.keep(turn.run_id, turn, turn.weight())
-            # What a kept turn holds, every full garbage collection walks: its deltas go packed, its finished task
-            # (and the coroutine and context the task keeps) goes.
-            turn.journal.pack()
-            turn.task = None
+            turn.task = None  # finished: the coroutine and context it keeps go (an unstored turn is kept)
+            settled = SettledTurn.of(turn)
+            self.recent.keep(turn.run_id, settled, settled.weight())
             if turn.queue_key is not None:
                 self._queues.leave(turn.queue_key)
 

@@ -20,10 +20,9 @@ from ..core.events import (
 )
 from ..runtimes.base import AgentTurn, TurnRequest
 from .callback_sink import CallbackSink
-from .journal import Journal, journal_bytes
+from .journal import Journal
 from .suspension import TurnSuspensions
 
-SETTLED_TURN_BYTES = 2048  # a settled turn's own objects (ids, request fields, callback sink), besides its journal
 _RELEASED_INPUT = Message("user", ())  # a settled turn's input, once released (its journal keeps what it said)
 
 HistoryLoader = Callable[[], Awaitable[Sequence[Message]]]
@@ -134,10 +133,6 @@ class Turn:
         self.history = None
         if not keep_persist:
             self.persist = None
-
-    def weight(self) -> int:
-        """Estimated bytes this settled turn keeps in memory: a fixed part and its journal's events."""
-        return SETTLED_TURN_BYTES + journal_bytes(self.journal.events)
 
     async def wait(self) -> TurnFinished:
         async for _ in self.journal.follow(len(self.journal.events)):

@@ -29,6 +29,7 @@ from tests.helpers import (
     Reply,
     assert_error_envelope,
     fetch,
+    kept_record,
     metric_samples,
     metric_value,
     read_reply,
@@ -359,5 +360,8 @@ async def test_a_keyed_run_retried_on_b_names_the_run_a_runs(
     assert again.json()["run_id"] == run_id and again.json()["replayed"] is True
     assert again.json()["status"] in ("queued", "running")
     assert (await fetch(b, "POST", f"/v1/runs/{run_id}/stop", headers=auth)).json()["status"] == "stopping"
-    turn = a.server.app[TURNS].find(run_id)
-    assert turn is not None and (await asyncio.wait_for(turn.wait(), 10)).status.value == "cancelled"
+    turn = a.server.app[TURNS].get(run_id)
+    if turn is not None:
+        await asyncio.wait_for(turn.wait(), 10)
+    kept = await asyncio.wait_for(kept_record(a.server.app[TURNS], run_id), 10)
+    assert kept.status.value == "cancelled"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 
 import pytest
 
@@ -50,6 +52,19 @@ def test_reasoning_and_text_chunk_shapes() -> None:
     records = renderer().render([ReasoningDelta("think"), TextDelta("say")])
     assert records[0][1]["choices"][0]["delta"] == {"content": "", "reasoning_content": "think"}
     assert records[1][1]["choices"][0]["delta"] == {"content": "say"}
+
+
+def test_a_renderer_is_freed_as_it_goes_without_the_garbage_collector() -> None:
+    """Issue 25: its token templates closed over it, a cycle every finished chat stream left to a full collection."""
+    r = renderer()
+    r.render([ReasoningDelta("think"), TextDelta("say"), TurnFinished(TurnStatus.COMPLETED)])
+    gone = weakref.ref(r)
+    gc.disable()
+    try:
+        del r
+        assert gone() is None
+    finally:
+        gc.enable()
 
 
 def test_finish_chunk_carries_usage_and_empty_delta() -> None:

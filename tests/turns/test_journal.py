@@ -1,4 +1,4 @@
-"""The journal of a turn: followers, idle periods, offsets, the terminal record, its packed settled form."""
+"""The journal of a turn: followers, idle periods, offsets, the terminal record, its deltas held packed."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from hermes_api_plugin.core.events import (
     TurnStatus,
 )
 from hermes_api_plugin.turns import Journal
-from tests.helpers import tracked_reachable, wait_for_async
+from hermes_api_plugin.turns.journal import journal_bytes
+from tests.helpers import collector_reads, tracked_reachable, wait_for_async
 
 
 async def test_journal_followers_get_every_event_in_order() -> None:
@@ -42,7 +43,7 @@ async def test_journal_is_closed_after_the_terminal_record() -> None:
     journal = Journal()
     journal.extend([TurnFinished(TurnStatus.CANCELLED)])
     journal.extend([TextDelta("late"), TurnFinished(TurnStatus.COMPLETED)])
-    assert journal.events == [TurnFinished(TurnStatus.CANCELLED)]
+    assert list(journal.events) == [TurnFinished(TurnStatus.CANCELLED)]
     assert journal.finished is not None and journal.finished.status is TurnStatus.CANCELLED
 
 
@@ -134,9 +135,8 @@ def _settled_journal(deltas: int) -> tuple[Journal, list[Any]]:
     return journal, list(journal.events)
 
 
-def test_a_packed_journal_reads_as_the_events_it_journaled() -> None:
+def test_a_journal_reads_as_the_events_it_journaled() -> None:
     journal, before = _settled_journal(20)
-    journal.pack()
     assert list(journal.events) == before and len(journal.events) == len(before)
     assert journal.events[3:7] == before[3:7] and journal.events[-3:] == before[-3:]
     assert journal.events[0] == ReasoningDelta("thinking ") and journal.events[5] == TextDelta("4 ")
@@ -144,19 +144,64 @@ def test_a_packed_journal_reads_as_the_events_it_journaled() -> None:
     assert journal.events[-2] is before[-2] and journal.events[-1] is before[-1]
 
 
-def test_a_packed_settled_journal_leaves_its_deltas_to_no_garbage_collection() -> None:
-    """Issue 25: kept settled turns' deltas made every full collection longer — the 1 000-stream p99 stall."""
-    journal, _ = _settled_journal(1000)
-    gc.collect()
-    assert tracked_reachable(journal) > 1000
-    journal.pack()
-    gc.collect()
-    assert tracked_reachable(journal) < 20  # its lists, the tool event, the terminal record
-
-
-def test_an_unsettled_journal_is_not_packed_and_goes_on_taking_events() -> None:
+def test_a_journal_leaves_its_deltas_to_no_garbage_collection_while_it_is_written() -> None:
+    """Issue 25: journaled deltas outlived the collector's young generations and brought full collections — the
+    1 000-stream p99 stalls — every few seconds while streams ran, and made each one longer while turns were kept."""
     journal = Journal()
-    journal.extend([TextDelta("a")])
-    journal.pack()
-    journal.extend([TextDelta("b"), TurnFinished(TurnStatus.COMPLETED)])
-    assert list(journal.events) == [TextDelta("a"), TextDelta("b"), TurnFinished(TurnStatus.COMPLETED)]
+    journal.extend([TextDelta(f"{i} ") for i in range(1000)])
+    gc.collect()
+    assert journal.finished is None and tracked_reachable(journal) < 20  # its lists and slots, no delta
+
+
+def test_a_settled_journal_is_frozen_and_a_full_collection_reads_nothing_of_its_events() -> None:
+    """Issue 25: a kept journal's lists were read item by item by every full collection, untracked items or not."""
+    journal, before = _settled_journal(1000)
+    gc.collect()
+    assert collector_reads(journal) < 40  # its slots, the tool event, the terminal record: not 2 000 items
+    assert list(journal.events) == before and len(journal.stamps) == len(before) and journal.stamps[-1] > 0
+    assert journal.events[-2] is before[-2], "its other events are still the objects journaled"
+    journal.extend([TextDelta("late")])
+    assert len(journal.events) == len(before), "settled: it takes no more"
+
+
+async def test_a_parked_follower_takes_the_appended_objects_and_a_late_one_reads_equal_copies() -> None:
+    journal = Journal()
+    taken: list[list[Any]] = []
+
+    def take(batch: list[Any]) -> bool:
+        taken.append(batch)
+        return True
+
+    async def follow() -> None:
+        async for _ in journal.follow(take=take):
+            pass
+
+    task = asyncio.create_task(follow())
+    await asyncio.sleep(0)  # parked
+    delta = TextDelta("live")
+    journal.extend([delta])
+    assert taken == [[delta]] and taken[0][0] is delta  # no copy on the live path
+    late = journal.follow(0)
+    assert await anext(late) == [delta]
+    await late.aclose()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+def test_a_journal_weighs_its_packed_deltas_by_their_text() -> None:
+    journal, before = _settled_journal(20)
+    assert journal_bytes(journal.events) == journal_bytes(before)
+
+
+async def test_a_follower_that_ends_leaves_no_cycle_for_the_garbage_collector() -> None:
+    """Issue 25: its idle timer named itself, so every finished stream left its closures to a full collection."""
+    journal = Journal()
+    journal.extend([TextDelta("a"), TurnFinished(TurnStatus.COMPLETED)])
+    gc.collect()
+    gc.disable()
+    try:
+        async for _ in journal.follow(0, idle_timeout=5.0):
+            pass
+        assert gc.collect() == 0
+    finally:
+        gc.enable()

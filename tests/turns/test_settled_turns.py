@@ -12,12 +12,12 @@ from hermes_api_plugin.core.content import Message, TextPart
 from hermes_api_plugin.core.events import ReasoningDelta, StatusChanged, TextDelta, TurnFinished, TurnStatus
 from hermes_api_plugin.runtimes.base import AgentTurn, TurnResult
 from hermes_api_plugin.runtimes.scripted import ScriptedRuntime, load_script
-from hermes_api_plugin.turns import Turn, TurnRegistry
+from hermes_api_plugin.turns import SettledTurn, Turn, TurnRegistry
 from hermes_api_plugin.turns.journal import EVENT_BYTES, journal_bytes
 from hermes_api_plugin.turns.recent import RECENT_S, RecentTurns
+from hermes_api_plugin.turns.settled import SETTLED_TURN_BYTES
 from hermes_api_plugin.turns.transcripts import session_transcripts
-from hermes_api_plugin.turns.turn import SETTLED_TURN_BYTES
-from tests.helpers import wait_for_async
+from tests.helpers import kept_record, wait_for_async
 from tests.turns.support import SCRIPT, gateway_hooks, open_store, request, started
 
 
@@ -53,11 +53,10 @@ async def _registry(runtime: ScriptedRuntime, clock: Clock, **bounds: int) -> Tu
     )
 
 
-async def _settle(reg: TurnRegistry, run: str, **admit: object) -> Turn:
+async def _settle(reg: TurnRegistry, run: str, **admit: object) -> SettledTurn:
     turn = started(reg.admit(request("hello", run=run), **admit))  # type: ignore[arg-type]
     await asyncio.wait_for(turn.wait(), 5)
-    await wait_for_async(lambda: reg.get(run) is None, what="the turn leaving the registry")
-    return turn
+    return await kept_record(reg, run)
 
 
 async def test_issue20_defect2_a_settled_turn_lets_go_of_the_request_history_inputs_and_persister() -> None:
@@ -86,7 +85,9 @@ async def test_issue20_defect2_a_settled_turn_lets_go_of_the_request_history_inp
     await asyncio.wait_for(turn.wait(), 5)
     await wait_for_async(lambda: reg.get("run_h") is None, what="the turn leaving the registry")
     assert persisted == ["run_h"]
-    assert reg.find("run_h") is turn, "a settled run stays readable"
+    kept = await kept_record(reg, "run_h")
+    assert kept.journal is turn.journal and kept.unstored is None, "a settled run stays readable"
+    assert (kept.session_id, kept.model, kept.run_id, kept.status) == ("s1", "m1", "run_h", TurnStatus.COMPLETED)
     assert turn.request.history == () and turn.inputs == () and turn.history is None and turn.persist is None
     assert turn.request.input.parts == ()
     assert (turn.request.session_id, turn.request.model, turn.run_id) == ("s1", "m1", "run_h")
