@@ -20,14 +20,14 @@ class Journal:
     """Append-only event list with wake-ups for any number of followers.
 
     `stamps[i]` is the wall-clock time event `i` was journaled (runs and session streams show it). `events` reads
-    the journal: its text and reasoning deltas are held packed from the moment they are appended, and all of it is
-    frozen once the terminal record is in (`PackedEvents`).
+    the journal; it is frozen into a form the garbage collector does not read once the terminal record is in
+    (`JournalEvents`).
     """
 
     __slots__ = ("_offers", "_stamps", "_waiters", "events", "finished", "listener")
 
     def __init__(self) -> None:
-        self.events = PackedEvents()
+        self.events = JournalEvents()
         self._stamps: list[float] | tuple[float, ...] = []
         self.finished: TurnFinished | None = None
         self.listener: Callable[[Journal], None] | None = None  # e.g. the durable journal saver
@@ -119,8 +119,7 @@ class Journal:
             nonlocal position, taken
             if waiter is None or waiter.done():
                 return False
-            # A parked follower has read up to where this append began: it takes the objects appended, not
-            # copies rebuilt from the packed journal.
+            # A parked follower has read up to where this append began: it takes the list appended as it is.
             batch = appended if position == start else self.events[position:]
             position += len(batch)
             if timer is not None:
@@ -209,62 +208,59 @@ class _IdleTimer:
 _DELTAS: tuple[type[TextDelta] | type[ReasoningDelta], ...] = (TextDelta, ReasoningDelta)
 _DELTA_TAGS = {kind: tag for tag, kind in enumerate(_DELTAS)}
 _OTHER = len(_DELTAS)  # a frozen journal's other event: (_OTHER, its index among them)
-_Packed = TurnEvent | tuple[int, str] | tuple[int, int]
+_Packed = tuple[int, str] | tuple[int, int]
 
 
-def _packed(event: TurnEvent) -> _Packed:
-    tag = _DELTA_TAGS.get(type(event))  # type: ignore[arg-type]
-    return event if tag is None else (tag, event.text)  # type: ignore[union-attr]
+class JournalEvents(Sequence[TurnEvent]):
+    """A journal's events: the objects journaled while it is written; once it is settled, `freeze`d — text and
+    reasoning deltas held as `(tag, text)` and every other event as `(_OTHER, i)`, the i-th of them held beside, all
+    read back equal to what was journaled (the other events are the very objects: `resume_position` finds a request
+    by identity).
 
-
-class PackedEvents(Sequence[TurnEvent]):
-    """A journal's events, read from its items: text and reasoning deltas held as `(tag, text)` tuples and rebuilt
-    when read (equal to what was journaled); every other event is the very object journaled (`resume_position` finds
-    a request by identity). Once the journal is settled, its items are `freeze`d: a tuple whose other events are
-    `(_OTHER, i)` for the i-th of them, held beside it.
-
-    Why: most of a turn's events are deltas, and a journal holds them while its turn runs and for an hour after it
-    (a registry keeps up to `max_recent` settled turns readable). As objects, each one outlived the collector's two
-    young generations and counted towards the next full collection, which walks every tracked object and reads every
-    object a tracked container holds. A tuple of a small int and a str is untracked at the collector's first pass,
-    and so is a tuple of such tuples: a frozen journal is not walked at all. At 1 000 streams × 20 Hz the full
-    collections were the event loop's longest stalls — the latency p99 — and grew with the turns kept (issue 25)."""
+    Why: a registry keeps up to `max_recent` settled turns readable for an hour, and a full garbage collection reads
+    every object every tracked container holds — each kept journal's events, item by item, and walks every delta
+    among them. A tuple of atoms is untracked at the collector's first pass, and so is a tuple of such tuples: a
+    frozen journal is not read at all. At 1 000 streams × 20 Hz the full collections were the event loop's longest
+    stalls — the latency p99 — and grew with the turns kept (issue 25). While the turn runs its events stay objects:
+    the settlement reads the whole journal several times (its transcript, closing events, continuity), and rebuilding
+    every delta for each read cost a third of a 20 000-delta stream's throughput."""
 
     __slots__ = ("_items", "_others")
 
     def __init__(self) -> None:
-        self._items: list[_Packed] | tuple[tuple[int, str] | tuple[int, int], ...] = []
+        self._items: list[TurnEvent] | tuple[_Packed, ...] = []
         self._others: tuple[TurnEvent, ...] = ()  # a frozen journal's events other than deltas, in order
 
     def extend(self, events: Iterable[TurnEvent]) -> None:
         assert isinstance(self._items, list)  # a frozen journal takes no more
-        self._items.extend(map(_packed, events))
+        self._items.extend(events)
 
     def freeze(self) -> None:
         """No more events: hold them as a tuple of atoms only (see the class)."""
+        if not isinstance(self._items, list):
+            return
         others: list[TurnEvent] = []
-        items: list[tuple[int, str] | tuple[int, int]] = []
-        for item in self._items:
-            if type(item) is tuple:
-                items.append(item)
+        items: list[_Packed] = []
+        for event in self._items:
+            tag = _DELTA_TAGS.get(type(event))  # type: ignore[arg-type]
+            if tag is not None:
+                items.append((tag, event.text))  # type: ignore[union-attr]
             else:
                 items.append((_OTHER, len(others)))
-                others.append(item)  # type: ignore[arg-type]
+                others.append(event)
         self._items, self._others = tuple(items), tuple(others)
 
     def bytes(self) -> int:
-        """`journal_bytes` of these events, deltas read as they are held."""
+        """`journal_bytes` of these events, frozen deltas read as they are held."""
+        if isinstance(self._items, list):
+            return _bytes(self._items)
         total = EVENT_BYTES * len(self._items)
-        for item in self._items:
-            if type(item) is not tuple:
-                total += _text_bytes(item)  # type: ignore[arg-type]
-            elif item[0] != _OTHER:
-                total += len(item[1])  # type: ignore[arg-type]
+        for tag, value in self._items:
+            if tag != _OTHER:
+                total += len(value)  # type: ignore[arg-type]
         return total + sum(_text_bytes(event) for event in self._others)
 
     def _unpacked(self, item: _Packed) -> TurnEvent:
-        if type(item) is not tuple:
-            return item  # type: ignore[return-value]
         tag, value = item
         return self._others[value] if tag == _OTHER else _DELTAS[tag](value)  # type: ignore[index,arg-type]
 
@@ -276,17 +272,20 @@ class PackedEvents(Sequence[TurnEvent]):
     @overload
     def __getitem__(self, index: slice) -> list[TurnEvent]: ...
     def __getitem__(self, index: int | slice) -> TurnEvent | list[TurnEvent]:
+        items = self._items
+        if isinstance(items, list):
+            return items[index]
         if isinstance(index, slice):
-            unpacked = self._unpacked
-            return [unpacked(item) for item in self._items[index]]
-        return self._unpacked(self._items[index])
+            return list(map(self._unpacked, items[index]))
+        return self._unpacked(items[index])
 
     def __iter__(self) -> Iterator[TurnEvent]:
-        return map(self._unpacked, self._items)
+        items = self._items
+        return iter(items) if isinstance(items, list) else map(self._unpacked, items)
 
     def __eq__(self, other: object) -> bool:
-        # Equal to the list it stands for, as the journal's events were a list before they were packed.
-        if isinstance(other, PackedEvents | list):
+        # Equal to the list it stands for, as the journal's events were a list before they could be frozen.
+        if isinstance(other, JournalEvents | list):
             return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
         return NotImplemented
 
@@ -299,8 +298,10 @@ EVENT_BYTES = 160  # one journaled event's object, its stamp and its list slots,
 def journal_bytes(events: Sequence[TurnEvent]) -> int:
     """Estimated bytes a journal's events hold in memory: a fixed part per event and the length of its text fields
     (what bounds the settled turns a registry keeps, issue 20 defect 2). One pass, at settle, not per event."""
-    if isinstance(events, PackedEvents):
-        return events.bytes()
+    return events.bytes() if isinstance(events, JournalEvents) else _bytes(events)
+
+
+def _bytes(events: Sequence[TurnEvent]) -> int:
     return EVENT_BYTES * len(events) + sum(_text_bytes(event) for event in events)
 
 

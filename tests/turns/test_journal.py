@@ -1,4 +1,4 @@
-"""The journal of a turn: followers, idle periods, offsets, the terminal record, its deltas held packed."""
+"""The journal of a turn: followers, idle periods, offsets, the terminal record, its frozen settled form."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from hermes_api_plugin.core.events import (
 )
 from hermes_api_plugin.turns import Journal
 from hermes_api_plugin.turns.journal import journal_bytes
-from tests.helpers import collector_reads, tracked_reachable, wait_for_async
+from tests.helpers import collector_reads, wait_for_async
 
 
 async def test_journal_followers_get_every_event_in_order() -> None:
@@ -144,15 +144,6 @@ def test_a_journal_reads_as_the_events_it_journaled() -> None:
     assert journal.events[-2] is before[-2] and journal.events[-1] is before[-1]
 
 
-def test_a_journal_leaves_its_deltas_to_no_garbage_collection_while_it_is_written() -> None:
-    """Issue 25: journaled deltas outlived the collector's young generations and brought full collections — the
-    1 000-stream p99 stalls — every few seconds while streams ran, and made each one longer while turns were kept."""
-    journal = Journal()
-    journal.extend([TextDelta(f"{i} ") for i in range(1000)])
-    gc.collect()
-    assert journal.finished is None and tracked_reachable(journal) < 20  # its lists and slots, no delta
-
-
 def test_a_settled_journal_is_frozen_and_a_full_collection_reads_nothing_of_its_events() -> None:
     """Issue 25: a kept journal's lists were read item by item by every full collection, untracked items or not."""
     journal, before = _settled_journal(1000)
@@ -164,7 +155,7 @@ def test_a_settled_journal_is_frozen_and_a_full_collection_reads_nothing_of_its_
     assert len(journal.events) == len(before), "settled: it takes no more"
 
 
-async def test_a_parked_follower_takes_the_appended_objects_and_a_late_one_reads_equal_copies() -> None:
+async def test_a_parked_follower_takes_the_appended_objects_and_a_late_one_reads_them_too() -> None:
     journal = Journal()
     taken: list[list[Any]] = []
 
@@ -188,7 +179,7 @@ async def test_a_parked_follower_takes_the_appended_objects_and_a_late_one_reads
     await asyncio.gather(task, return_exceptions=True)
 
 
-def test_a_journal_weighs_its_packed_deltas_by_their_text() -> None:
+def test_a_frozen_journal_weighs_its_deltas_by_their_text() -> None:
     journal, before = _settled_journal(20)
     assert journal_bytes(journal.events) == journal_bytes(before)
 
