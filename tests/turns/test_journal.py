@@ -105,9 +105,9 @@ async def test_a_parked_follower_with_take_gets_each_append_in_the_append_call()
     assert journal._offers == []
 
 
-async def test_a_follower_closed_while_parked_is_offered_nothing_more() -> None:
-    journal = Journal()
-    taken: list[Any] = []
+async def _parked_taking(journal: Journal) -> tuple[list[list[Any]], asyncio.Task[None]]:
+    """A follower parked on `journal` whose `take` keeps every batch it is offered (and stays parked)."""
+    taken: list[list[Any]] = []
 
     def take(batch: list[Any]) -> bool:
         taken.append(batch)
@@ -118,7 +118,13 @@ async def test_a_follower_closed_while_parked_is_offered_nothing_more() -> None:
             pass
 
     task = asyncio.create_task(follow())
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # parked
+    return taken, task
+
+
+async def test_a_follower_closed_while_parked_is_offered_nothing_more() -> None:
+    journal = Journal()
+    taken, task = await _parked_taking(journal)
     assert len(journal._offers) == 1
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
@@ -157,18 +163,7 @@ def test_a_settled_journal_is_frozen_and_a_full_collection_reads_nothing_of_its_
 
 async def test_a_parked_follower_takes_the_appended_objects_and_a_late_one_reads_them_too() -> None:
     journal = Journal()
-    taken: list[list[Any]] = []
-
-    def take(batch: list[Any]) -> bool:
-        taken.append(batch)
-        return True
-
-    async def follow() -> None:
-        async for _ in journal.follow(take=take):
-            pass
-
-    task = asyncio.create_task(follow())
-    await asyncio.sleep(0)  # parked
+    taken, task = await _parked_taking(journal)
     delta = TextDelta("live")
     journal.extend([delta])
     assert taken == [[delta]] and taken[0][0] is delta  # no copy on the live path
