@@ -219,11 +219,11 @@ class JournalEvents(Sequence[TurnEvent]):
 
     Why: a registry keeps up to `max_recent` settled turns readable for an hour, and a full garbage collection reads
     every object every tracked container holds — each kept journal's events, item by item, and walks every delta
-    among them. A tuple of atoms is untracked at the collector's first pass, and so is a tuple of such tuples: a
-    frozen journal is not read at all. At 1 000 streams × 20 Hz the full collections were the event loop's longest
-    stalls — the latency p99 — and grew with the turns kept (issue 25). While the turn runs its events stay objects:
-    the settlement reads the whole journal several times (its transcript, closing events, continuity), and rebuilding
-    every delta for each read cost a third of a 20 000-delta stream's throughput."""
+    among them. A tuple of atoms is untracked at the collector's first pass, and so is a tuple of such tuples: of a
+    frozen journal only its few other events are read. At 1 000 streams × 20 Hz the full collections were the event
+    loop's longest stalls — the latency p99 — and grew with the turns kept (issue 25). While the turn runs its events
+    stay objects: the settlement reads the whole journal several times (its transcript, closing events, continuity),
+    and rebuilding every delta for each read cost a third of a 20 000-delta stream's throughput."""
 
     __slots__ = ("_items", "_others")
 
