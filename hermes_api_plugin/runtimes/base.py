@@ -196,7 +196,9 @@ class AgentTurn:
         self._suspender: Suspender = suspender if suspender is not None else Unanswerable()
         # Set by a runtime that can wait for approvals, while the turn runs; None: no approval can be pending
         self.approvals: ApprovalGate | None = None
-        self._interrupted = threading.Event()
+        # A flag under `_lock`, not a threading.Event: nothing waits on it (listeners are called), and an Event is
+        # eight objects (its condition, lock, waiters, bound methods) every full garbage collection walks per turn.
+        self._interrupted = False
         self._listeners: list[Callable[[], None]] = []
         self._released = False
         self._lock = threading.Lock()
@@ -213,23 +215,23 @@ class AgentTurn:
 
     @property
     def interrupted(self) -> bool:
-        return self._interrupted.is_set()
+        return self._interrupted
 
     def on_interrupt(self, listener: Callable[[], None]) -> None:
         """Register a function called once when the turn is interrupted (at once if it already was)."""
         with self._lock:
             if self._released:
                 return
-            if not self._interrupted.is_set():
+            if not self._interrupted:
                 self._listeners.append(listener)
                 return
         listener()
 
     def interrupt(self) -> None:
         with self._lock:
-            if self._interrupted.is_set():
+            if self._interrupted:
                 return
-            self._interrupted.set()
+            self._interrupted = True
             listeners, self._listeners = self._listeners, []
         for listener in listeners:
             listener()
