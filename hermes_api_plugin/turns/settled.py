@@ -1,7 +1,7 @@
 """A settled turn as a registry keeps it readable (recent.py): what runs read of it — its journal, ids, scope and
 times — not the turn that ran.
 
-Why not the `Turn`: what ran it — its callbacks and the bound methods they hold, its interrupt event and condition,
+Why not the `Turn`: what ran it — its callbacks and the bound methods they hold, its interrupt listeners and lock,
 its callback sink, suspensions, meter and gate — is some 60 objects the cyclic garbage collector tracks, and a
 registry keeps up to `max_recent` settled turns for an hour. Every full collection walked all of them: at 1 000
 streams those collections were the event loop's longest stalls, the latency p99 (issue 25). A record is a handful.
