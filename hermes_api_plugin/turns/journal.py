@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import overload
 
@@ -20,15 +20,15 @@ class Journal:
     """Append-only event list with wake-ups for any number of followers.
 
     `stamps[i]` is the wall-clock time event `i` was journaled (runs and session streams show it). `events` reads
-    the journal; it is frozen into a form the garbage collector does not read once the terminal record is in
-    (`JournalEvents`).
+    the journal: a list while it is written, frozen into a form the garbage collector does not read once the terminal
+    record is in (`FrozenEvents`; `stamps` becomes a tuple).
     """
 
-    __slots__ = ("_offers", "_stamps", "_waiters", "events", "finished", "listener")
+    __slots__ = ("_offers", "_waiters", "events", "finished", "listener", "stamps")
 
     def __init__(self) -> None:
-        self.events = JournalEvents()
-        self._stamps: list[float] | tuple[float, ...] = []
+        self.events: list[TurnEvent] | FrozenEvents = []
+        self.stamps: list[float] | tuple[float, ...] = []
         self.finished: TurnFinished | None = None
         self.listener: Callable[[Journal], None] | None = None  # e.g. the durable journal saver
         self._waiters: list[asyncio.Future[bool]] = []
@@ -42,15 +42,11 @@ class Journal:
         events = list(events)
         if events and isinstance(events[-1], TurnFinished) and events[-1].at is None and stamps:
             events[-1] = replace(events[-1], at=stamps[-1])
-        journal.events.extend(events)
-        journal._stamps = list(stamps) if stamps is not None else [0.0] * len(events)
+        journal.events = events
+        journal.stamps = list(stamps) if stamps is not None else [0.0] * len(events)
         if events and isinstance(events[-1], TurnFinished):
             journal._settle(events[-1])
         return journal
-
-    @property
-    def stamps(self) -> Sequence[float]:
-        return self._stamps
 
     def extend(self, events: list[TurnEvent], at: float | None = None) -> None:
         """Append events journaled now (or at `at`: the terminal record's time, fixed before it was persisted)."""
@@ -70,10 +66,11 @@ class Journal:
         if isinstance(last, TurnFinished) and last.at is None:
             last = replace(last, at=stamps[-1])  # the Response's `completed_at` (WIRE.md §16)
             events = [*events[:-1], last]
+        # a settled journal takes no more
+        assert isinstance(self.events, list) and isinstance(self.stamps, list)
         start = len(self.events)
         self.events.extend(events)
-        assert isinstance(self._stamps, list)  # a settled journal takes no more
-        self._stamps.extend(stamps)
+        self.stamps.extend(stamps)
         if isinstance(last, TurnFinished):
             self._settle(last)
         if self._offers:
@@ -166,8 +163,8 @@ class Journal:
         atoms — the garbage collector untracks them at its next pass and never walks them again while the journal
         is kept readable (an hour, up to `max_recent` turns; issue 25)."""
         self.finished = finished
-        self.events.freeze()
-        self._stamps = tuple(self._stamps)
+        self.events = FrozenEvents(self.events)
+        self.stamps = tuple(self.stamps)
 
     def _withdraw(self, waiter: asyncio.Future[bool], offer: Callable[[int, list[TurnEvent]], bool]) -> None:
         if waiter in self._waiters:
@@ -211,49 +208,36 @@ _OTHER = len(_DELTAS)  # a frozen journal's other event: (_OTHER, its index amon
 _Packed = tuple[int, str] | tuple[int, int]
 
 
-class JournalEvents(Sequence[TurnEvent]):
-    """A journal's events: the objects journaled while it is written; once it is settled, `freeze`d — text and
-    reasoning deltas held as `(tag, text)` and every other event as `(_OTHER, i)`, the i-th of them held beside, all
-    read back equal to what was journaled (the other events are the very objects: `resume_position` finds a request
-    by identity).
+class FrozenEvents(Sequence[TurnEvent]):
+    """A settled journal's events: text and reasoning deltas held as `(tag, text)` and every other event as
+    `(_OTHER, i)`, the i-th of them held beside; all read back equal to what was journaled (the other events are the
+    very objects: `resume_position` finds a request by identity).
 
     Why: a registry keeps up to `max_recent` settled turns readable for an hour, and a full garbage collection reads
     every object every tracked container holds — each kept journal's events, item by item, and walks every delta
     among them. A tuple of atoms is untracked at the collector's first pass, and so is a tuple of such tuples: of a
     frozen journal only its few other events are read. At 1 000 streams × 20 Hz the full collections were the event
     loop's longest stalls — the latency p99 — and grew with the turns kept (issue 25). While the turn runs its events
-    stay objects: the settlement reads the whole journal several times (its transcript, closing events, continuity),
+    stay a list: the settlement reads the whole journal several times (its transcript, closing events, continuity),
     and rebuilding every delta for each read cost a third of a 20 000-delta stream's throughput."""
 
     __slots__ = ("_items", "_others")
 
-    def __init__(self) -> None:
-        self._items: list[TurnEvent] | tuple[_Packed, ...] = []
-        self._others: tuple[TurnEvent, ...] = ()  # a frozen journal's events other than deltas, in order
-
-    def extend(self, events: Iterable[TurnEvent]) -> None:
-        assert isinstance(self._items, list)  # a frozen journal takes no more
-        self._items.extend(events)
-
-    def freeze(self) -> None:
-        """No more events: hold them as a tuple of atoms only (see the class)."""
-        if not isinstance(self._items, list):
-            return
+    def __init__(self, events: Sequence[TurnEvent]) -> None:
         others: list[TurnEvent] = []
         items: list[_Packed] = []
-        for event in self._items:
+        for event in events:
             tag = _DELTA_TAGS.get(type(event))  # type: ignore[arg-type]
             if tag is not None:
                 items.append((tag, event.text))  # type: ignore[union-attr]
             else:
                 items.append((_OTHER, len(others)))
                 others.append(event)
-        self._items, self._others = tuple(items), tuple(others)
+        self._items = tuple(items)
+        self._others = tuple(others)  # the events other than deltas, in order
 
     def bytes(self) -> int:
-        """`journal_bytes` of these events, frozen deltas read as they are held."""
-        if isinstance(self._items, list):
-            return _bytes(self._items)
+        """`journal_bytes` of these events, deltas read as they are held."""
         total = EVENT_BYTES * len(self._items)
         for tag, value in self._items:
             if tag != _OTHER:
@@ -272,24 +256,20 @@ class JournalEvents(Sequence[TurnEvent]):
     @overload
     def __getitem__(self, index: slice) -> list[TurnEvent]: ...
     def __getitem__(self, index: int | slice) -> TurnEvent | list[TurnEvent]:
-        items = self._items
-        if isinstance(items, list):
-            return items[index]
         if isinstance(index, slice):
-            return list(map(self._unpacked, items[index]))
-        return self._unpacked(items[index])
+            return list(map(self._unpacked, self._items[index]))
+        return self._unpacked(self._items[index])
 
     def __iter__(self) -> Iterator[TurnEvent]:
-        items = self._items
-        return iter(items) if isinstance(items, list) else map(self._unpacked, items)
+        return map(self._unpacked, self._items)
 
     def __eq__(self, other: object) -> bool:
-        # Equal to the list it stands for, as the journal's events were a list before they could be frozen.
-        if isinstance(other, JournalEvents | list):
+        # Equal to the list it stands for, as the journal's events were before they were frozen.
+        if isinstance(other, FrozenEvents | list):
             return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
         return NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]  # mutable, as a list
+    __hash__ = None  # type: ignore[assignment]  # equal to a list, which is unhashable
 
 
 EVENT_BYTES = 160  # one journaled event's object, its stamp and its list slots, besides its text
@@ -298,7 +278,7 @@ EVENT_BYTES = 160  # one journaled event's object, its stamp and its list slots,
 def journal_bytes(events: Sequence[TurnEvent]) -> int:
     """Estimated bytes a journal's events hold in memory: a fixed part per event and the length of its text fields
     (what bounds the settled turns a registry keeps, issue 20 defect 2). One pass, at settle, not per event."""
-    return events.bytes() if isinstance(events, JournalEvents) else _bytes(events)
+    return events.bytes() if isinstance(events, FrozenEvents) else _bytes(events)
 
 
 def _bytes(events: Sequence[TurnEvent]) -> int:
