@@ -328,6 +328,15 @@ async def test_writing_a_sequence_number_again_replaces_that_event(backend: Back
     assert await store.load_journal("t") == ["e0", "E1", "e2"]
 
 
+async def test_journal_rows_read_back_exactly_whatever_their_text(backend: Backend) -> None:
+    """SQLite writes a group commit's rows as one JSON parameter (issue 25): no character of an event may change."""
+    tricky = ['{"t":"q\\"b\\\\s"}', 'raw " \\ \n \t \u2028 é 漢 🙂 \U0001f600', "\\u0000", "\ud7ff\ue000", ""]
+    rows = tricky + [f"e{i}" for i in range(2000)]
+    await backend.store.append_journals([("t-odd", 0, rows), ("t-other", 7, ["x"])])
+    assert await backend.store.load_journal("t-odd") == rows
+    assert await backend.store.load_journal("t-other", 7) == ["x"]
+
+
 def test_store_protocol_holds_no_session_methods() -> None:
     """The plugin store never needs the sessions tables; session-key bindings and which host keeps a session (per-host
     session stores, placement.py) are its own."""

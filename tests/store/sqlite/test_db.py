@@ -96,3 +96,16 @@ async def test_corrupt_file_refuses_to_open_or_falls_back_to_memory(tmp_path: Pa
     finally:
         await store.close()
     assert path.read_bytes().startswith(b"this is not a database")  # left as it was, for the operator
+
+
+async def test_a_journal_row_with_a_raw_nul_reads_back_whole(tmp_path: Path) -> None:
+    """Journal rows go to SQLite as one JSON parameter, whose functions would end a text at NUL: such a batch is written
+    row by row. (The turns' own rows escape NUL; PostgreSQL refuses a raw one, test_contract_nul.py.)"""
+    store = SqliteStore(tmp_path / "store.sqlite3")
+    await store.open()
+    try:
+        rows = ["before", "nul\x00inside", "after"]
+        await store.append_journals([("t", 0, rows)])
+        assert await store.load_journal("t") == rows
+    finally:
+        await store.close()
