@@ -137,14 +137,18 @@ async def _latency_stream(
 
 async def _latency_samples(
     session: aiohttp.ClientSession, server: Server, raw: bool, streams: int, size: dict[str, Any], seconds: float
-) -> list[float]:
+) -> tuple[list[float], dict[str, float]]:
+    """The run's latencies, and how busy the server process was: its CPU seconds (every thread) over the run's wall
+    time — near 1.0 its event loop has no idle moment left and latency becomes queueing (issue 25)."""
     hz = size["hz"]
     ticks = max(1, int(seconds * hz))
     samples: list[float] = []
+    cpu, began = server.cpu_seconds(), time.perf_counter()
     await asyncio.gather(
         *(_latency_stream(session, server, raw, ticks, hz, samples, i / streams / hz) for i in range(streams))
     )
-    return samples
+    wall, used = time.perf_counter() - began, server.cpu_seconds() - cpu
+    return samples, {"server_cpu_s": round(used, 2), "wall_s": round(wall, 2), "server_busy": round(used / wall, 3)}
 
 
 async def latency(session: aiohttp.ClientSession, server: Server, size: dict[str, Any]) -> dict[str, Any]:
@@ -158,16 +162,18 @@ async def latency(session: aiohttp.ClientSession, server: Server, size: dict[str
         # that alone (issue 25: 40-50 ms p50 on the first thousand streams, whichever side went first).
         for warm_raw in (False, True):
             await _latency_samples(session, server, warm_raw, streams, size, size["latency_warmup_seconds"])
-        plugin = await _latency_samples(session, server, False, streams, size, size["latency_seconds"])
-        raw = await _latency_samples(session, server, True, streams, size, size["latency_seconds"])
+        plugin, plugin_load = await _latency_samples(session, server, False, streams, size, size["latency_seconds"])
+        raw, raw_load = await _latency_samples(session, server, True, streams, size, size["latency_seconds"])
         out[str(streams)] = {
             "events": len(plugin),
             "p50_ms": round(percentile(plugin, 50), 3),
             "p99_ms": round(percentile(plugin, 99), 3),
+            **plugin_load,
             "raw": {
                 "events": len(raw),
                 "p50_ms": round(percentile(raw, 50), 3),
                 "p99_ms": round(percentile(raw, 99), 3),
+                **raw_load,
             },
             "ratio": {
                 "p50": round(percentile(plugin, 50) / percentile(raw, 50), 3),
@@ -324,7 +330,9 @@ def report(name: str, result: dict[str, Any]) -> list[str]:
     if name == "latency":
         return [
             f"latency.{n}_streams     p50 {v['p50_ms']} ms, p99 {v['p99_ms']} ms ({v['events']} events); raw writer "
-            f"p50 {v['raw']['p50_ms']} ms, p99 {v['raw']['p99_ms']} ms (x {v['ratio']['p50']} / x {v['ratio']['p99']})"
+            f"p50 {v['raw']['p50_ms']} ms, p99 {v['raw']['p99_ms']} ms (x {v['ratio']['p50']} / x {v['ratio']['p99']});"
+            f" server busy {v['server_busy']} / raw {v['raw']['server_busy']} "
+            f"({v['server_cpu_s']} / {v['raw']['server_cpu_s']} CPU-s)"
             for n, v in result.items()
         ]
     if name == "idle_streams":

@@ -3,6 +3,7 @@ requests (one admission = one short non-streaming chat turn), and the receipt of
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -62,6 +63,11 @@ class Server:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
         return 0
+
+    def cpu_seconds(self) -> float:
+        """CPU time the server process has used, every thread (its utime + stime in /proc)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         self.proc.terminate()

@@ -25,6 +25,8 @@ LATENCY = (
     ("raw_p50_ms", ("raw", "p50_ms")),
     ("raw_p99_ms", ("raw", "p99_ms")),
     ("p99_ratio", ("ratio", "p99")),
+    ("server_busy", ("server_busy",)),
+    ("raw_server_busy", ("raw", "server_busy")),
 )
 
 

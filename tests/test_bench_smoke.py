@@ -48,6 +48,9 @@ def test_every_benchmark_runs_at_tiny_size_and_reports_each_figure(tmp_path: Pat
         latency = results["latency"][streams]
         assert latency["events"] == latency["raw"]["events"] == int(streams) * 20, latency
         assert latency["ratio"]["p50"] > 0 and latency["ratio"]["p99"] > 0
+        for side in (latency, latency["raw"]):  # how busy the server was beside each run's figures
+            assert side["wall_s"] > 0 and side["server_cpu_s"] >= 0, side
+            assert side["server_busy"] == pytest.approx(side["server_cpu_s"] / side["wall_s"], abs=0.01), side
     assert results["startup"]["median_s"] > 0
     answers = results["answers"]  # every suspension kind answered both ways resumed its turn; the baselines ran
     for name in (*(f"{k}_{a}" for k in ("question", "approval", "client_tool") for a in ("session", "history")),):
@@ -94,4 +97,7 @@ def test_rounds_alternate_two_checkouts_and_keep_every_figure_with_its_raw_partn
             for figure in ("p99_ms", "raw_p99_ms", "p99_ratio"):
                 entry = summary[f"latency_{streams}_{figure}"]
                 assert len(entry["values"]) == 2 and entry["median"] > 0, (streams, figure, entry)
+            for figure in ("server_busy", "raw_server_busy"):  # a tiny run may use less than a clock tick of CPU
+                entry = summary[f"latency_{streams}_{figure}"]
+                assert len(entry["values"]) == 2 and entry["median"] >= 0, (streams, figure, entry)
         assert summary["chat_ratio"]["median"] > 0 and summary["responses_ratio"]["median"] > 0
