@@ -38,6 +38,7 @@ from .sessions import SqliteSessionStore
 _DEAD = "t.owner IN (SELECT value FROM json_each(:dead))"
 _UNSETTLED_RESPONSES = S.UNSETTLED_RESPONSES.sqlite.format(dead=_DEAD)
 _MARK_UNKNOWN_IDEMPOTENCY_RECORDS = S.MARK_UNKNOWN_IDEMPOTENCY_RECORDS.sqlite.format(dead=_DEAD)
+_MARK_FAILED_RUNS = S.MARK_FAILED_RUNS.sqlite.format(dead=_DEAD)
 # A group commit's journal rows as one statement over one JSON parameter, in its own implicit transaction: one call
 # into SQLite instead of BEGIN, a step per row and COMMIT — each of which lets go of the interpreter lock and takes it
 # back, a thread switch with the event loop whenever the loop is busy (a stored Responses stream waits on a commit per
@@ -48,7 +49,6 @@ _APPEND_JOURNAL = (
     " SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?)"
     " WHERE true ON CONFLICT (turn_id, seq) DO UPDATE SET event = excluded.event"
 )
-_MARK_FAILED_RUNS = S.MARK_FAILED_RUNS.sqlite.format(dead=_DEAD)
 # INSERT OR REPLACE gives a rewritten item a new rowid: `find_tool_output` takes the latest write of a call.
 _PUT_ITEM = insert("response_items", S.ITEM_COLUMNS, "INSERT OR REPLACE")
 _FIND_TOOL_OUTPUT = "SELECT item FROM response_items WHERE scope = ? AND call_id = ? ORDER BY rowid DESC LIMIT 1"
