@@ -260,6 +260,31 @@ def unanswered_approvals(events: Sequence[TurnEvent]) -> list[ApprovalRequested]
     return [asked for asked in unanswered_requests(events) if isinstance(asked, ApprovalRequested)]
 
 
+class ApprovalTally:
+    """How many approval requests of a growing journal still wait for their decision — `len(unanswered_approvals)` —
+    reading only the events appended since it last looked: a metrics scrape asks every running turn, and a turn's
+    journal can hold thousands of deltas (issue 25). A decision answers the oldest request waiting (FIFO)."""
+
+    __slots__ = ("_read", "waiting")
+
+    def __init__(self) -> None:
+        self._read = 0
+        self.waiting = 0
+
+    def update(self, events: Sequence[TurnEvent]) -> int:
+        """The count over `events`, the same journal's events as at the last call with any appended since."""
+        waiting = self.waiting
+        for i in range(self._read, len(events)):
+            event = events[i]
+            if isinstance(event, ApprovalRequested):
+                waiting += 1
+            elif isinstance(event, ApprovalResponded) and waiting:
+                waiting -= 1
+        self._read = len(events)
+        self.waiting = waiting
+        return waiting
+
+
 class TurnTranscript:
     """Folds a journal into what every surface agrees on.
 

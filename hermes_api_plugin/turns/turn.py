@@ -11,12 +11,12 @@ from dataclasses import replace
 
 from ..core.content import Message
 from ..core.events import (
+    ApprovalTally,
     ClientRequest,
     TurnFinished,
     TurnStatus,
     required_action,
     resume_position,
-    unanswered_approvals,
 )
 from ..runtimes.base import AgentTurn, TurnRequest
 from .callback_sink import CallbackSink
@@ -69,6 +69,7 @@ class Turn:
         # what the surface that delivers it keeps with it across deliveries (a Responses turn's Responses, §15.3)
         self.dialect_state: object | None = None
         self.task: asyncio.Task[None] | None = None
+        self._approvals = ApprovalTally()  # what `awaiting_approval` has counted of the journal so far
         loop = asyncio.get_running_loop()
         # A held turn waits for its gate (the response head is out) or an interrupt before any agent work.
         self.gate: asyncio.Future[None] = loop.create_future()
@@ -98,7 +99,7 @@ class Turn:
     @property
     def awaiting_approval(self) -> bool:
         """Unsettled, with an approval request still waiting for its decision (WIRE.md §14.2)."""
-        return self.journal.finished is None and bool(unanswered_approvals(self.journal.events))
+        return self.journal.finished is None and self._approvals.update(self.journal.events) > 0
 
     @property
     def required_action(self) -> ClientRequest | None:

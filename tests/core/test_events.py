@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import random
+
 from hermes_api_plugin.core.events import (
     ApprovalRequested,
+    ApprovalResponded,
+    ApprovalTally,
     Commentary,
     QuestionAsked,
     ReasoningDelta,
@@ -13,6 +17,7 @@ from hermes_api_plugin.core.events import (
     ToolCallRequested,
     ToolCompleted,
     ToolStarted,
+    TurnEvent,
     TurnFinished,
     TurnStatus,
     TurnTranscript,
@@ -23,6 +28,7 @@ from hermes_api_plugin.core.events import (
     required_action,
     resume_position,
     suspends,
+    unanswered_approvals,
     unanswered_requests,
     waiting_calls,
 )
@@ -122,3 +128,29 @@ def test_a_resumed_delivery_begins_after_the_request_and_the_calls_made_with_it(
     asked = [TextDelta("a"), QuestionAsked("Which?"), TextDelta("b")]
     assert resume_position(asked) == 2 and waiting_calls(asked) == ()
     assert resume_position([TextDelta("a")]) == 1  # waits for nothing: the end
+
+
+def test_the_approval_tally_counts_what_unanswered_approvals_lists_as_the_journal_grows() -> None:
+    """Issue 25: a metrics scrape asks every running turn whether it awaits an approval; the tally reads only what was
+    appended since it last looked and always agrees with the whole-journal scan (FIFO decisions, a decision with no
+    request waiting changes nothing, other requests and answers do not count)."""
+    kinds = [
+        ApprovalRequested("rm -rf x", "recursive delete", ("once", "deny")),
+        ApprovalResponded("once"),
+        ApprovalResponded("deny"),
+        QuestionAsked("Which branch?"),
+        ToolCallRequested("call_9", "get_weather", "{}"),
+        ToolCallAnswered("call_9", "sunny"),
+        TextDelta("t"),
+        ReasoningDelta("r"),
+        START,
+        END,
+    ]
+    rng = random.Random(25)
+    for _ in range(50):
+        events: list[TurnEvent] = []
+        tally = ApprovalTally()
+        while len(events) < 200:
+            events.extend(rng.choice(kinds) for _ in range(rng.randint(0, 7)))
+            assert tally.update(events) == len(unanswered_approvals(events)), events
+        assert tally.update(events) == tally.waiting  # asked again with nothing new: the same count
