@@ -27,7 +27,9 @@ def turn_messages(inputs: Sequence[Message], events: Sequence[TurnEvent]) -> lis
             calls.clear()
             results.clear()
 
+    transcript = TurnTranscript()  # the reasoning, folded in the same pass
     for event in events:
+        transcript.feed(event)
         if isinstance(event, TextDelta):
             if results:  # text after tool results starts a new assistant message
                 flush_calls()
@@ -40,6 +42,5 @@ def turn_messages(inputs: Sequence[Message], events: Sequence[TurnEvent]) -> lis
             output = "[interrupted]" if event.stopped else event.result
             results.append(text_message("tool", output, tool_call_id=event.call_id))
     flush_calls()
-    transcript = TurnTranscript().feed_all(list(events))
     messages.append(text_message("assistant", "".join(text), reasoning=transcript.reasoning))
     return messages

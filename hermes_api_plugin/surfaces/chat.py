@@ -31,7 +31,6 @@ from ..core.events import (
     waiting_calls,
 )
 from ..core.offload import LARGE_MESSAGES, off_loop
-from ..core.transcript import turn_messages
 from ..dialects.chat_completions import ChatRenderer
 from ..dialects.record import SseRecord
 from ..protocol.chat import ChatRequest
@@ -179,7 +178,7 @@ class ChatSurface:
 
         async def record(turn: Turn, finished: TurnFinished) -> None:
             if finished.status is TurnStatus.COMPLETED:
-                said = turn_messages([chat.input], turn.journal.events)
+                said = [chat.input, *turn.said()]
                 whole = [*sent, *said]
                 key = await off_loop(lambda: index_key(scope, chat.system_prompt, whole), len(whole) > LARGE_MESSAGES)
                 index.record(key, turn.request.session_id)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from ..core.events import Compacted, TurnFinished
-from ..core.transcript import turn_messages
 from ..store.roles import SessionStore
 from .turn import Persister, Turn
 
@@ -17,7 +16,7 @@ def session_transcripts(sessions: SessionStore) -> Persister:
         compactions = [e.summary for e in events if isinstance(e, Compacted)]
         await sessions.append_session_messages(
             turn.request.session_id,
-            turn_messages(turn.inputs, events),
+            [*turn.inputs, *turn.said()],
             model=turn.request.model,
             usage=(finished.usage.prompt_tokens, finished.usage.completion_tokens),
             compaction=compactions[-1] if compactions else None,

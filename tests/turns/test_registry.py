@@ -59,6 +59,20 @@ async def test_registry_runs_a_turn_to_one_terminal_record_and_stores_the_exchan
     assert history[3].reasoning == "I should look at the files first.\n\nTwo entries."
 
 
+async def test_what_a_turn_said_is_read_from_its_journal_once_per_length() -> None:
+    """Issue 25: the session's transcript and a chat conversation's continuity key share one reading of the journal
+    at settlement instead of folding it each."""
+    store = await open_store()
+    reg = await registry(store=store)
+    turn = started(reg.admit(request("use tool")))
+    await asyncio.wait_for(turn.wait(), 5)
+    said = turn.said()
+    assert turn.said() is said
+    stored = await store.load_session_messages("s1")
+    assert [(m.role, m.text, m.reasoning) for m in said] == [(m.role, m.text, m.reasoning) for m in stored[1:]]
+    assert [m.role for m in said] == ["assistant", "tool", "assistant"]
+
+
 async def test_registry_cap_rejects_with_429_and_drain_with_503() -> None:
     """W-1.9 (cap) / W-1.12 (drain)"""
     reg = await registry(max_concurrent=1)
