@@ -71,7 +71,7 @@ class Turn:
         self.dialect_state: object | None = None
         self.task: asyncio.Task[None] | None = None
         self._approvals = ApprovalTally()  # what `awaiting_approval` has counted of the journal so far
-        self._said: tuple[int, list[Message]] | None = None  # `said()` and the journal length it was read at
+        self._said: tuple[int, tuple[Message, ...]] | None = None  # `said()` and the journal length it was read at
         loop = asyncio.get_running_loop()
         # A held turn waits for its gate (the response head is out) or an interrupt before any agent work.
         self.gate: asyncio.Future[None] = loop.create_future()
@@ -103,13 +103,13 @@ class Turn:
         """Unsettled, with an approval request still waiting for its decision (WIRE.md §14.2)."""
         return self.journal.finished is None and self._approvals.update(self.journal.events) > 0
 
-    def said(self) -> list[Message]:
+    def said(self) -> tuple[Message, ...]:
         """What the turn said after its inputs — assistant tool calls, tool results, its answer with its reasoning —
         read from the journal once per length: its session's transcript and a chat conversation's continuity key both
         need it when it settles."""
         events = self.journal.events
         if self._said is None or self._said[0] != len(events):
-            self._said = (len(events), turn_messages((), events))
+            self._said = (len(events), tuple(turn_messages((), events)))
         return self._said[1]
 
     @property
