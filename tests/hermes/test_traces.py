@@ -50,10 +50,17 @@ def test_a_hermes_turn_is_traced_with_its_provider_calls_and_its_tool(
             assert response.status == 200
             session_id = response.headers["X-Hermes-Session-Id"]
             json.loads(response.read())
+        # Every span asserted on below: the request's SERVER span ends after the reply is written, so it may come in
+        # an export batch after the turn's.
         spans = receiver.wait_for_spans(
-            lambda s: named(s, "invoke_agent") and len(named(s, "chat ")) >= 2 and named(s, "execute_tool"),
+            lambda s: (
+                named(s, "POST /v1/chat/completions")
+                and named(s, "invoke_agent")
+                and len(named(s, "chat ")) >= 2
+                and named(s, "execute_tool")
+            ),
             timeout=30,
-            what="the turn's spans",
+            what="the request's and the turn's spans",
         )
     [server] = named(spans, "POST /v1/chat/completions")
     [agent] = named(spans, "invoke_agent")
