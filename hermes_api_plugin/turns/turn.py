@@ -137,12 +137,14 @@ class Turn:
         self.agent_turn.interrupt()
 
     def release_request(self, *, keep_persist: bool) -> None:
-        """Drop what only running and storing it needed (history, inputs; the persister, whose closure holds the
-        request, once its settlement is stored): runs read ids, session, model and the journal (issue 20, defect 2)."""
+        """Drop what only running and storing it needed (history, inputs, what it said — its whole answer a second
+        time; the persister, whose closure holds the request, once its settlement is stored): runs read ids, session,
+        model and the journal (issue 20, defect 2). A client stalled on the turn's stream keeps the turn."""
         request = self.agent_turn.request
         self.agent_turn.request = replace(request, input=_RELEASED_INPUT, history=(), metadata={})
         self.inputs = ()
         self.history = None
+        self._said = None
         if not keep_persist:
             self.persist = None
 

@@ -66,6 +66,8 @@ async def test_what_a_turn_said_is_read_from_its_journal_once_per_length() -> No
     reg = await registry(store=store)
     turn = started(reg.admit(request("use tool")))
     await asyncio.wait_for(turn.wait(), 5)
+    # dropped once settled: a client stalled on the stream keeps the turn, not its answer twice (test_stalled_readers)
+    assert turn._said is None
     said = turn.said()
     assert turn.said() is said
     stored = await store.load_session_messages("s1")
