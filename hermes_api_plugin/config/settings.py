@@ -93,6 +93,9 @@ class Settings:
     agents_idle_seconds: float = 3600.0  # an agent unused this long is released (Hermes' own gateway: 1 h)
     # one SSL context per CA bundle for every provider client (hermes/compat/tls.py) instead of one per provider call
     agents_share_tls_contexts: bool = True
+    # hermes-agent per-call work made cheaper, its result the same (hermes/compat/config_copies.py, request_bodies.py)
+    agents_fast_config_copies: bool = True
+    agents_fast_request_bodies: bool = True
     chat_continuity: str = "auto"  # auto | off: a stateless chat continues the conversation its history matches
     # the process's start-up objects left out of every later full garbage collection (core/collector.py)
     gc_freeze_at_start: bool = True
@@ -441,6 +444,8 @@ def load_settings(hermes_home: Path | None = None, environ: Mapping[str, str] | 
         agents_max_cached=r.integer(None, "api_server.agents.max_cached", 64, 0, 4096),
         agents_idle_seconds=r.number("api_server.agents.idle_seconds", 3600.0, 1.0, 7 * 86400.0),
         agents_share_tls_contexts=r.boolean(None, "api_server.agents.share_tls_contexts", True),
+        agents_fast_config_copies=r.boolean(None, "api_server.agents.fast_config_copies", True),
+        agents_fast_request_bodies=r.boolean(None, "api_server.agents.fast_request_bodies", True),
         chat_continuity=r.choice("api_server.chat_continuity", "auto", frozenset({"auto", "off"})),
         gc_freeze_at_start=r.boolean(None, "api_server.gc.freeze_at_start", True),
         runtime=r.choice("agent.runtime", "auto", frozenset({"auto", "hermes", "scripted"})),

@@ -135,7 +135,12 @@ class HermesRuntime:
         stats = self.agents.stats()
         if stats is None:
             return None
-        return {**asdict(stats), "tls_contexts": asdict(compat.tls.tls_stats())}
+        return {
+            **asdict(stats),
+            "tls_contexts": asdict(compat.tls.tls_stats()),
+            "fast_config_copies": compat.config_copies.config_copies_plain(),
+            "fast_request_bodies": compat.request_bodies.plain_transforms_skipped(),
+        }
 
     def start_warm_up(self) -> None:
         """Import hermes-agent in a background thread now, so the first turn does not wait seconds for it."""
@@ -249,10 +254,15 @@ class HermesRuntime:
             return compat.compression.summarize(resolved.pop("model"), resolved, messages)
 
     def _hermes_agent_class(self) -> type:
-        """`AIAgent`, hermes-agent imported (seconds, the first time) and its TLS contexts shared when configured."""
+        """`AIAgent`, hermes-agent imported (seconds, the first time), and its TLS contexts shared, its config copies
+        and its provider request bodies made cheaper, as configured."""
         agent_class = compat.agent.agent_class()
         if self.settings.agents_share_tls_contexts:
             compat.tls.share_tls_contexts()
+        if self.settings.agents_fast_config_copies:
+            compat.config_copies.copy_config_plainly()
+        if self.settings.agents_fast_request_bodies:
+            compat.request_bodies.skip_plain_transforms()
         return agent_class
 
     def _run_blocking(self, turn: AgentTurn, handle: _AgentHandle, loop: asyncio.AbstractEventLoop) -> TurnResult:

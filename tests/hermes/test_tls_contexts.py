@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cryptography import x509
@@ -179,14 +180,15 @@ def test_hermes_bundle_check_still_refuses_a_broken_bundle(
             verify_ca_bundle()
 
 
-def _tls(gateway: LiveGateway) -> dict[str, int]:
-    return dict(http(gateway, "GET", "/health/detailed")["api_server"]["agents"]["tls_contexts"])
+def _agents(gateway: LiveGateway) -> dict[str, Any]:
+    return dict(http(gateway, "GET", "/health/detailed")["api_server"]["agents"])
 
 
 @pytest.mark.parametrize("share", [True, False], ids=["shared", "as-shipped"])
 def test_a_gateway_builds_its_provider_contexts_once(hermes_home: HomeFactory, share: bool) -> None:
-    home = hermes_home(api_server={"agents": {"share_tls_contexts": share}})
-    gateway = start_gateway(home, timeout=60)
+    """As shipped: every per-call saving of `api_server.agents` off (the config copies and request bodies too)."""
+    fast = {"share_tls_contexts": share, "fast_config_copies": share, "fast_request_bodies": share}
+    gateway = start_gateway(hermes_home(api_server={"agents": fast}), timeout=60)
     try:
         counts = []
         for _ in range(3):  # three conversations, each a fresh agent and two provider calls (a tool, then text)
@@ -194,7 +196,9 @@ def test_a_gateway_builds_its_provider_contexts_once(hermes_home: HomeFactory, s
             http(gateway, "POST", "/api/sessions", {"id": session_id})
             reply = http(gateway, "POST", f"/api/sessions/{session_id}/chat", {"message": "run a command"})
             assert reply["status"] == "completed", reply
-            counts.append(_tls(gateway))
+            agents = _agents(gateway)
+            assert agents["fast_config_copies"] is agents["fast_request_bodies"] is share, agents
+            counts.append(agents["tls_contexts"])
     finally:
         gateway.stop()
     if not share:

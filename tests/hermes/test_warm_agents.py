@@ -74,6 +74,8 @@ def test_a_conversation_keeps_one_agent_and_the_provider_sees_a_stable_growing_p
     for marker in markers:
         chat(gateway, session_id, marker)
     after = agents(gateway)
+    # the defaults: hermes-agent's config copies and request bodies made cheaper (hermes/compat), the prefix the same
+    assert after["fast_config_copies"] is after["fast_request_bodies"] is True, after
     assert after["misses"] - before["misses"] == 1, (before, after)  # built for the first turn only
     assert after["hits"] - before["hits"] == 2, (before, after)
 

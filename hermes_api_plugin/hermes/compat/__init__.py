@@ -1,4 +1,5 @@
-"""Compatibility with hermes-agent (0.19): the only package that touches hermes-agent's internals.
+"""Compatibility with hermes-agent (0.19): the only package that touches hermes-agent's internals (and, in
+`request_bodies`, those of the openai SDK it sends its provider calls with).
 
 It owns every hermes-agent name the plugin uses — the private helpers of `hermes gateway` (such as
 `gateway.run._resolve_runtime_agent_kwargs`) and the classes the runtime and the bridge build on (`run_agent.AIAgent`,
@@ -15,6 +16,8 @@ that call them, and imports only `_core` and the modules below it in this list:
 - `profiles` — profile multiplexing (`home`);
 - `cron` — cron jobs, the scheduler and the fire webhook (`home`);
 - `tls` — provider TLS contexts shared per CA bundle;
+- `config_copies` — the copy of the cached config that `load_config()` hands out, made plainly;
+- `request_bodies` — the openai SDK's transform of chat completion bodies, skipped for plain data;
 - `catalog` — skills, toolsets and the model inventory (`agent`, `home`);
 - `gateway` — the gateway runner, its platform adapters and health (`agent`).
 
@@ -28,7 +31,21 @@ and creates files under `$HERMES_HOME`, so the callers reach it from worker thre
 
 from __future__ import annotations
 
-from . import agent, approvals, catalog, client_tools, compression, cron, gateway, home, profiles, sessions, tls
+from . import (
+    agent,
+    approvals,
+    catalog,
+    client_tools,
+    compression,
+    config_copies,
+    cron,
+    gateway,
+    home,
+    profiles,
+    request_bodies,
+    sessions,
+    tls,
+)
 from ._core import API_SERVER, HERMES_TOP_LEVEL_MODULES, HermesName
 
 HERMES_NAMES: tuple[HermesName, ...] = (
@@ -43,6 +60,8 @@ HERMES_NAMES: tuple[HermesName, ...] = (
     *cron.NAMES,
     *profiles.NAMES,
     *tls.NAMES,
+    *config_copies.NAMES,
+    *request_bodies.NAMES,
 )
 
 __all__ = [
@@ -55,10 +74,12 @@ __all__ = [
     "catalog",
     "client_tools",
     "compression",
+    "config_copies",
     "cron",
     "gateway",
     "home",
     "profiles",
+    "request_bodies",
     "sessions",
     "tls",
 ]
