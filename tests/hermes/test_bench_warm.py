@@ -59,8 +59,10 @@ def test_warm_benchmark_reports_every_figure(tmp_path: Path) -> None:
     assert owui["plugin"]["agent_hits"] == 2, "the resent history continued each conversation on its warm agent"
     assert _number(owui["first_content_p50_plugin_over_upstream"])
 
+    assert "warm.first_reasoning_as_shipped.follow_up" in done.stdout
     for kind in ("turn1", "follow_up"):
-        figures = result["first_reasoning"][kind]
-        assert figures["turns"] == 2, figures
-        for key in ("plugin_p50_ms", "provider_p50_ms", "overhead_p50_ms", "to_provider_p50_ms"):
-            assert _number(figures[key]), (kind, key, figures)
+        for part in ("first_reasoning", "first_reasoning_as_shipped"):
+            figures = result[part][kind]
+            assert figures["turns"] == 2, (part, figures)
+            for key in ("plugin_p50_ms", "provider_p50_ms", "overhead_p50_ms", "to_provider_p50_ms"):
+                assert _number(figures[key]), (part, kind, key, figures)
