@@ -88,7 +88,7 @@ async def throughput(session: aiohttp.ClientSession, server: Server, size: dict[
     """Deltas per second through chat and Responses streams versus the raw baseline."""
     deltas = size["deltas"]
     chat_body = {"stream": True, "messages": [{"role": "user", "content": "deltas"}]}
-    results: dict[str, list[float]] = {"chat": [], "responses": [], "raw": []}
+    results: dict[str, list[float]] = {"chat": [], "responses": [], "raw": [], "producer": []}
     for _ in range(size["repeat"]):
         elapsed, body = await timed_read(
             session, "POST", server.url + "/v1/chat/completions", json=chat_body, headers=AUTH
@@ -108,6 +108,9 @@ async def throughput(session: aiohttp.ClientSession, server: Server, size: dict[
         elapsed, body = await timed_read(session, "GET", f"{server.raw_url}/raw?n={deltas}")
         assert body.count(b"data: ") == deltas + 1
         results["raw"].append(deltas / elapsed)
+        elapsed, body = await timed_read(session, "GET", f"{server.raw_url}/producer?n={deltas}")
+        assert int(body) == deltas
+        results["producer"].append(deltas / elapsed)
     best = {k: max(v) for k, v in results.items()}
     return {
         "deltas": deltas,
@@ -116,6 +119,12 @@ async def throughput(session: aiohttp.ClientSession, server: Server, size: dict[
         "raw_deltas_per_s": round(best["raw"]),
         "chat_ratio": round(best["chat"] / best["raw"], 3),
         "responses_ratio": round(best["responses"] / best["raw"], 3),
+        # the runtime's own production of the deltas, in the same loop, with nothing listening: the ceiling of both
+        # streams, and of their ratio to the raw writer
+        "producer_deltas_per_s": round(best["producer"]),
+        "producer_ratio": round(best["producer"] / best["raw"], 3),
+        "chat_of_producer": round(best["chat"] / best["producer"], 3),
+        "responses_of_producer": round(best["responses"] / best["producer"], 3),
     }
 
 
@@ -326,6 +335,9 @@ def report(name: str, result: dict[str, Any]) -> list[str]:
             f"({result['raw_deltas_per_s']} deltas/s, same run)",
             f"throughput.responses   {result['responses_deltas_per_s']} deltas/s = {result['responses_ratio']} x raw "
             "aiohttp",
+            f"throughput.producer    {result['producer_deltas_per_s']} deltas/s = {result['producer_ratio']} x raw "
+            f"aiohttp (the runtime alone, nothing listening): chat x {result['chat_of_producer']}, responses "
+            f"x {result['responses_of_producer']} of it",
         ]
     if name == "latency":
         return [

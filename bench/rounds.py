@@ -31,9 +31,12 @@ LATENCY = (
 
 
 def figures(results: dict[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
-    """(name, path in a round's results) of every figure the summary keeps: the throughput ratios, and per
-    concurrency the latency figures with their raw partners."""
+    """(name, path in a round's results) of every figure the summary keeps: the throughput ratios (to the raw writer
+    and to the producer), and per concurrency the latency figures with their raw partners."""
     out = [("chat_ratio", ("throughput", "chat_ratio")), ("responses_ratio", ("throughput", "responses_ratio"))]
+    # the producer's ceiling (a checkout from before it was measured has none)
+    ceiling = ("producer_ratio", "chat_of_producer", "responses_of_producer")
+    out.extend((name, ("throughput", name)) for name in ceiling if name in results["throughput"])
     for streams in results["latency"]:
         out.extend((f"latency_{streams}_{name}", ("latency", streams, *path)) for name, path in LATENCY)
     return out

@@ -6,7 +6,8 @@ pool's per-borrow check (`postgres_db.check_lent`) with psycopg_pool's own round
 baseline builds and `json.dumps` the same chunk dicts the chat stream sends, one write per chunk: the minimal honest
 work of an SSE endpoint — as fast as it can (`/raw`, the throughput partner), or stamped on the latency part's
 schedule (`/raw_ticks`, the latency partner: the bench runtime's `ticks` turn without the plugin between the
-callback and the socket).
+callback and the socket). `/producer` plays the throughput part's deltas with the bench runtime to a callback that
+does nothing: the ceiling of the plugin's throughput on this loop (its producer is in the same process).
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ import resource
 import signal
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from aiohttp import web
 
 from hermes_api_plugin.config.settings import load_settings
 from hermes_api_plugin.gateway.server import ReferenceGateway, build_plugin_manager, runner_kwargs
+from hermes_api_plugin.runtimes.scripted import ScriptedRuntime
 
 from .runtime import runtime, stamped_offsets, write_script
 
@@ -54,6 +57,23 @@ async def raw_stream(request: web.Request) -> web.StreamResponse:
         await response.write(_chunk(created, "x"))
     await response.write(b"data: [DONE]\n\n")
     return response
+
+
+def producer(scripted: ScriptedRuntime) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """`/producer?n=N`: the bench runtime plays N one-character deltas to a callback that does nothing, then answers
+    `n`: the throughput part's ceiling — what producing the deltas costs the loop without the plugin or a socket."""
+
+    async def play(request: web.Request) -> web.Response:
+        count = int(request.query.get("n", "20000"))
+        played: list[int] = [0]
+
+        def take(delta: str) -> None:
+            played[0] += len(delta)
+
+        await scripted.stream("x" * count, take)
+        return web.Response(text=str(played[0]))
+
+    return play
 
 
 async def raw_ticks(request: web.Request) -> web.StreamResponse:
@@ -94,12 +114,14 @@ async def main(home: Path, deltas: int) -> None:
     otel = {name: value for name, value in os.environ.items() if name.startswith("OTEL_")}
     settings = load_settings(home, environ={"HERMES_HOME": str(home), **otel})
     pm = build_plugin_manager()
-    gateway = ReferenceGateway(settings, runtime(str(script)), pm)
+    agent_runtime = runtime(str(script))
+    gateway = ReferenceGateway(settings, agent_runtime, pm)
     pm.hook.hermes_api_gateway_startup(gateway=gateway)
     plugin_runner = web.AppRunner(gateway.apps[0], **runner_kwargs())
     raw_app = web.Application()
     raw_app.router.add_get("/raw", raw_stream)
     raw_app.router.add_get("/raw_ticks", raw_ticks)
+    raw_app.router.add_get("/producer", producer(agent_runtime))
     raw_runner = web.AppRunner(raw_app, **runner_kwargs())
     await plugin_runner.setup()
     await raw_runner.setup()

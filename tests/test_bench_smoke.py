@@ -28,6 +28,7 @@ def test_every_benchmark_runs_at_tiny_size_and_reports_each_figure(tmp_path: Pat
     for prefix in (
         "throughput.chat",
         "throughput.responses",
+        "throughput.producer",
         "latency.1_streams",
         "idle_streams",
         "admissions",
@@ -42,7 +43,13 @@ def test_every_benchmark_runs_at_tiny_size_and_reports_each_figure(tmp_path: Pat
     ):
         assert any(line.startswith(prefix) for line in lines), (prefix, done.stdout)
     results = json.loads(out.read_text())["results"]
-    assert results["throughput"]["chat_deltas_per_s"] > 0 and results["throughput"]["raw_deltas_per_s"] > 0
+    throughput = results["throughput"]
+    assert throughput["chat_deltas_per_s"] > 0 and throughput["raw_deltas_per_s"] > 0
+    # the producer's ceiling, same run: the runtime alone outruns both streams it feeds
+    assert throughput["producer_deltas_per_s"] > max(
+        throughput["chat_deltas_per_s"], throughput["responses_deltas_per_s"]
+    )
+    assert 0 < throughput["chat_of_producer"] < 1 and throughput["producer_ratio"] > throughput["chat_ratio"]
     assert results["idle_streams"]["held"] == results["idle_streams"]["requested"]
     for streams in ("1", "5"):  # the plugin and the raw writer on the same schedule, every tick received (issue 25)
         latency = results["latency"][streams]
@@ -101,3 +108,4 @@ def test_rounds_alternate_two_checkouts_and_keep_every_figure_with_its_raw_partn
                 entry = summary[f"latency_{streams}_{figure}"]
                 assert len(entry["values"]) == 2 and entry["median"] >= 0, (streams, figure, entry)
         assert summary["chat_ratio"]["median"] > 0 and summary["responses_ratio"]["median"] > 0
+        assert summary["producer_ratio"]["median"] > 0 and summary["chat_of_producer"]["median"] > 0

@@ -225,9 +225,9 @@ class ScriptedRuntime:
                 if kind == "usage":
                     usage = Usage(int(value.get("prompt_tokens", 0)), int(value.get("completion_tokens", 0)))
                 elif kind == "reasoning":
-                    await self._stream(value, turn.callbacks.reasoning)
+                    await self.stream(value, turn.callbacks.reasoning)
                 elif kind == "text":
-                    await self._stream(value, turn.callbacks.text)
+                    await self.stream(value, turn.callbacks.text)
                     answer.append(value)
                 elif kind == "final":
                     answer.append(value)  # returned as the final response, never streamed
@@ -250,7 +250,7 @@ class ScriptedRuntime:
                 elif kind == "fail":
                     raise _Budget(TurnResult(TurnStatus.FAILED, "".join(answer) or None, usage, "agent_error", value))
                 elif kind == "exhaust_budget":
-                    await self._stream(value, turn.callbacks.text)
+                    await self.stream(value, turn.callbacks.text)
                     answer.append(value)
                     raise _Budget(
                         TurnResult(TurnStatus.INCOMPLETE, "".join(answer), usage, "iteration_budget_exhausted")
@@ -259,7 +259,9 @@ class ScriptedRuntime:
             return stop.outcome
         return TurnResult(TurnStatus.COMPLETED, "".join(answer), usage)
 
-    async def _stream(self, text: str, callback: Any) -> None:
+    async def stream(self, text: str, callback: Any) -> None:
+        """Play `text` to `callback` in the script's chunks, at its pace: after each chunk the script's delay, and a
+        turn of the event loop even when that is 0 (other streams and the turn's own delivery run between chunks)."""
         size = self.script.chunk_chars
         for start in range(0, len(text), size):
             if callback is not None:
@@ -280,11 +282,11 @@ class ScriptedRuntime:
 
     async def _client_tool(self, turn: AgentTurn, tool: ClientTool) -> TurnResult:
         """Call a tool the client lent the agent and answer with its output (WIRE.md §15.5)."""
-        await self._stream(f"The client lent me {tool.name}; calling it.", turn.callbacks.reasoning)
+        await self.stream(f"The client lent me {tool.name}; calling it.", turn.callbacks.reasoning)
         arguments = json.dumps(example_arguments(tool.parameters), ensure_ascii=False, separators=(",", ":"))
         output = await turn.suspensions.tool_call(f"call_{uuid.uuid4().hex[:24]}", tool.name, arguments)
         answer = f"{tool.name} returned: {output}" if output is not None else f"{tool.name} gave no output."
-        await self._stream(answer, turn.callbacks.text)
+        await self.stream(answer, turn.callbacks.text)
         return TurnResult(TurnStatus.COMPLETED, answer)
 
     async def _approval(self, turn: AgentTurn, command: str) -> None:
