@@ -4,6 +4,13 @@ Callbacks only append a typed record under a lock and schedule one loop wake-up 
 loop thread itself converts at once when no burst is open); the loop converts the records into events — normalising
 tool ids and names, pairing completions with their starts — coalesces adjacent deltas and appends them to the
 journal in one batch.
+
+A burst that another thread opens after a quiet spell is handed to the loop: the callback returns once the loop has
+journaled it — and every stream writing in place has written it — or after HANDOFF_S, whichever comes first. Waiting
+lets go of the interpreter lock. Without it the agent's thread goes on parsing the rest of the provider's response
+while holding the lock, and the woken loop waits out the interpreter's switch interval before it can write the
+turn's first byte: 1.9 ms of a follow-up turn's first reasoning byte in `bench.warm` (issue 25). Within a burst,
+callbacks never wait.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from .tool_display import (
 )
 
 COALESCE_S = 0.002  # burst window of the callback sink (WIRE.md §2.2 allows up to 50 ms)
+HANDOFF_S = 0.002  # the longest a callback opening a burst waits for the loop to journal it
 
 
 class ToolStart(NamedTuple):
@@ -91,8 +99,10 @@ class CallbackSink:
         journal: Journal,
         secret_values: tuple[str, ...] = (),
         meter: TurnMeter | None = None,
+        handoff_s: float = HANDOFF_S,
     ) -> None:
         self._loop = loop
+        self._handoff_s = handoff_s
         self._loop_thread = threading.get_ident()  # sinks are built on the loop thread
         self._journal = journal
         self._secrets = secret_values
@@ -101,6 +111,7 @@ class CallbackSink:
         self._scheduled = False
         self._closed = False
         self._last_flush = float("-inf")
+        self._handoff: threading.Event | None = None  # set once the loop journaled the burst a thread waits on
         # time.monotonic() of the first reasoning and answer callbacks (turns/meter.py observes them at settlement)
         self.meter = meter
         self.first_reasoning_at: float | None = None
@@ -214,10 +225,16 @@ class CallbackSink:
             # under load every iteration is a queue the delta would wait in once more (issue 25).
             self._schedule_flush()
             return
+        handoff = None
+        if self._loop.time() >= self._last_flush + COALESCE_S:  # a quiet spell: the loop journals the burst at once
+            with self._lock:
+                handoff = self._handoff = self._handoff or threading.Event()
         try:
             self._loop.call_soon_threadsafe(self._schedule_flush)
         except RuntimeError:  # loop closed during shutdown: nothing left to deliver to
-            pass
+            return
+        if handoff is not None:
+            handoff.wait(self._handoff_s)
 
     # -- loop side --------------------------------------------------------------------------------
     def _schedule_flush(self) -> None:
@@ -234,8 +251,15 @@ class CallbackSink:
         with self._lock:
             items, self._pending = self._pending, []
             self._scheduled = False
-        if not items:
-            return
+            handoff, self._handoff = self._handoff, None
+        try:
+            if items:
+                self._journal_items(items)
+        finally:
+            if handoff is not None:  # the thread that opened the burst goes on
+                handoff.set()
+
+    def _journal_items(self, items: list[Pending]) -> None:
         self._last_flush = self._loop.time()
         events: list[TurnEvent] = []
         for item in items:

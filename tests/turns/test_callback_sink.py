@@ -8,6 +8,7 @@ import threading
 import time
 
 from hermes_api_plugin.core.events import (
+    ReasoningDelta,
     TextDelta,
     ToolCompleted,
     ToolStarted,
@@ -110,6 +111,35 @@ async def test_a_loop_thread_callback_after_a_quiet_spell_is_journaled_in_the_ca
     assert journal.events == [TextDelta("now")]
     await wait_for_async(lambda: len(journal.events) == 2, interval=0.001, what="the burst window's flush")
     assert journal.events == [TextDelta("now"), TextDelta("ab")]
+
+
+async def test_a_callback_opening_a_burst_from_another_thread_returns_once_the_loop_journaled_it() -> None:
+    """The agent's thread hands a burst after a quiet spell to the loop and waits, letting go of the interpreter lock,
+    until the loop has journaled it (issue 25): it cannot go on parsing while the loop waits for the lock."""
+    journal = Journal()
+    sink = CallbackSink(asyncio.get_running_loop(), journal, handoff_s=30)
+    seen: list[list[object]] = []
+
+    def agent() -> None:
+        sink.on_reasoning("first")
+        seen.append(list(journal.events))  # what the journal held when the callback returned
+
+    thread = threading.Thread(target=agent)
+    thread.start()
+    thread.join(0.2)  # this coroutine blocks the loop meanwhile: the burst cannot be journaled yet
+    assert thread.is_alive() and journal.events == []
+    await wait_for_async(lambda: not thread.is_alive(), what="the callback's return")
+    assert seen == [[ReasoningDelta("first")]]
+
+
+async def test_a_callback_waits_for_a_busy_loop_no_longer_than_the_handoff_time() -> None:
+    journal = Journal()
+    sink = CallbackSink(asyncio.get_running_loop(), journal, handoff_s=0.01)
+    thread = threading.Thread(target=sink.on_reasoning, args=("first",))
+    thread.start()
+    thread.join(10)  # the loop stays blocked all along
+    assert not thread.is_alive() and journal.events == []
+    await wait_for_async(lambda: journal.events == [ReasoningDelta("first")], what="the loop's flush")
 
 
 async def test_deltas_of_one_kind_join_one_event_and_kinds_keep_their_order() -> None:
