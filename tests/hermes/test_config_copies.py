@@ -19,6 +19,7 @@ import pytest
 
 from hermes_api_plugin.hermes import compat
 from hermes_api_plugin.hermes.compat import _core, config_copies
+from hermes_api_plugin.hermes.compat._core import Installation
 from hermes_api_plugin.hermes.compat.config_copies import plain_deepcopy
 
 CONFIG_YAML = """\
@@ -126,7 +127,7 @@ def test_a_config_module_with_another_copy_is_left_alone(
 
     theirs = object()
     monkeypatch.setattr(hermes_config, "copy", theirs)
-    monkeypatch.setattr(config_copies, "_installed", False)
+    monkeypatch.setattr(config_copies, "_installation", Installation())
     monkeypatch.setattr(_core, "_warned", set())
     with caplog.at_level(logging.WARNING, logger="hermes_api_plugin"):
         config_copies.copy_config_plainly()

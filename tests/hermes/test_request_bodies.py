@@ -25,6 +25,7 @@ from typing_extensions import TypedDict
 
 from hermes_api_plugin.hermes import compat
 from hermes_api_plugin.hermes.compat import _core, request_bodies
+from hermes_api_plugin.hermes.compat._core import Installation
 from hermes_api_plugin.hermes.compat.request_bodies import CHAT_TRANSFORM, is_plain, property_info_in
 
 COMPLETION = {
@@ -238,7 +239,7 @@ def test_params_with_something_to_transform_leave_the_sdk_alone(
     sdk = getattr(resource.maybe_transform, "__wrapped__", resource.maybe_transform)
     monkeypatch.setattr(resource, "maybe_transform", sdk)
     monkeypatch.setattr(completion_create_params, "CompletionCreateParamsStreaming", _Body)
-    monkeypatch.setattr(request_bodies, "_installed", False)
+    monkeypatch.setattr(request_bodies, "_installation", Installation())
     monkeypatch.setattr(_core, "_warned", set())
     with caplog.at_level(logging.WARNING, logger="hermes_api_plugin"):
         request_bodies.skip_plain_transforms()

@@ -18,6 +18,7 @@ import importlib
 import inspect
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,6 +119,25 @@ def usable(name: HermesName, *args: Any, **kwargs: Any) -> Any:
     except ValueError:  # no introspectable signature (a builtin, e.g. a weakref): the call itself will tell
         pass
     return target
+
+
+class Installation:
+    """A stand-in the plugin puts into hermes-agent (or the SDK it sends with) at most once per process.
+
+    `once(put)` runs `put` unless an earlier one installed it; `put` returns whether it did (False: it logged its
+    fallback, and a later call tries again). Threads that race to it wait for the first.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.done = False
+
+    def once(self, put: Callable[[], bool]) -> None:
+        if self.done:
+            return
+        with self._lock:
+            if not self.done:
+                self.done = put()
 
 
 def call(name: HermesName, *args: Any, **kwargs: Any) -> Any:

@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import copy
 import importlib
-import threading
 from types import ModuleType
 from typing import Any
 
-from ._core import HermesName, warn_fallback
+from ._core import HermesName, Installation, warn_fallback
 
 CONFIG_COPY = HermesName(
     "hermes_cli.config",
@@ -87,30 +86,27 @@ class _PlainCopy(ModuleType):
         return plain_deepcopy(x)
 
 
-_installed = False
-_install_lock = threading.Lock()
+_installation = Installation()
 
 
 def copy_config_plainly() -> None:
     """Make `load_config()`'s defensive copy with `plain_deepcopy` (once per process); when `hermes_cli.config` is
     not what the plugin knows, its fallback (hermes-agent's own copy) is logged once."""
-    global _installed
-    if _installed:
-        return
-    with _install_lock:
-        if _installed:
-            return
-        try:
-            module: Any = importlib.import_module(CONFIG_COPY.module)
-            if CONFIG_COPY.resolve() is not copy:  # someone else's stand-in, or no longer the copy module: leave it
-                raise AttributeError(f"{CONFIG_COPY.qualname} is not the copy module")
-        except (ImportError, AttributeError) as exc:
-            warn_fallback(CONFIG_COPY, f"is unusable ({type(exc).__name__}: {exc})")
-            return
-        setattr(module, CONFIG_COPY.path, _PlainCopy())
-        _installed = True
+    _installation.once(_put)
+
+
+def _put() -> bool:
+    try:
+        module: Any = importlib.import_module(CONFIG_COPY.module)
+        if CONFIG_COPY.resolve() is not copy:  # someone else's stand-in, or no longer the copy module: leave it
+            raise AttributeError(f"{CONFIG_COPY.qualname} is not the copy module")
+    except (ImportError, AttributeError) as exc:
+        warn_fallback(CONFIG_COPY, f"is unusable ({type(exc).__name__}: {exc})")
+        return False
+    setattr(module, CONFIG_COPY.path, _PlainCopy())
+    return True
 
 
 def config_copies_plain() -> bool:
     """Whether `copy_config_plainly()` is in place in this process."""
-    return _installed
+    return _installation.done

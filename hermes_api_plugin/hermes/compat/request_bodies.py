@@ -21,12 +21,11 @@ transform). `api_server.agents.fast_request_bodies: false` leaves the SDK as it 
 from __future__ import annotations
 
 import importlib
-import threading
 import typing
 from collections.abc import Callable
 from typing import Any
 
-from ._core import HermesName, warn_fallback
+from ._core import HermesName, Installation, warn_fallback
 
 CHAT_TRANSFORM = HermesName(
     "openai.resources.chat.completions.completions",
@@ -100,38 +99,35 @@ def _plain_bodies(
     return maybe_transform
 
 
-_installed = False
-_install_lock = threading.Lock()
+_installation = Installation()
 
 
 def skip_plain_transforms() -> None:
     """Install the stand-in (once per process) when the installed openai's chat params carry nothing to transform;
     otherwise log the fallback once and leave the SDK as it is."""
-    global _installed
-    if _installed:
-        return
-    with _install_lock:
-        if _installed:
-            return
-        try:
-            module: Any = importlib.import_module(CHAT_TRANSFORM.module)
-            transform = CHAT_TRANSFORM.resolve()
-            if getattr(transform, "__wrapped__", None) is not None:  # someone else's stand-in: leave it be
-                raise AttributeError(f"{CHAT_TRANSFORM.qualname} is already wrapped")
-            property_info, is_given = PROPERTY_INFO.resolve(), IS_GIVEN.resolve()
-            params = frozenset({STREAMING_PARAMS.resolve(), NON_STREAMING_PARAMS.resolve()})
-        except (ImportError, AttributeError) as exc:
-            warn_fallback(CHAT_TRANSFORM, f"is unusable ({type(exc).__name__}: {exc})")
-            return
-        for root in params:
-            where = property_info_in(root, property_info)
-            if where is not None:
-                warn_fallback(CHAT_TRANSFORM, f"has a field to transform ({where} carries a PropertyInfo)")
-                return
-        setattr(module, CHAT_TRANSFORM.path, _plain_bodies(transform, is_given, params))
-        _installed = True
+    _installation.once(_put)
+
+
+def _put() -> bool:
+    try:
+        module: Any = importlib.import_module(CHAT_TRANSFORM.module)
+        transform = CHAT_TRANSFORM.resolve()
+        if getattr(transform, "__wrapped__", None) is not None:  # someone else's stand-in: leave it be
+            raise AttributeError(f"{CHAT_TRANSFORM.qualname} is already wrapped")
+        property_info, is_given = PROPERTY_INFO.resolve(), IS_GIVEN.resolve()
+        params = frozenset({STREAMING_PARAMS.resolve(), NON_STREAMING_PARAMS.resolve()})
+    except (ImportError, AttributeError) as exc:
+        warn_fallback(CHAT_TRANSFORM, f"is unusable ({type(exc).__name__}: {exc})")
+        return False
+    for root in params:
+        where = property_info_in(root, property_info)
+        if where is not None:
+            warn_fallback(CHAT_TRANSFORM, f"has a field to transform ({where} carries a PropertyInfo)")
+            return False
+    setattr(module, CHAT_TRANSFORM.path, _plain_bodies(transform, is_given, params))
+    return True
 
 
 def plain_transforms_skipped() -> bool:
     """Whether `skip_plain_transforms()` is in place in this process."""
-    return _installed
+    return _installation.done

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from ._core import HermesName, warn_fallback
+from ._core import HermesName, Installation, warn_fallback
 
 RESOLVE_HTTPX_VERIFY = HermesName(
     "agent.ssl_verify",
@@ -122,29 +122,21 @@ class _CachingSsl(ModuleType):
         return self._contexts.get(("cafile", file_key), lambda: ssl.create_default_context(cafile=cafile))
 
 
-_installed: TlsContexts | None = None
-_install_lock = threading.Lock()
+_installation = Installation()
+_shared: TlsContexts | None = None  # the contexts handed out, once installed
 
 
 def share_tls_contexts() -> None:
     """One SSL context per CA bundle for every provider client of this process; when hermes-agent's TLS helpers are
     not what the plugin knows, its fallback (a context per client, as shipped) is logged once."""
+    _installation.once(_put)
+
+
+def _put() -> bool:
+    """Install the shared contexts into hermes-agent. Imports the two small Hermes modules; when they are not what
+    `NAMES` declares, logs the fallback and leaves hermes-agent as it is."""
+    global _shared
     try:
-        _install()
-    except (ImportError, AttributeError) as exc:
-        warn_fallback(RESOLVE_HTTPX_VERIFY, f"is unusable ({type(exc).__name__}: {exc})")
-
-
-def _install() -> None:
-    """Install the shared contexts into hermes-agent (once per process; later calls return at once). Imports the two
-    small Hermes modules; raises ImportError / AttributeError when they are not what `NAMES` declares (the caller
-    logs and leaves hermes-agent as it is)."""
-    global _installed
-    if _installed is not None:
-        return
-    with _install_lock:
-        if _installed is not None:
-            return
         contexts = TlsContexts()
         verify_module: Any = importlib.import_module(RESOLVE_HTTPX_VERIFY.module)
         guard_module: Any = importlib.import_module(SSL_GUARD_SSL.module)
@@ -152,21 +144,25 @@ def _install() -> None:
         for module in (verify_module, guard_module):
             if module.ssl is not ssl:  # someone else's stand-in: leave it be
                 raise AttributeError(f"{module.__name__}.ssl is not the ssl module")
+    except (ImportError, AttributeError) as exc:
+        warn_fallback(RESOLVE_HTTPX_VERIFY, f"is unusable ({type(exc).__name__}: {exc})")
+        return False
 
-        @functools.wraps(resolve)
-        def resolve_shared(*args: Any, **kwargs: Any) -> Any:
-            verify = resolve(*args, **kwargs)
-            return contexts.default_context() if verify is True else verify
+    @functools.wraps(resolve)
+    def resolve_shared(*args: Any, **kwargs: Any) -> Any:
+        verify = resolve(*args, **kwargs)
+        return contexts.default_context() if verify is True else verify
 
-        setattr(verify_module, SSL_VERIFY_SSL.path, _CachingSsl(contexts))
-        setattr(guard_module, SSL_GUARD_SSL.path, _CachingSsl(contexts))
-        setattr(verify_module, RESOLVE_HTTPX_VERIFY.path, resolve_shared)
-        _installed = contexts
+    setattr(verify_module, SSL_VERIFY_SSL.path, _CachingSsl(contexts))
+    setattr(guard_module, SSL_GUARD_SSL.path, _CachingSsl(contexts))
+    setattr(verify_module, RESOLVE_HTTPX_VERIFY.path, resolve_shared)
+    _shared = contexts
+    return True
 
 
 def tls_stats() -> TlsStats:
     """Shared or not, and how often a context was built and reused."""
-    contexts = _installed
+    contexts = _shared
     if contexts is None:
         return TlsStats(shared=False, built=0, reused=0)
     return TlsStats(shared=True, built=contexts.built, reused=contexts.reused)
