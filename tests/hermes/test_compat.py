@@ -18,6 +18,7 @@ import json
 import logging
 import subprocess
 import sys
+import threading
 import types
 from collections.abc import Callable
 from pathlib import Path
@@ -248,3 +249,28 @@ def test_without_hermes_gateway_helpers_the_model_section_is_used(
         "gateway.run._resolve_gateway_model",
         "gateway.run._resolve_runtime_agent_kwargs",
     ]
+
+
+@pytest.mark.parametrize("installed", [True, False], ids=["installed", "fell-back"])
+def test_an_installation_runs_its_put_once_whatever_it_returned(installed: bool) -> None:
+    """A stand-in goes in once per process; a put that failed (and logged its fallback) is not retried every turn,
+    and threads racing to it wait for the first."""
+    installation = _core.Installation()
+    calls: list[int] = []
+    started = threading.Barrier(8)
+
+    def put() -> bool:
+        calls.append(1)
+        return installed
+
+    def race() -> None:
+        started.wait()
+        installation.once(put)
+
+    threads = [threading.Thread(target=race) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    installation.once(put)
+    assert calls == [1] and installation.done is installed

@@ -124,20 +124,23 @@ def usable(name: HermesName, *args: Any, **kwargs: Any) -> Any:
 class Installation:
     """A stand-in the plugin puts into hermes-agent (or the SDK it sends with) at most once per process.
 
-    `once(put)` runs `put` unless an earlier one installed it; `put` returns whether it did (False: it logged its
-    fallback, and a later call tries again). Threads that race to it wait for the first.
+    `once(put)` runs `put` the first time only; `put` returns whether it installed the stand-in (False: it logged its
+    fallback, and hermes-agent stays as it ships for the life of the process — a check that failed once is not run
+    again on every turn). Threads that race to it wait for the first.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._tried = False
         self.done = False
 
     def once(self, put: Callable[[], bool]) -> None:
-        if self.done:
+        if self._tried:
             return
         with self._lock:
-            if not self.done:
+            if not self._tried:
                 self.done = put()
+                self._tried = True
 
 
 def call(name: HermesName, *args: Any, **kwargs: Any) -> Any:

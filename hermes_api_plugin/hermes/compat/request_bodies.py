@@ -120,7 +120,11 @@ def _put() -> bool:
         warn_fallback(CHAT_TRANSFORM, f"is unusable ({type(exc).__name__}: {exc})")
         return False
     for root in params:
-        where = property_info_in(root, property_info)
+        try:
+            where = property_info_in(root, property_info)
+        except Exception as exc:  # a type the check cannot read (an unresolvable annotation): nothing proven
+            warn_fallback(CHAT_TRANSFORM, f"cannot be checked ({type(exc).__name__}: {exc})")
+            return False
         if where is not None:
             warn_fallback(CHAT_TRANSFORM, f"has a field to transform ({where} carries a PropertyInfo)")
             return False
