@@ -8,9 +8,9 @@ journal in one batch.
 A burst that another thread opens after a quiet spell is handed to the loop: the callback returns once the loop has
 journaled it — and every stream writing in place has written it — or after HANDOFF_S, whichever comes first. Waiting
 lets go of the interpreter lock. Without it the agent's thread goes on parsing the rest of the provider's response
-while holding the lock, and the woken loop waits out the interpreter's switch interval before it can write the
-turn's first byte: 1.9 ms of a follow-up turn's first reasoning byte in `bench.warm` (issue 25). Within a burst,
-callbacks never wait.
+while holding the lock, and the woken loop waits for the lock before it can write the turn's first byte: about 1.9 ms
+of a follow-up turn's first reasoning byte (issue 25; alternated runs in bench/README). Within a burst, callbacks
+never wait.
 """
 
 from __future__ import annotations
