@@ -133,9 +133,12 @@ class IdempotencyStore(Protocol):
 class JournalStore(Protocol):
     """Turn journals: the JSON-encoded events a replay, a reconnect or another gateway's follower reads."""
 
-    async def append_journals(self, batches: Sequence[tuple[str, int, Sequence[str]]]) -> None:
+    async def append_journals(
+        self, batches: Sequence[tuple[str, int, Sequence[str]]], *, awaited: bool = False
+    ) -> None:
         """Write JSON-encoded events (turn id, sequence number of the first, events) in one transaction;
-        writing a sequence number again replaces that event."""
+        writing a sequence number again replaces that event. `awaited`: a client's stream waits for these rows
+        before it shows them, so the write goes before the loop's other work where the backend can arrange it."""
         ...
 
     async def load_journal(self, turn_id: str, start: int = 0) -> list[str]:

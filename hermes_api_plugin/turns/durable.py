@@ -143,7 +143,7 @@ class JournalSaver:
         try:
             if batches:
                 began = time.perf_counter()
-                await self.store.append_journals(batches)
+                await self.store.append_journals(batches, awaited=bool(waiters))
                 if self.meter is not None:
                     self.meter.committed(sum(len(b[2]) for b in batches), time.perf_counter() - began)
         except Exception as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 from hermes_api_plugin.core.events import TextDelta, TurnFinished, TurnStatus
 from hermes_api_plugin.store import MemoryStore
@@ -36,4 +37,35 @@ async def test_a_followed_journal_is_committed_as_it_comes_and_the_others_wait_f
     assert not saver.watching(followed) and saver.watching(alone)
     await saver.close()
     assert len(await store.load_journal("run_a")) == 1
+    await store.close()
+
+
+class RecordingStore(MemoryStore):
+    """Remembers, per write, whether a stream was said to wait for it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.awaited: list[bool] = []
+
+    async def append_journals(
+        self, batches: Sequence[tuple[str, int, Sequence[str]]], *, awaited: bool = False
+    ) -> None:
+        self.awaited.append(awaited)
+        await super().append_journals(batches, awaited=awaited)
+
+
+async def test_a_commit_a_stream_waits_for_is_written_as_awaited_and_a_timed_one_is_not() -> None:
+    """`awaited` lets the SQLite store hold the loop for the commit (store/sqlite/db.py): only for what a client's
+    stream is waiting to show, never for the interval's commits nobody waits on."""
+    store = RecordingStore()
+    await store.open()
+    saver = JournalSaver(store, interval=0.01)
+    journal = Journal()
+    saver.watch("run_w", journal)
+    journal.extend([TextDelta("nobody waits for this one")])
+    await stored(store, "run_w", 1)
+    journal.extend([TextDelta("a Responses stream waits for this one")])
+    await saver.durable(journal)
+    assert store.awaited == [False, True]
+    await saver.close()
     await store.close()

@@ -301,7 +301,10 @@ class PostgresStore:
             return [r["turn_id"] for r in await cursor.fetchall()]
 
     # -- journals ------------------------------------------------------------------------------------
-    async def append_journals(self, batches: Sequence[tuple[str, int, Sequence[str]]]) -> None:
+    async def append_journals(
+        self, batches: Sequence[tuple[str, int, Sequence[str]]], *, awaited: bool = False
+    ) -> None:
+        # awaited changes nothing here: the pool's I/O is the loop's own, no thread to starve
         rows = [(turn_id, first + i, event) for turn_id, first, events in batches for i, event in enumerate(events)]
         if not rows:
             return

@@ -261,7 +261,9 @@ class SqliteStore:
         return await self.db.call(mark)
 
     # -- journals ------------------------------------------------------------------------------------
-    async def append_journals(self, batches: Sequence[tuple[str, int, Sequence[str]]]) -> None:
+    async def append_journals(
+        self, batches: Sequence[tuple[str, int, Sequence[str]]], *, awaited: bool = False
+    ) -> None:
         rows = [(turn_id, first + i, event) for turn_id, first, events in batches for i, event in enumerate(events)]
 
         def append(conn: sqlite3.Connection) -> None:
@@ -271,7 +273,8 @@ class SqliteStore:
             else:
                 conn.execute(_APPEND_JOURNAL, (json.dumps(rows, ensure_ascii=False),))
 
-        await self.db.call(append)
+        # awaited: the loop holds still for the commit, or a busy loop starves the database thread (db.py)
+        await self.db.call(append, handoff=awaited)
 
     async def load_journal(self, turn_id: str, start: int = 0) -> list[str]:
         return await self.db.call(lambda c: [r["event"] for r in c.execute(S.LOAD_JOURNAL.sqlite, (turn_id, start))])

@@ -3,8 +3,11 @@ is in ../test_contract_*.py; migrations in test_migrate.py.)"""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import stat
+import threading
+from collections.abc import Awaitable
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,7 @@ import pytest
 from hermes_api_plugin.core.content import ImagePart, Message, TextPart
 from hermes_api_plugin.store import SqliteStore, StoreError
 from hermes_api_plugin.store.sql.migrations import load_migrations
+from hermes_api_plugin.store.sqlite import db as sqlite_db
 from hermes_api_plugin.store.sqlite.migrate import BUNDLED
 
 
@@ -109,3 +113,82 @@ async def test_a_journal_row_with_a_raw_nul_reads_back_whole(tmp_path: Path) -> 
         assert await store.load_journal("t") == rows
     finally:
         await store.close()
+
+
+async def iterations_during(call: Awaitable[object]) -> int:
+    """How many turns the event loop took while `call` was awaited (a task counting them runs beside it)."""
+    turns = 0
+
+    async def count() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await asyncio.sleep(0)
+
+    counter = asyncio.create_task(count())
+    await asyncio.sleep(0)
+    before = turns
+    try:
+        await call
+    finally:
+        counter.cancel()
+    return turns - before
+
+
+async def test_a_handed_off_call_is_settled_in_place_and_any_other_through_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A busy loop starves the database thread of the interpreter lock, so a call a stream waits on is waited for
+    in place (issue 25): no loop turn passes. Any other call comes back through the loop's self-pipe."""
+    monkeypatch.setattr(sqlite_db, "HANDOFF_S", 30.0)  # a slow machine must not fall back to the loop in this test
+    store = SqliteStore(tmp_path / "store.sqlite3")
+    await store.open()
+    try:
+        select = store.db.call(lambda conn: conn.execute("SELECT 1").fetchone()[0], handoff=True)
+        assert await iterations_during(select) == 0
+        assert await iterations_during(store.db.call(lambda conn: conn.execute("SELECT 1").fetchone()[0])) >= 1
+        rows = ['{"e":0}', '{"e":1}']
+        assert await iterations_during(store.append_journals([("t", 0, rows)], awaited=True)) == 0
+        assert await store.load_journal("t") == rows
+
+        def refused(conn: sqlite3.Connection) -> None:
+            conn.execute("SELECT * FROM no_such_table")
+
+        with pytest.raises(StoreError, match="no_such_table"):
+            await store.db.call(refused, handoff=True)
+    finally:
+        await store.close()
+
+
+async def test_a_handed_off_call_that_outlasts_the_wait_is_settled_by_the_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_db, "HANDOFF_S", 0.01)
+    store = SqliteStore(tmp_path / "store.sqlite3")
+    await store.open()
+    release = threading.Event()
+    try:
+
+        def slow(conn: sqlite3.Connection) -> int:
+            release.wait(10)
+            return int(conn.execute("SELECT 7").fetchone()[0])
+
+        call = asyncio.ensure_future(store.db.call(slow, handoff=True))
+        await asyncio.sleep(0.05)
+        assert not call.done()  # the loop stopped waiting after HANDOFF_S and went on
+        release.set()
+        assert await asyncio.wait_for(call, 10) == 7
+    finally:
+        release.set()
+        await store.close()
+
+
+def test_a_hand_off_outcome_goes_to_whoever_still_waits() -> None:
+    delivered = sqlite_db._Handoff()
+    assert delivered.deliver("row", failed=False)
+    assert not delivered.abandon()  # it came in between the wait running out and the loop giving up: settle here
+    assert delivered.value == "row" and not delivered.failed
+    abandoned = sqlite_db._Handoff()
+    assert abandoned.abandon()
+    assert not abandoned.deliver("late", failed=False)  # the thread settles the future through the loop instead
+    assert abandoned.value is None
