@@ -154,7 +154,10 @@ async def test_deltas_of_one_kind_join_one_event_and_kinds_keep_their_order() ->
     sink.on_text("lo")
     sink.on_reasoning("more")
     sink.on_tool_start("call_1", "terminal", {"command": "ls"})
-    sink.on_text(" world")
+    sink.on_reasoning("again")  # after the tool: a run of its own, not the end of "more"
+    sink.on_text(" wor")
+    sink.flush()
+    sink.on_text("ld")  # the journaled run is closed: a new one
     sink.close()
     kinds = [(type(e).__name__, getattr(e, "text", None)) for e in journal.events]
     assert kinds == [
@@ -163,5 +166,7 @@ async def test_deltas_of_one_kind_join_one_event_and_kinds_keep_their_order() ->
         ("TextDelta", "Hello"),
         ("ReasoningDelta", "more"),
         ("ToolStarted", None),
-        ("TextDelta", " world"),
+        ("ReasoningDelta", "again"),
+        ("TextDelta", " wor"),
+        ("TextDelta", "ld"),
     ]
