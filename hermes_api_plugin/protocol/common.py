@@ -42,6 +42,8 @@ _IMAGE_PART = Obj(
             Either((_IMAGE_URL, Obj((Prop("url", _IMAGE_URL, True), Prop("detail", _DETAIL))))),
             True,
         ),
+        # Read by content.parse_content beside a string `image_url` (the Responses spelling inside a chat part).
+        Prop("detail", _DETAIL),
     ),
 )
 _INPUT_IMAGE_PART = Obj(

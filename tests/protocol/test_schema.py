@@ -6,11 +6,12 @@ import re
 import sys
 from typing import Any
 
+import jsonschema_rs
 import pytest
 
 from hermes_api_plugin.core.content import parse_content
 from hermes_api_plugin.core.errors import ApiError
-from hermes_api_plugin.protocol.common import NOT_ONLY_SPACE, SESSION_ID, check_session_id
+from hermes_api_plugin.protocol.common import CONTENT, NOT_ONLY_SPACE, SESSION_ID, check_session_id
 from hermes_api_plugin.protocol.params import IntText, Param, parse_params
 from hermes_api_plugin.protocol.schema import AnyJson, Arr, Bool, Either, Obj, Prop, Str, Tagged
 
@@ -134,3 +135,27 @@ def test_an_image_detail_of_whitespace_is_refused_by_its_schema_exactly_as_the_c
         parse_content([part], "input")
     part["detail"] = "\x1fhigh"
     assert parse_content([part], "input")
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        {"type": "image_url", "image_url": "https://example.com/a.png", "detail": []},
+        {"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": 3}},
+        {"type": "input_image", "image_url": "https://example.com/a.png", "detail": {}},
+    ],
+)
+def test_every_image_detail_the_content_parser_reads_is_declared_in_the_rendered_schema(part: dict[str, Any]) -> None:
+    """Schemathesis sent `{"type": "image_url", "image_url": "<url>", "detail": []}`: the part-level `detail` beside a
+    string `image_url` was undeclared, so the schema took what the parser refuses. Each place the parser reads a
+    `detail` is typed in the schema, so the real JSON Schema validator refuses what the parser refuses."""
+    defs: dict[str, dict[str, Any]] = {}
+    schema = CONTENT.render(defs)
+    validator = jsonschema_rs.Draft202012Validator({**schema, "components": {"schemas": defs}})
+    with pytest.raises(ApiError):
+        parse_content([part], "input")
+    assert not validator.is_valid([part])
+    nested = isinstance(part["image_url"], dict)
+    fine = {**part, "image_url": {**part["image_url"], "detail": "high"}} if nested else {**part, "detail": "high"}
+    assert parse_content([fine], "input")
+    assert validator.is_valid([fine])
