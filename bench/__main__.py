@@ -220,14 +220,17 @@ async def idle_streams(session: aiohttp.ClientSession, server: Server, size: dic
         ready += 1
         keepalives += 1
 
+    tracked_before = await gc_tracked(session, server)
     started = time.perf_counter()
     results = await asyncio.gather(*(open_one() for _ in range(count)), return_exceptions=True)
     opened = time.perf_counter() - started
     await asyncio.sleep(1.0)
     after = server.rss_kb()
+    tracked = await gc_tracked(session, server) - tracked_before
     for response in responses:
         response.close()
     errors = [repr(r) for r in results if isinstance(r, BaseException)][:3]
+    raw_tracked = await raw_idle_tracked(session, server, count)
     return {
         "requested": count,
         "held": ready,
@@ -235,8 +238,35 @@ async def idle_streams(session: aiohttp.ClientSession, server: Server, size: dic
         "rss_before_kb": before,
         "rss_after_kb": after,
         "rss_per_stream_kb": round((after - before) / max(ready, 1), 2),
+        "tracked_per_stream": round(tracked / max(ready, 1), 1),
+        "raw_tracked_per_stream": round(raw_tracked / count, 1),
         "errors": errors,
     }
+
+
+async def gc_tracked(session: aiohttp.ClientSession, server: Server) -> int:
+    """Objects the bench server's garbage collector tracks after a full collection (what each one walks)."""
+    async with session.get(server.raw_url + "/gc_tracked") as response:
+        return int((await response.json())["tracked"])
+
+
+async def raw_idle_tracked(session: aiohttp.ClientSession, server: Server, count: int) -> int:
+    """The same count for `count` open raw writer streams (one tick written, the next 100 s away): the per-stream
+    objects of aiohttp and the raw handler alone, the partner of the plugin's."""
+    await asyncio.sleep(0.5)  # the plugin's closed streams settle
+    before = await gc_tracked(session, server)
+    responses: list[aiohttp.ClientResponse] = []
+
+    async def open_one() -> None:
+        response = await session.get(server.raw_url + "/raw_ticks?ticks=2&hz=0.01")
+        responses.append(response)
+        await response.content.readany()
+
+    await asyncio.gather(*(open_one() for _ in range(count)))
+    tracked = await gc_tracked(session, server) - before
+    for response in responses:
+        response.close()
+    return tracked
 
 
 async def admissions(session: aiohttp.ClientSession, server: Server, size: dict[str, Any]) -> dict[str, Any]:
@@ -351,7 +381,9 @@ def report(name: str, result: dict[str, Any]) -> list[str]:
         return [
             f"idle_streams           {result['held']}/{result['requested']} held, "
             f"{result['rss_per_stream_kb']} KB RSS per stream (server {result['rss_before_kb']} -> "
-            f"{result['rss_after_kb']} KB)"
+            f"{result['rss_after_kb']} KB)",
+            f"idle_streams           {result['tracked_per_stream']} objects per stream tracked by the collector "
+            f"(raw aiohttp writer {result['raw_tracked_per_stream']})",
         ]
     if name == "admissions":
         return [

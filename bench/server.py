@@ -6,13 +6,16 @@ pool's per-borrow check (`postgres_db.check_lent`) with psycopg_pool's own round
 baseline builds and `json.dumps` the same chunk dicts the chat stream sends, one write per chunk: the minimal honest
 work of an SSE endpoint — as fast as it can (`/raw`, the throughput partner), or stamped on the latency part's
 schedule (`/raw_ticks`, the latency partner: the bench runtime's `ticks` turn without the plugin between the
-callback and the socket). `/producer` plays the throughput part's deltas with the bench runtime to a callback that
-does nothing: the ceiling of the plugin's throughput on this loop (its producer is in the same process).
+callback and the socket). `/gc_tracked` answers how many objects the cyclic garbage collector tracks after a full
+collection (what every later full collection walks; the start-up's, frozen, are not counted). `/producer` plays the
+throughput part's deltas with the bench runtime to a callback that does nothing: the ceiling of the plugin's
+throughput on this loop (its producer is in the same process).
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import resource
@@ -92,6 +95,11 @@ async def raw_ticks(request: web.Request) -> web.StreamResponse:
     return response
 
 
+async def gc_tracked(request: web.Request) -> web.Response:
+    gc.collect()
+    return web.json_response({"tracked": len(gc.get_objects())})
+
+
 def replace_pool_check(kind: str) -> None:
     """psycopg_pool's check (an empty query per borrow) or none in place of the store's own, before the pool opens."""
     from psycopg_pool import AsyncConnectionPool
@@ -122,6 +130,7 @@ async def main(home: Path, deltas: int) -> None:
     raw_app.router.add_get("/raw", raw_stream)
     raw_app.router.add_get("/raw_ticks", raw_ticks)
     raw_app.router.add_get("/producer", producer(agent_runtime))
+    raw_app.router.add_get("/gc_tracked", gc_tracked)
     raw_runner = web.AppRunner(raw_app, **runner_kwargs())
     await plugin_runner.setup()
     await raw_runner.setup()
