@@ -113,10 +113,11 @@ class ChatRenderer:
         self.model = model
         self.tool_progress = tool_progress
         self.transcript = TurnTranscript()
-        # the two records a stream sends per token, encoded once (dialects/record.py `Template`); built from the
-        # ids, not from the renderer: a closure over it would be a cycle left to the garbage collector (issue 25)
-        self._text = Template(partial(_token_chunk, completion_id, created, model, "content"))
-        self._reasoning = Template(partial(_token_chunk, completion_id, created, model, "reasoning_content"))
+        # the two records a stream sends per token, encoded once (dialects/record.py `Template`), each made at the
+        # stream's first token of its kind: until then an open stream holds neither (every full garbage collection
+        # walks what an open stream holds; issue 25)
+        self._text: Template | None = None
+        self._reasoning: Template | None = None
         self._tools: dict[str, ToolStarted] = {}
         self._approvals: list[ApprovalRequested] = []  # waiting for their decision, oldest first
         self.run_id: str | None = None  # known once the turn is admitted or found; approval records carry it
@@ -139,6 +140,16 @@ class ChatRenderer:
     def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
         return _chunk(self.completion_id, self.created, self.model, delta, finish_reason)
 
+    def _template(self, field: str) -> Template:
+        """The token record of `field`, made once. Built from the ids, not from the renderer: a closure over it would
+        be a cycle left to the garbage collector (issue 25)."""
+        template = Template(partial(_token_chunk, self.completion_id, self.created, self.model, field))
+        if field == "content":
+            self._text = template
+        else:
+            self._reasoning = template
+        return template
+
     def role_chunk(self) -> SseRecord:
         return SseRecord(None, self._chunk({"role": "assistant", "content": ""}))
 
@@ -148,9 +159,11 @@ class ChatRenderer:
             emitted = self.transcript.feed(event)
             if isinstance(event, ReasoningDelta):
                 assert emitted is not None
-                records.extend(SseRecord(None, self._reasoning.fill(p)) for p in _pieces(emitted))
+                reasoning = self._reasoning or self._template("reasoning_content")
+                records.extend(SseRecord(None, reasoning.fill(p)) for p in _pieces(emitted))
             elif isinstance(event, TextDelta):
-                records.extend(SseRecord(None, self._text.fill(p)) for p in _pieces(event.text))
+                text = self._text or self._template("content")
+                records.extend(SseRecord(None, text.fill(p)) for p in _pieces(event.text))
             elif isinstance(event, ToolStarted):
                 self._tools[event.call_id] = event
                 if self.tool_progress:

@@ -98,20 +98,26 @@ def profile_not_found() -> ApiError:
 
 
 @web.middleware
-async def profile_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """The decision table of the module docstring; runs after authentication."""
+def profile_middleware(request: web.Request, handler: Handler) -> Awaitable[web.StreamResponse]:
+    """The decision table of the module docstring; runs after authentication. A request the gateway's own profile
+    serves is handed on, not awaited (no coroutine of this middleware held while its reply runs: http/middleware.py)."""
     prefix = request.get(PROFILE_PREFIX)
     if prefix is not None and request.method in ("GET", "HEAD") and request.path in PUBLIC_PATHS:
         # The public liveness answer names no profile: the same for every name, served or not, so a request without
         # the key cannot enumerate the served profiles (issue 20, defect 6); upstream ignores the prefix likewise.
-        return await handler(request)
+        return handler(request)
     host: HostData | None = request.app[RUNTIME].host_data
     if host is None:
         if prefix is not None:
             raise not_supported_by_host()
-        return await handler(request)
+        return handler(request)
     if not host.multiplexing():
-        return await handler(request)
+        return handler(request)
+    return _in_profile(request, handler, host, prefix)
+
+
+async def _in_profile(request: web.Request, handler: Handler, host: HostData, prefix: str | None) -> web.StreamResponse:
+    """A multiplexing host's request, run inside its profile's scope (the prefix's, or the gateway's own)."""
     scope: AbstractContextManager[Any]
     if prefix is None:
         scope = host.profile_scope(None)

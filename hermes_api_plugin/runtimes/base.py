@@ -113,31 +113,58 @@ class TurnSink(Protocol):
     def on_approval_response(self, choice: str) -> None: ...
 
 
-@dataclass(frozen=True)
 class TurnCallbacks:
-    """The callbacks a runtime calls during one turn: the turn's sink, with the request's opt-outs applied."""
+    """The callbacks a runtime calls during one turn: the turn's sink, with the request's opt-outs applied.
 
-    text: TextCallback
-    tool_start: ToolStartCallback
-    tool_complete: ToolCompleteCallback
-    compaction: CompactionCallback
-    approval_request: ApprovalCallback
-    approval_response: Callable[[str], None]
-    reasoning: ReasoningCallback | None  # None: reasoning opted out per request (W-10.1): nothing to report it to
-    commentary: InterimCallback | None  # None: interim assistant messages are off (§10.3)
+    Each is its sink's method, bound when read rather than held: eight bound methods kept for the turn's whole life
+    were eight more objects every full garbage collection walks per open stream (issue 25). A runtime that calls one
+    often reads it once (`ScriptedRuntime.stream`, Hermes' callbacks installed on the agent).
+    """
+
+    __slots__ = ("_commentary", "_reasoning", "_sink")
+
+    def __init__(self, sink: TurnSink, reasoning: bool, commentary: bool) -> None:
+        self._sink = sink
+        self._reasoning = reasoning
+        self._commentary = commentary
 
     @classmethod
     def of(cls, sink: TurnSink, request: TurnRequest) -> TurnCallbacks:
-        return cls(
-            text=sink.on_text,
-            tool_start=sink.on_tool_start,
-            tool_complete=sink.on_tool_complete,
-            compaction=sink.on_compaction,
-            approval_request=sink.on_approval_request,
-            approval_response=sink.on_approval_response,
-            reasoning=sink.on_reasoning if request.reasoning_enabled else None,
-            commentary=sink.on_commentary if request.commentary_enabled else None,
-        )
+        return cls(sink, request.reasoning_enabled, request.commentary_enabled)
+
+    @property
+    def text(self) -> TextCallback:
+        return self._sink.on_text
+
+    @property
+    def tool_start(self) -> ToolStartCallback:
+        return self._sink.on_tool_start
+
+    @property
+    def tool_complete(self) -> ToolCompleteCallback:
+        return self._sink.on_tool_complete
+
+    @property
+    def compaction(self) -> CompactionCallback:
+        return self._sink.on_compaction
+
+    @property
+    def approval_request(self) -> ApprovalCallback:
+        return self._sink.on_approval_request
+
+    @property
+    def approval_response(self) -> Callable[[str], None]:
+        return self._sink.on_approval_response
+
+    @property
+    def reasoning(self) -> ReasoningCallback | None:
+        """None: reasoning opted out per request (W-10.1): nothing to report it to."""
+        return self._sink.on_reasoning if self._reasoning else None
+
+    @property
+    def commentary(self) -> InterimCallback | None:
+        """None: interim assistant messages are off (§10.3)."""
+        return self._sink.on_commentary if self._commentary else None
 
 
 class ApprovalGate(Protocol):

@@ -174,16 +174,7 @@ class ChatSurface:
             history = resolution.stored  # a derived session's turns are not queued: as read, it is current
         elif resolution.seed and await conversations.sessions.seed_session(self.session_id, sent):
             history = conversations.session_history(self.session_id)
-        scope = conversations.scope
-
-        async def record(turn: Turn, finished: TurnFinished) -> None:
-            if finished.status is TurnStatus.COMPLETED:
-                said = [chat.input, *turn.said()]
-                whole = [*sent, *said]
-                key = await off_loop(lambda: index_key(scope, chat.system_prompt, whole), len(whole) > LARGE_MESSAGES)
-                index.record(key, turn.request.session_id)
-
-        return history, record
+        return history, _ContinuityRecord(index, conversations.scope, chat, sent)
 
     def reply(self, turn: Turn | None) -> ChatReply:
         r = self.renderer
@@ -351,3 +342,22 @@ class ChatSurface:
     def refused(self, code: str) -> list[SseRecord]:
         """The §3.5 chunk of a keyed chat stream whose admission was refused."""
         return self.renderer.render([TurnFinished(TurnStatus.FAILED, error_code=code, error_message=code)])
+
+
+@dataclass(frozen=True, slots=True)
+class _ContinuityRecord:
+    """A continued chat's persister: once its turn completed, the conversation index learns where the conversation
+    ends now. One object rather than a closure (a function, its cells and their tuple), which the turn holds — and
+    every full garbage collection walks — while its stream is open (issue 25)."""
+
+    index: ConversationIndex
+    scope: str
+    chat: ChatRequest
+    sent: Sequence[Message]
+
+    async def __call__(self, turn: Turn, finished: TurnFinished) -> None:
+        if finished.status is TurnStatus.COMPLETED:
+            whole = [*self.sent, self.chat.input, *turn.said()]
+            system_prompt = self.chat.system_prompt
+            key = await off_loop(lambda: index_key(self.scope, system_prompt, whole), len(whole) > LARGE_MESSAGES)
+            self.index.record(key, turn.request.session_id)

@@ -27,6 +27,7 @@ from hermes_api_plugin.dialects.chat_completions import (
     ChatRenderer,
     finish_fields,
 )
+from hermes_api_plugin.dialects.record import Template
 from hermes_api_plugin.http.sse import dumps
 
 START = ToolStarted("call_1", "terminal", '{"command":"ls"}', "ls", "💻", 0.0)
@@ -65,6 +66,23 @@ def test_a_renderer_is_freed_as_it_goes_without_the_garbage_collector() -> None:
         assert gone() is None
     finally:
         gc.enable()
+
+
+def test_an_open_stream_holds_a_token_template_only_for_the_kinds_it_sent() -> None:
+    """Issue 25: each template (and its builder) is two objects every full collection walks while the stream is
+    open; a stream makes one at its first token of that kind, and the records are those of the template."""
+
+    def templates(r: ChatRenderer) -> int:
+        return sum(isinstance(value, Template) for value in vars(r).values())
+
+    r = renderer()
+    assert templates(r) == 0
+    ((_, first, _),) = r.render([TextDelta("say")])
+    ((_, second, _),) = r.render([TextDelta("more")])
+    assert templates(r) == 1
+    assert [c["choices"][0]["delta"] for c in (first, second)] == [{"content": "say"}, {"content": "more"}]
+    ((_, thought, _),) = r.render([ReasoningDelta("think")])
+    assert templates(r) == 2 and thought["choices"][0]["delta"] == {"content": "", "reasoning_content": "think"}
 
 
 def test_finish_chunk_carries_usage_and_empty_delta() -> None:

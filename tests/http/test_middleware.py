@@ -5,6 +5,8 @@ Every test drives the real app (built through the plugin manager) over a real so
 
 from __future__ import annotations
 
+import gc
+import inspect
 import io
 import json
 from collections.abc import AsyncIterator
@@ -777,3 +779,19 @@ async def test_undecodable_origin_and_authorization_keep_their_own_answers(api: 
         b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: Bearer \xed\xa0\x80\r\n\r\n"
     )
     assert_error_envelope(await raw_request(api, request), 401, "gateway_auth_failed")
+
+
+async def test_the_checks_on_the_way_in_hold_no_coroutine_while_a_stream_is_open(api: TestClient) -> None:
+    """CORS, auth, limits and the profile check hand the request on without awaiting it (issue 25): an open stream's
+    await chain — resumed on every wake-up of its task, walked by every full garbage collection — holds the error
+    middleware that wraps the reply, and none of them."""
+    checks = {"cors_middleware", "auth_middleware", "limits_middleware", "profile_middleware", "_in_profile"}
+    headers = {"Authorization": f"Bearer {TEST_KEY}", "Origin": "http://example.com"}
+    body = {"stream": True, "messages": [{"role": "user", "content": "keepalive"}]}
+    async with api.post(CHAT, json=body, headers=headers) as resp:
+        assert resp.status == 403  # CORS checked the Origin (off by default) before anything ran
+    async with api.post(CHAT, json=body, headers={"Authorization": headers["Authorization"]}) as resp:
+        await read_until(resp, b"reasoning_content")  # the turn runs, its stream is open
+        running = {o.cr_code.co_name for o in gc.get_objects() if inspect.iscoroutine(o) and o.cr_frame is not None}
+        assert "error_middleware" in running and "chat_completions" in running, running
+        assert running & checks == set(), running

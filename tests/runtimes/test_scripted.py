@@ -6,7 +6,6 @@ import asyncio
 import json
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,42 +18,11 @@ from hermes_api_plugin.runtimes.scripted import (
     default_script_path,
     load_script,
 )
-from tests.helpers import wait_for_async
+from tests.helpers import RecordingSink, wait_for_async
 
 
-class Recorder:
-    """A sink whose methods record every callback (the turn built with it reports to it)."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[Any, ...]] = []
-
-    def on_reasoning(self, text: str) -> None:
-        self.calls.append(("reasoning", text))
-
-    def on_text(self, text: str | None) -> None:
-        self.calls.append(("text", text))
-
-    def on_tool_start(self, call_id: Any, name: str, arguments: Any) -> None:
-        self.calls.append(("tool_start", name, arguments))
-
-    def on_tool_complete(self, call_id: Any, name: str, result: Any, is_error: bool) -> None:
-        self.calls.append(("tool_complete", name, result, is_error))
-
-    def on_commentary(self, text: str, already_streamed: bool) -> None:
-        self.calls.append(("commentary", text))
-
-    def on_compaction(self, summary: str) -> None:
-        self.calls.append(("compaction", summary))
-
-    def on_approval_request(self, command: str, description: str, choices: tuple[str, ...]) -> None:
-        self.calls.append(("approval_request", command))
-
-    def on_approval_response(self, choice: str) -> None:
-        self.calls.append(("approval_response", choice))
-
-
-def make_turn(text: str) -> tuple[AgentTurn, Recorder]:
-    sink = Recorder()
+def make_turn(text: str) -> tuple[AgentTurn, RecordingSink]:
+    sink = RecordingSink()
     turn = AgentTurn(TurnRequest(turn_id="run_t", session_id="s", input=Message("user", (TextPart(text),))), sink)
     return turn, sink
 
