@@ -93,70 +93,43 @@ class Journal:
     ) -> AsyncIterator[list[TurnEvent] | None]:
         """Yield batches of events from `start` until the terminal record; `None` after each idle period.
 
-        One idle timer per follower (`_IdleTimer`), re-armed only when it fires: a busy stream creates no timer per
-        event (it would churn the loop's timer heap at thousands of events per second).
+        One idle timer per follower, re-armed only when it fires: a busy stream creates no timer per event (it would
+        churn the loop's timer heap at thousands of events per second).
 
         `take`: while the follower is parked, what is appended goes to `take(batch)` at once, where it is appended —
         no task switch and no loop iteration per event (issue 25). True: taken, the follower stays parked; False:
         taken, and the follower wakes with an empty batch (its owner looks at what `take` left it). The terminal
         record always wakes it.
         """
-        loop = asyncio.get_running_loop()
-        position = start
-        waiter: asyncio.Future[bool] | None = None
-        taken = False
-
-        def idle() -> None:
-            if waiter is not None and not waiter.done():
-                waiter.set_result(False)
-
-        timer = _IdleTimer(loop, idle_timeout, idle) if idle_timeout is not None else None
-
-        def offered(start: int, appended: list[TurnEvent]) -> bool:
-            nonlocal position, taken
-            if waiter is None or waiter.done():
-                return False
-            # A parked follower has read up to where this append began: it takes the list appended as it is.
-            batch = appended if position == start else self.events[position:]
-            position += len(batch)
-            if timer is not None:
-                timer.news()
-            assert take is not None  # offered only with a `take`
-            if take(batch) and self.finished is None:
-                return True
-            taken = True
-            waiter.set_result(True)
-            return False
-
+        follower = _Follower(self, start, take, asyncio.get_running_loop(), idle_timeout)
         try:
             while True:
-                if taken:
-                    taken = False
+                if follower.taken:
+                    follower.taken = False
                     yield []
                     continue
+                position = follower.position
                 if position < len(self.events):
                     batch = self.events[position:]
-                    position += len(batch)
-                    if timer is not None:
-                        timer.news()
+                    follower.position = position + len(batch)
+                    follower.news()
                     yield batch
                     continue
                 if self.finished is not None:
                     return
-                waiter = loop.create_future()
+                waiter = follower.waiter = follower.loop.create_future()
                 if take is None:
                     self._waiters.append(waiter)
                 else:
-                    self._offers.append(offered)
+                    self._offers.append(follower)
                 woken = await waiter
                 if not woken:
-                    self._withdraw(waiter, offered)
+                    self._withdraw(waiter, follower)
                     yield None
         finally:
-            if timer is not None:
-                timer.cancel()
-            if waiter is not None:  # closed while parked (its owner left): nothing is offered to it any more
-                self._withdraw(waiter, offered)
+            follower.close()
+            if follower.waiter is not None:  # closed while parked (its owner left): nothing is offered to it any more
+                self._withdraw(follower.waiter, follower)
 
     def _settle(self, finished: TurnFinished) -> None:
         """The terminal record is in: nothing more is appended, and the events and stamps are frozen into tuples of
@@ -173,33 +146,74 @@ class Journal:
             self._offers.remove(offer)
 
 
-class _IdleTimer:
-    """A follower's idle timer: `on_idle` once per `seconds` without news, re-armed only when it fires — a busy
-    stream creates no timer per event. No closure over itself: a follower that ends leaves no cycle behind for the
-    garbage collector (issue 25)."""
+class _Follower:
+    """One follower's state: where it has read to, the future it is parked on, and its idle timer (`on_idle` once per
+    `seconds` without news, re-armed only when it fires). It is itself the offer a parked follower takes appends by.
 
-    __slots__ = ("_at", "_handle", "_loop", "_on_idle", "_seconds")
+    One object rather than closures over the generator's variables (two functions, their cells, a timer object):
+    every full garbage collection walks what an open stream holds (issue 25). Its timer handle refers back to it;
+    `close()`, run when the follower ends, cancels the handle and so leaves no cycle for the collector.
+    """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, seconds: float, on_idle: Callable[[], None]) -> None:
-        self._loop = loop
+    __slots__ = ("_at", "_handle", "_seconds", "journal", "loop", "position", "take", "taken", "waiter")
+
+    def __init__(
+        self,
+        journal: Journal,
+        position: int,
+        take: Callable[[list[TurnEvent]], bool] | None,
+        loop: asyncio.AbstractEventLoop,
+        seconds: float | None,
+    ) -> None:
+        self.journal = journal
+        self.position = position
+        self.take = take
+        self.taken = False  # `take` took a batch and asked to be woken: the generator yields an empty batch
+        self.waiter: asyncio.Future[bool] | None = None
+        self.loop = loop
         self._seconds = seconds
-        self._on_idle = on_idle
-        self._at = loop.time() + seconds
-        self._handle = loop.call_at(self._at, self._fire)
+        self._at = 0.0
+        self._handle: asyncio.TimerHandle | None = None
+        if seconds is not None:
+            self._at = loop.time() + seconds
+            self._handle = loop.call_at(self._at, self._fire)
+
+    def __call__(self, start: int, appended: list[TurnEvent]) -> bool:
+        """Offered what was appended at `start`: True while it stays parked and takes more this way."""
+        waiter = self.waiter
+        if waiter is None or waiter.done():
+            return False
+        # A parked follower has read up to where this append began: it takes the list appended as it is.
+        journal = self.journal
+        batch = appended if self.position == start else journal.events[self.position :]
+        self.position += len(batch)
+        self.news()
+        assert self.take is not None  # offered only with a `take`
+        if self.take(batch) and journal.finished is None:
+            return True
+        self.taken = True
+        waiter.set_result(True)
+        return False
 
     def news(self) -> None:
         """Something arrived: the idle period starts again."""
-        self._at = self._loop.time() + self._seconds
+        if self._seconds is not None:
+            self._at = self.loop.time() + self._seconds
 
     def _fire(self) -> None:
-        now = self._loop.time()
+        assert self._seconds is not None  # armed only with an idle timeout
+        now = self.loop.time()
         if now >= self._at:
-            self._on_idle()
+            waiter = self.waiter
+            if waiter is not None and not waiter.done():
+                waiter.set_result(False)
             self._at = now + self._seconds
-        self._handle = self._loop.call_at(self._at, self._fire)
+        self._handle = self.loop.call_at(self._at, self._fire)
 
-    def cancel(self) -> None:
-        self._handle.cancel()
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
 
 
 _DELTAS: tuple[type[TextDelta] | type[ReasoningDelta], ...] = (TextDelta, ReasoningDelta)

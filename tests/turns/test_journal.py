@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import inspect
 from typing import Any
 
 from hermes_api_plugin.core.events import (
@@ -189,5 +190,29 @@ async def test_a_follower_that_ends_leaves_no_cycle_for_the_garbage_collector() 
         async for _ in journal.follow(0, idle_timeout=5.0):
             pass
         assert gc.collect() == 0
+    finally:
+        gc.enable()
+
+
+async def test_a_follower_closed_while_parked_with_a_timer_leaves_no_cycle_for_the_garbage_collector() -> None:
+    """Issue 25: a follower is one object whose timer handle refers back to it; closing it while parked (its client
+    left) cancels the handle and withdraws its offer, so nothing of it waits for a full collection."""
+    journal = Journal()
+    taken: list[list[Any]] = []
+    follower = journal.follow(0, idle_timeout=5.0, take=lambda batch: taken.append(batch) or True)
+    gc.collect()
+    gc.disable()
+    try:
+        parked = asyncio.ensure_future(follower.__anext__())
+        await asyncio.sleep(0)
+        journal.extend([TextDelta("a")])
+        assert taken == [[TextDelta("a")]] and not parked.done()
+        parked.cancel()
+        await asyncio.sleep(0)
+        await follower.aclose()
+        del follower, parked
+        assert gc.collect() == 0
+        # and no timer of it is left scheduled (the loop would keep it, re-armed every 5 s, for ever)
+        assert [o for o in gc.get_objects() if inspect.ismethod(o) and type(o.__self__).__name__ == "_Follower"] == []
     finally:
         gc.enable()
