@@ -147,8 +147,9 @@ class Journal:
 
 
 class _Follower:
-    """One follower's state: where it has read to, the future it is parked on, and its idle timer (`on_idle` once per
-    `seconds` without news, re-armed only when it fires). It is itself the offer a parked follower takes appends by.
+    """One follower's state: where it has read to, the future it is parked on, and its idle timer (which wakes that
+    future with False once per `seconds` without news, re-armed only when it fires). It is itself the offer a parked
+    follower takes appends by.
 
     One object rather than closures over the generator's variables (two functions, their cells, a timer object):
     every full garbage collection walks what an open stream holds (issue 25). Its timer handle refers back to it;
