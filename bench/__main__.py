@@ -28,6 +28,7 @@ import aiohttp
 from . import answers, replicas, store, websocket
 from .common import (
     AUTH,
+    HELD_DELTAS,
     ROOT,
     Server,
     admission_samples,
@@ -193,9 +194,10 @@ async def latency(session: aiohttp.ClientSession, server: Server, size: dict[str
 
 
 async def idle_streams(session: aiohttp.ClientSession, server: Server, size: dict[str, Any]) -> dict[str, Any]:
-    """How many idle SSE streams (scripted sleep, keepalives flowing) the gateway holds, and RSS per stream."""
+    """How many idle SSE streams (scripted sleep, keepalives flowing) the gateway holds, and RSS per stream; the
+    objects a full garbage collection walks per idle stream, per delta a running turn has streamed (`hold`: the same
+    idle turn after `HELD_DELTAS` deltas), and per open raw writer stream."""
     count = size["idle_streams"]
-    body = {"stream": True, "messages": [{"role": "user", "content": "idle"}]}
     await timed_read(
         session,
         "POST",
@@ -205,32 +207,23 @@ async def idle_streams(session: aiohttp.ClientSession, server: Server, size: dic
     )
     await asyncio.sleep(0.5)
     before = server.rss_kb()
-    ready = 0
-    keepalives = 0
-    responses: list[aiohttp.ClientResponse] = []
-
-    async def open_one() -> None:
-        nonlocal ready, keepalives
-        response = await session.post(server.url + "/v1/chat/completions", json=body, headers=AUTH)
-        responses.append(response)
-        assert response.status == 200
-        seen = b""
-        while b": keepalive" not in seen:
-            seen += await response.content.readany()
-        ready += 1
-        keepalives += 1
-
     tracked_before = await gc_tracked(session, server)
     started = time.perf_counter()
-    results = await asyncio.gather(*(open_one() for _ in range(count)), return_exceptions=True)
+    responses, ready, errors = await _held_streams(session, server, "idle", count)
     opened = time.perf_counter() - started
     await asyncio.sleep(1.0)
     after = server.rss_kb()
     tracked = await gc_tracked(session, server) - tracked_before
     for response in responses:
         response.close()
-    errors = [repr(r) for r in results if isinstance(r, BaseException)][:3]
+    holding = min(count, 500)
+    held_before = await settled_tracked(session, server)
+    held, held_ready, _ = await _held_streams(session, server, "hold", holding)
+    held_tracked = await gc_tracked(session, server) - held_before
+    for response in held:
+        response.close()
     raw_tracked = await raw_idle_tracked(session, server, count)
+    per_stream = tracked / max(ready, 1)
     return {
         "requested": count,
         "held": ready,
@@ -238,10 +231,34 @@ async def idle_streams(session: aiohttp.ClientSession, server: Server, size: dic
         "rss_before_kb": before,
         "rss_after_kb": after,
         "rss_per_stream_kb": round((after - before) / max(ready, 1), 2),
-        "tracked_per_stream": round(tracked / max(ready, 1), 1),
+        "tracked_per_stream": round(per_stream, 1),
+        "tracked_per_delta": round((held_tracked / max(held_ready, 1) - per_stream) / HELD_DELTAS, 3),
         "raw_tracked_per_stream": round(raw_tracked / count, 1),
         "errors": errors,
     }
+
+
+async def _held_streams(
+    session: aiohttp.ClientSession, server: Server, prompt: str, count: int
+) -> tuple[list[aiohttp.ClientResponse], int, list[str]]:
+    """`count` chat streams of `prompt` (to close), how many reached their first keepalive (their turns idle), and
+    the first errors."""
+    body = {"stream": True, "messages": [{"role": "user", "content": prompt}]}
+    responses: list[aiohttp.ClientResponse] = []
+    ready = 0
+
+    async def open_one() -> None:
+        nonlocal ready
+        response = await session.post(server.url + "/v1/chat/completions", json=body, headers=AUTH)
+        responses.append(response)
+        assert response.status == 200
+        seen = b""
+        while b": keepalive" not in seen:
+            seen += await response.content.readany()
+        ready += 1
+
+    results = await asyncio.gather(*(open_one() for _ in range(count)), return_exceptions=True)
+    return responses, ready, [repr(r) for r in results if isinstance(r, BaseException)][:3]
 
 
 async def gc_tracked(session: aiohttp.ClientSession, server: Server) -> int:
@@ -395,7 +412,8 @@ def report(name: str, result: dict[str, Any]) -> list[str]:
             f"{result['rss_per_stream_kb']} KB RSS per stream (server {result['rss_before_kb']} -> "
             f"{result['rss_after_kb']} KB)",
             f"idle_streams           {result['tracked_per_stream']} objects per stream tracked by the collector "
-            f"(raw aiohttp writer {result['raw_tracked_per_stream']})",
+            f"(raw aiohttp writer {result['raw_tracked_per_stream']}); {result['tracked_per_delta']} per delta "
+            "a running turn streamed",
         ]
     if name == "admissions":
         return [

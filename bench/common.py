@@ -18,6 +18,7 @@ KEY = "bench-key-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 ROOT = Path(__file__).resolve().parent
 ADMISSION_BODY = {"messages": [{"role": "user", "content": "hello"}]}  # the script's default turn: "ok"
+HELD_DELTAS = 200  # what the bench runtime's `hold` turn streams before it idles like `idle` (runtime.py)
 STAMP = re.compile(rb"(\d{10}\.\d{6});")  # a bench runtime delta: time.time() of its runtime callback (runtime.py)
 
 

@@ -2,7 +2,9 @@
 
 `ticks N HZ`: N deltas, HZ per second (the latency part). `paced N MIN_MS MAX_MS [tag]`: N deltas MIN_MS–MAX_MS
 apart, the gaps a fixed pseudo-random spread (the replicas part; the tag only makes the prompt unique). Each delta
-is `<time.time() of the runtime callback>;`, which the client subtracts from its receipt time. `ask …` and
+is `<time.time() of the runtime callback>;`, which the client subtracts from its receipt time. `idle` sleeps at once
+and `hold` after `HELD_DELTAS` deltas a millisecond apart, each its own journal event (the idle_streams part: what a
+running turn holds per delta). `ask …` and
 `approve …` suspend at once (a question, an approval) and answer immediately once answered (the answers part).
 """
 
@@ -17,12 +19,16 @@ from hermes_api_plugin.core.events import TurnStatus
 from hermes_api_plugin.runtimes.base import AgentTurn, TurnResult
 from hermes_api_plugin.runtimes.scripted import ScriptedRuntime, load_script
 
+from .common import HELD_DELTAS
+
 SCRIPT = """
 options: {chunk_chars: 1, delay_ms: 0}
 turns:
   - match: "^deltas"
     steps: [{text: "%s"}]
   - match: "^idle"
+    steps: [{sleep: 600}]
+  - match: "^hold"
     steps: [{sleep: 600}]
   - match: "^ask "
     steps: [{question: "Which branch?"}, {text: "Branch {answer}."}]
@@ -61,6 +67,11 @@ class BenchRuntime(ScriptedRuntime):
     """`ticks` and `paced` turns: timestamped text deltas on a schedule; anything else: the script."""
 
     async def run(self, turn: AgentTurn) -> TurnResult:
+        if turn.request.input.text == "hold":
+            for _ in range(HELD_DELTAS):
+                await asyncio.sleep(0.001)
+                turn.callbacks.text("y")
+            return await super().run(turn)  # the script's `hold`: idle until the client leaves
         offsets = stamped_offsets(turn.request.input.text.split())
         if offsets is None:
             return await super().run(turn)

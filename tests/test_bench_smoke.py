@@ -54,6 +54,8 @@ def test_every_benchmark_runs_at_tiny_size_and_reports_each_figure(tmp_path: Pat
     assert idle["held"] == idle["requested"]
     # what a full garbage collection walks per open stream, the plugin's beside aiohttp's own (a connection at least)
     assert idle["tracked_per_stream"] > idle["raw_tracked_per_stream"] > 10, idle
+    # and per delta a running turn streamed: its journal holds their text, no object per delta (issue 25)
+    assert abs(idle["tracked_per_delta"]) < 0.1, idle
     for streams in ("1", "5"):  # the plugin and the raw writer on the same schedule, every tick received (issue 25)
         latency = results["latency"][streams]
         assert latency["events"] == latency["raw"]["events"] == int(streams) * 20, latency

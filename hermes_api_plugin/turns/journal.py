@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import overload
 
@@ -20,14 +20,14 @@ class Journal:
     """Append-only event list with wake-ups for any number of followers.
 
     `stamps[i]` is the wall-clock time event `i` was journaled (runs and session streams show it). `events` reads
-    the journal: a list while it is written, frozen into a form the garbage collector does not read once the terminal
-    record is in (`FrozenEvents`; `stamps` becomes a tuple).
+    the journal (`JournalEvents`: deltas held as their text, frozen into tuples of atoms once the terminal record is in;
+    `stamps` becomes a tuple then).
     """
 
     __slots__ = ("_offers", "_waiters", "events", "finished", "listener", "stamps")
 
     def __init__(self) -> None:
-        self.events: list[TurnEvent] | FrozenEvents = []
+        self.events = JournalEvents()
         self.stamps: list[float] | tuple[float, ...] = []
         self.finished: TurnFinished | None = None
         self.listener: Callable[[Journal], None] | None = None  # e.g. the durable journal saver
@@ -42,7 +42,7 @@ class Journal:
         events = list(events)
         if events and isinstance(events[-1], TurnFinished) and events[-1].at is None and stamps:
             events[-1] = replace(events[-1], at=stamps[-1])
-        journal.events = events
+        journal.events = JournalEvents(events)
         journal.stamps = list(stamps) if stamps is not None else [0.0] * len(events)
         if events and isinstance(events[-1], TurnFinished):
             journal._settle(events[-1])
@@ -66,8 +66,7 @@ class Journal:
         if isinstance(last, TurnFinished) and last.at is None:
             last = replace(last, at=stamps[-1])  # the Response's `completed_at` (WIRE.md §16)
             events = [*events[:-1], last]
-        # a settled journal takes no more
-        assert isinstance(self.events, list) and isinstance(self.stamps, list)
+        assert isinstance(self.stamps, list)  # a settled journal takes no more
         start = len(self.events)
         self.events.extend(events)
         self.stamps.extend(stamps)
@@ -136,7 +135,7 @@ class Journal:
         atoms — the garbage collector untracks them at its next pass and never walks them again while the journal
         is kept readable (an hour, up to `max_recent` turns; issue 25)."""
         self.finished = finished
-        self.events = FrozenEvents(self.events)
+        self.events.freeze()
         self.stamps = tuple(self.stamps)
 
     def _withdraw(self, waiter: asyncio.Future[bool], offer: Callable[[int, list[TurnEvent]], bool]) -> None:
@@ -218,53 +217,65 @@ class _Follower:
 
 
 _DELTAS: tuple[type[TextDelta] | type[ReasoningDelta], ...] = (TextDelta, ReasoningDelta)
-_DELTA_TAGS = {kind: tag for tag, kind in enumerate(_DELTAS)}
-_OTHER = len(_DELTAS)  # a frozen journal's other event: (_OTHER, its index among them)
-_Packed = tuple[int, str] | tuple[int, int]
+_DELTA_KINDS: dict[type, int] = {kind: tag for tag, kind in enumerate(_DELTAS)}
+_OTHER = len(_DELTAS)  # any other event's kind: its value is its index among the others
 
 
-class FrozenEvents(Sequence[TurnEvent]):
-    """A settled journal's events: text and reasoning deltas held as `(tag, text)` and every other event as
-    `(_OTHER, i)`, the i-th of them held beside; all read back equal to what was journaled (the other events are the
-    very objects: `resume_position` finds a request by identity).
+class JournalEvents(Sequence[TurnEvent]):
+    """A journal's events, text and reasoning deltas held as their text: each event's kind in `_kinds` (a byte) and
+    its value in `_values` — a delta's text, or for any other event its index among `_others`, where it is kept as
+    the very object journaled (`resume_position` finds a request by identity). Read back, a delta is a new object
+    equal to the one journaled; a parked follower is handed the journaled objects themselves (`Journal._append`).
 
-    Why: a registry keeps up to `max_recent` settled turns readable for an hour, and a full garbage collection reads
-    every object every tracked container holds — each kept journal's events, item by item, and walks every delta
-    among them. A tuple of atoms is untracked at the collector's first pass, and so is a tuple of such tuples: of a
-    frozen journal only its few other events are read. At 1 000 streams × 20 Hz the full collections were the event
-    loop's longest stalls — the latency p99 — and grew with the turns kept (issue 25). While the turn runs its events
-    stay a list: the settlement reads the whole journal several times (its transcript, closing events, continuity),
-    and rebuilding every delta for each read cost a third of a 20 000-delta stream's throughput."""
+    Why: every object the cyclic garbage collector tracks is walked by every full collection while it lives, and a
+    running journal kept one per delta for the turn's life — at 1 000 streams × 20 Hz, twenty thousand a second that
+    outlived the young collections, so they also brought the next full collection closer (issue 25). Strings and
+    byte arrays are not tracked: a running journal is three tracked containers and its few other events however
+    many deltas it holds. `freeze()`, at the terminal record, makes them tuples of atoms, which the collector stops
+    tracking at its next pass: a settled journal kept for an hour is walked only for its other events. Reading back
+    costs a delta object per read; a chat turn's settlement reads the whole journal once for what it said
+    (`Turn.said()`), so the live path pays nothing measurable (bench/README, issue 25, ninth session).
+    """
 
-    __slots__ = ("_items", "_others")
+    __slots__ = ("_kinds", "_others", "_values")
 
-    def __init__(self, events: Sequence[TurnEvent]) -> None:
-        others: list[TurnEvent] = []
-        items: list[_Packed] = []
+    def __init__(self, events: Iterable[TurnEvent] = ()) -> None:
+        self._kinds: bytearray | bytes = bytearray()
+        self._values: list[str | int] | tuple[str | int, ...] = []
+        self._others: list[TurnEvent] | tuple[TurnEvent, ...] = []
+        self.extend(events)
+
+    def extend(self, events: Iterable[TurnEvent]) -> None:
+        kinds, values, others = self._kinds, self._values, self._others
+        assert isinstance(kinds, bytearray) and isinstance(values, list) and isinstance(others, list)  # not frozen
         for event in events:
-            tag = _DELTA_TAGS.get(type(event))  # type: ignore[arg-type]
-            if tag is not None:
-                items.append((tag, event.text))  # type: ignore[union-attr]
-            else:
-                items.append((_OTHER, len(others)))
+            kind = _DELTA_KINDS.get(type(event), _OTHER)
+            kinds.append(kind)
+            if kind == _OTHER:
+                values.append(len(others))
                 others.append(event)
-        self._items = tuple(items)
-        self._others = tuple(others)  # the events other than deltas, in order
+            else:
+                values.append(event.text)  # type: ignore[union-attr]
+
+    def freeze(self) -> None:
+        """Nothing more is appended: tuples of atoms, which the collector stops tracking."""
+        self._kinds = bytes(self._kinds)
+        self._values = tuple(self._values)
+        self._others = tuple(self._others)
 
     def bytes(self) -> int:
         """`journal_bytes` of these events, deltas read as they are held."""
-        total = EVENT_BYTES * len(self._items)
-        for tag, value in self._items:
-            if tag != _OTHER:
+        total = EVENT_BYTES * len(self._kinds)
+        for kind, value in zip(self._kinds, self._values, strict=True):
+            if kind != _OTHER:
                 total += len(value)  # type: ignore[arg-type]
         return total + sum(_text_bytes(event) for event in self._others)
 
-    def _unpacked(self, item: _Packed) -> TurnEvent:
-        tag, value = item
-        return self._others[value] if tag == _OTHER else _DELTAS[tag](value)  # type: ignore[index,arg-type]
+    def _unpacked(self, kind: int, value: str | int) -> TurnEvent:
+        return self._others[value] if kind == _OTHER else _DELTAS[kind](value)  # type: ignore[index,arg-type]
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._kinds)
 
     @overload
     def __getitem__(self, index: int) -> TurnEvent: ...
@@ -272,15 +283,15 @@ class FrozenEvents(Sequence[TurnEvent]):
     def __getitem__(self, index: slice) -> list[TurnEvent]: ...
     def __getitem__(self, index: int | slice) -> TurnEvent | list[TurnEvent]:
         if isinstance(index, slice):
-            return list(map(self._unpacked, self._items[index]))
-        return self._unpacked(self._items[index])
+            return list(map(self._unpacked, self._kinds[index], self._values[index]))
+        return self._unpacked(self._kinds[index], self._values[index])
 
     def __iter__(self) -> Iterator[TurnEvent]:
-        return map(self._unpacked, self._items)
+        return map(self._unpacked, self._kinds, self._values)
 
     def __eq__(self, other: object) -> bool:
-        # Equal to the list it stands for, as the journal's events were before they were frozen.
-        if isinstance(other, FrozenEvents | list):
+        # Equal to the list it stands for, as the journal's events were journaled.
+        if isinstance(other, JournalEvents | list):
             return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
         return NotImplemented
 
@@ -293,7 +304,7 @@ EVENT_BYTES = 160  # one journaled event's object, its stamp and its list slots,
 def journal_bytes(events: Sequence[TurnEvent]) -> int:
     """Estimated bytes a journal's events hold in memory: a fixed part per event and the length of its text fields
     (what bounds the settled turns a registry keeps, issue 20 defect 2). One pass, at settle, not per event."""
-    return events.bytes() if isinstance(events, FrozenEvents) else _bytes(events)
+    return events.bytes() if isinstance(events, JournalEvents) else _bytes(events)
 
 
 def _bytes(events: Sequence[TurnEvent]) -> int:

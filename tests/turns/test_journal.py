@@ -1,4 +1,4 @@
-"""The journal of a turn: followers, idle periods, offsets, the terminal record, its frozen settled form."""
+"""The journal of a turn: followers, idle periods, offsets, the terminal record, how it holds its events."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from hermes_api_plugin.core.events import (
 )
 from hermes_api_plugin.turns import Journal
 from hermes_api_plugin.turns.journal import journal_bytes
-from tests.helpers import collector_reads, wait_for_async
+from tests.helpers import collector_reads, tracked_reachable, wait_for_async
 
 
 async def test_journal_followers_get_every_event_in_order() -> None:
@@ -160,6 +160,27 @@ def test_a_settled_journal_is_frozen_and_a_full_collection_reads_nothing_of_its_
     assert journal.events[-2] is before[-2], "its other events are still the objects journaled"
     journal.extend([TextDelta("late")])
     assert len(journal.events) == len(before), "settled: it takes no more"
+
+
+def test_a_running_journal_holds_no_object_the_collector_tracks_per_delta() -> None:
+    """Issue 25: a running journal kept each delta as an object for the turn's life — at 1 000 streams × 20 Hz twenty
+    thousand a second that outlived the young collections, each walked by every full collection until the turn
+    settled. It holds their text instead; what it reaches stays the same however many deltas it has."""
+
+    def running(deltas: int) -> Journal:
+        journal = Journal()
+        tool = ToolStarted("call_1", "terminal", "{}", "terminal", "💻", 0.0)
+        journal.extend([ReasoningDelta("thinking "), tool])
+        for i in range(deltas):
+            journal.extend([TextDelta(f"{i} ") if i % 2 else ReasoningDelta(f"{i} ")])
+        return journal
+
+    short, long = running(10), running(1000)
+    gc.collect()
+    assert tracked_reachable(long) == tracked_reachable(short)
+    assert long.finished is None and len(long.events) == 1002
+    assert long.events[2:4] == [ReasoningDelta("0 "), TextDelta("1 ")] and long.events[-1] == TextDelta("999 ")
+    assert isinstance(long.events[1], ToolStarted) and long.events[1] is list(long.events)[1]
 
 
 async def test_a_parked_follower_takes_the_appended_objects_and_a_late_one_reads_them_too() -> None:
