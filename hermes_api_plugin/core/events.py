@@ -187,7 +187,7 @@ ClientRequest = Union[ApprovalRequested, QuestionAsked, ToolCallRequested]  # wh
 ClientAnswer = Union[ApprovalResponded, QuestionAnswered, ToolCallAnswered]  # the answers, in the journal
 
 
-def unanswered_requests(events: Sequence[TurnEvent]) -> list[ClientRequest]:
+def unanswered_requests(events: Iterable[TurnEvent]) -> list[ClientRequest]:
     """The approval requests, questions and client tool calls of a journal still waiting for their answer, oldest
     first. A tool call's output pairs with its call id; the other answers with the oldest unanswered request of their
     kind (FIFO, as Hermes resolves them)."""

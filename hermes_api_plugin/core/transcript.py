@@ -6,13 +6,13 @@ tools it ran and their results on later turns.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from .content import Message, ToolCall, text_message
 from .events import TextDelta, ToolCompleted, ToolStarted, TurnEvent, TurnTranscript
 
 
-def turn_messages(inputs: Sequence[Message], events: Sequence[TurnEvent]) -> list[Message]:
+def turn_messages(inputs: Sequence[Message], events: Iterable[TurnEvent]) -> list[Message]:
     """The turn's transcript in OpenAI chat order; the final answer carries the turn's reasoning."""
     messages = list(inputs)
     text: list[str] = []

@@ -306,10 +306,12 @@ class TurnRegistry:
         turn.sink.close()
         # A request the turn ended without an answer was resolved negatively: an approval denied, its command never
         # ran (WIRE.md §14.2); a question without an answer (§15.1).
-        events: list[TurnEvent] = [negative_answer(asked) for asked in unanswered_requests(turn.journal.events)]
+        events: list[TurnEvent] = [
+            negative_answer(asked) for asked in unanswered_requests(turn.journal.events.coalesced())
+        ]
         events += turn.sink.stop_open_tools()
         if outcome.final_text and outcome.status is not TurnStatus.CANCELLED:
-            streamed = TurnTranscript().feed_all(turn.journal.events).answer
+            streamed = TurnTranscript().feed_all(turn.journal.events.coalesced()).answer
             final = outcome.final_text
             if not streamed:
                 missing = final

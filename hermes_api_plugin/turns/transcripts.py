@@ -12,8 +12,7 @@ def session_transcripts(sessions: SessionStore) -> Persister:
     usage; a context compaction during the turn archives the earlier transcript first (WIRE.md §7.2)."""
 
     async def write(turn: Turn, finished: TurnFinished) -> None:
-        events = turn.journal.events
-        compactions = [e.summary for e in events if isinstance(e, Compacted)]
+        compactions = [e.summary for e in turn.journal.events.coalesced() if isinstance(e, Compacted)]
         await sessions.append_session_messages(
             turn.request.session_id,
             [*turn.inputs, *turn.said()],

@@ -109,7 +109,7 @@ class Turn:
         need it when it settles."""
         events = self.journal.events
         if self._said is None or self._said[0] != len(events):
-            self._said = (len(events), tuple(turn_messages((), events)))
+            self._said = (len(events), tuple(turn_messages((), events.coalesced())))
         return self._said[1]
 
     @property

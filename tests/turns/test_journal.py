@@ -5,15 +5,25 @@ from __future__ import annotations
 import asyncio
 import gc
 import inspect
+import random
+from itertools import pairwise
 from typing import Any
 
+import pytest
+
 from hermes_api_plugin.core.events import (
+    QuestionAnswered,
+    QuestionAsked,
     ReasoningDelta,
     TextDelta,
+    ToolCompleted,
     ToolStarted,
     TurnFinished,
     TurnStatus,
+    TurnTranscript,
+    unanswered_requests,
 )
+from hermes_api_plugin.core.transcript import turn_messages
 from hermes_api_plugin.turns import Journal
 from hermes_api_plugin.turns.journal import journal_bytes
 from tests.helpers import collector_reads, tracked_reachable, wait_for_async
@@ -181,6 +191,42 @@ def test_a_running_journal_holds_no_object_the_collector_tracks_per_delta() -> N
     assert long.finished is None and len(long.events) == 1002
     assert long.events[2:4] == [ReasoningDelta("0 "), TextDelta("1 ")] and long.events[-1] == TextDelta("999 ")
     assert isinstance(long.events[1], ToolStarted) and long.events[1] is list(long.events)[1]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_coalesced_events_fold_as_the_events_journaled(seed: int) -> None:
+    """A settlement reads the journal coalesced — no object per delta (issue 25) — and must fold it exactly as the
+    events journaled: the turn's messages with its reasoning, its answer, the requests it left unanswered."""
+    pick = random.Random(seed)
+    journal = Journal()
+    for i in range(200):
+        roll = pick.random()
+        if roll < 0.45:
+            event: Any = TextDelta(f"t{i} ")
+        elif roll < 0.8:
+            event = ReasoningDelta(f"r{i} ")
+        elif roll < 0.85:
+            event = ToolStarted(f"call_{i}", "terminal", "{}", "terminal", "💻", 0.0)
+        elif roll < 0.9:
+            event = ToolCompleted(f"call_{i - 1}", "terminal", "done", False, 3, stopped=pick.random() < 0.3)
+        elif roll < 0.95:
+            event = QuestionAsked(f"q{i}?")
+        else:
+            event = QuestionAnswered("yes")
+        journal.extend([event])
+    events = list(journal.events)
+    coalesced = list(journal.events.coalesced())
+    assert turn_messages((), coalesced) == turn_messages((), events)
+    folded, expected = TurnTranscript().feed_all(coalesced), TurnTranscript().feed_all(events)
+    assert (folded.answer, folded.reasoning) == (expected.answer, expected.reasoning)
+    assert unanswered_requests(coalesced) == unanswered_requests(events)
+    # one delta per run of one kind, every other event the very object journaled, in order
+    assert "".join(e.text for e in coalesced if isinstance(e, TextDelta | ReasoningDelta)) == "".join(
+        e.text for e in events if isinstance(e, TextDelta | ReasoningDelta)
+    )
+    assert all(type(a) is not type(b) for a, b in pairwise(coalesced) if isinstance(a, TextDelta | ReasoningDelta))
+    others = [e for e in events if not isinstance(e, TextDelta | ReasoningDelta)]
+    assert all(a is b for a, b in zip([e for e in coalesced if e in others], others, strict=True))
 
 
 async def test_a_parked_follower_takes_the_appended_objects_and_a_late_one_reads_them_too() -> None:
