@@ -31,7 +31,7 @@ from ..core.events import (
 )
 from ..store.base import StoreError
 from ..store.roles import JournalStore
-from .journal import Journal, decode_journal, encode_events
+from .journal import Journal, decode_journal, encode_events, encode_journal
 from .meter import CommitMeter
 
 log = logging.getLogger("hermes_api_plugin")
@@ -138,7 +138,7 @@ class JournalSaver:
             turn_id, journal = self._watched[key]
             start, end = self._written[key], len(journal.events)
             if end > start:
-                batches.append((turn_id, start, encode_events(journal.events[start:end], journal.stamps[start:end])))
+                batches.append((turn_id, start, encode_journal(journal, start, end)))
                 ends[key] = end
         try:
             if batches:

@@ -219,6 +219,7 @@ class _Follower:
 _DELTAS: tuple[type[TextDelta] | type[ReasoningDelta], ...] = (TextDelta, ReasoningDelta)
 _DELTA_KINDS: dict[type, int] = {kind: tag for tag, kind in enumerate(_DELTAS)}
 _OTHER = len(_DELTAS)  # any other event's kind: its value is its index among the others
+_DELTA_NAMES = tuple(kind.__name__ for kind in _DELTAS)  # as `event_to_json` names them
 _NO_RUN = -1  # `coalesced()` between runs of deltas (no byte is -1)
 
 
@@ -347,6 +348,22 @@ def encode_events(events: Sequence[TurnEvent], stamps: Sequence[float] | None = 
         json.dumps({**event_to_json(e), "ts": ts}, ensure_ascii=False, separators=(",", ":"))
         for e, ts in zip(events, times, strict=True)
     ]
+
+
+def encode_journal(journal: Journal, start: int, end: int) -> list[str]:
+    """`encode_events` of the journal's events `start:end` and their stamps, each delta's row written from its text
+    as it is held (the durable saver's group commits: no delta object made to be encoded)."""
+    events = journal.events
+    others = events._others
+    rows = []
+    held = zip(events._kinds[start:end], events._values[start:end], journal.stamps[start:end], strict=True)
+    for kind, value, ts in held:
+        if kind == _OTHER:
+            data = {**event_to_json(others[value]), "ts": ts}  # type: ignore[index]
+        else:
+            data = {"t": _DELTA_NAMES[kind], "text": value, "ts": ts}
+        rows.append(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+    return rows
 
 
 def decode_events(rows: Sequence[str]) -> tuple[list[TurnEvent], list[float]]:

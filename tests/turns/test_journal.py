@@ -25,7 +25,7 @@ from hermes_api_plugin.core.events import (
 )
 from hermes_api_plugin.core.transcript import turn_messages
 from hermes_api_plugin.turns import Journal
-from hermes_api_plugin.turns.journal import journal_bytes
+from hermes_api_plugin.turns.journal import decode_journal, encode_events, encode_journal, journal_bytes
 from tests.helpers import collector_reads, tracked_reachable, wait_for_async
 
 
@@ -227,6 +227,22 @@ def test_coalesced_events_fold_as_the_events_journaled(seed: int) -> None:
     assert all(type(a) is not type(b) for a, b in pairwise(coalesced) if isinstance(a, TextDelta | ReasoningDelta))
     others = [e for e in events if not isinstance(e, TextDelta | ReasoningDelta)]
     assert all(a is b for a, b in zip([e for e in coalesced if e in others], others, strict=True))
+
+
+def test_a_journal_encodes_the_rows_its_events_encode_to_and_they_decode_back() -> None:
+    """The durable saver writes a journal's rows from the deltas' text as held (no object made per delta): the same
+    rows `encode_events` writes for those events, running or settled, from any start."""
+    journal = Journal()
+    tool = ToolStarted("call_1", "terminal", "{}", "terminal", "💻", 0.0)
+    journal.extend([ReasoningDelta("why\u0000 "), TextDelta("é"), tool, TextDelta('"quoted"'), QuestionAsked("go?")])
+    for start, end in ((0, 5), (2, 4), (3, 3)):
+        assert encode_journal(journal, start, end) == encode_events(
+            journal.events[start:end], journal.stamps[start:end]
+        )
+    journal.extend([TurnFinished(TurnStatus.COMPLETED)])
+    rows = encode_journal(journal, 0, len(journal.events))
+    assert rows == encode_events(list(journal.events), journal.stamps)
+    assert list(decode_journal(rows).events) == list(journal.events)
 
 
 async def test_a_parked_follower_takes_the_appended_objects_and_a_late_one_reads_them_too() -> None:
