@@ -235,8 +235,8 @@ class JournalEvents(Sequence[TurnEvent]):
     byte arrays are not tracked: a running journal is three tracked containers and its few other events however
     many deltas it holds. `freeze()`, at the terminal record, makes them tuples of atoms, which the collector stops
     tracking at its next pass: a settled journal kept for an hour is walked only for its other events. Reading back
-    costs a delta object per read; a chat turn's settlement reads the whole journal once for what it said
-    (`Turn.said()`), so the live path pays nothing measurable (bench/README, issue 25, ninth session).
+    costs a delta object per delta read, so what reads a whole journal does not read it back: a settlement folds it
+    `coalesced()`, the durable saver writes its rows with `encode_journal` (bench/README, issue 25, ninth session).
     """
 
     __slots__ = ("_kinds", "_others", "_values")
