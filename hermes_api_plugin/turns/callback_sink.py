@@ -1,9 +1,14 @@
 """The callback sink of one turn: agent callbacks (any thread) in, journal events (loop thread) out.
 
-Callbacks only append a typed record under a lock and schedule one loop wake-up per burst (a callback made on the
-loop thread itself converts at once when no burst is open); the loop converts the records into events — normalising
-tool ids and names, pairing completions with their starts — coalesces adjacent deltas and appends them to the
-journal in one batch.
+Callbacks only append a typed record under a lock and schedule one loop wake-up per burst; the loop converts the
+records into events — normalising tool ids and names, pairing completions with their starts — coalesces adjacent
+deltas and appends them to the journal in one batch.
+
+A delta made on the loop thread itself (a runtime on the loop) is journaled at once when no burst is open, and so
+are the next IN_PLACE_DELTAS within the burst window; only a producer faster than that is coalesced for the rest of
+the window. A coalesced delta waits for the window's timer, and on a loaded loop that is a whole loop iteration, not
+2 ms: a runtime that fell behind its schedule catches up with several deltas in one step, and coalescing them cost
+each one that wait — at 1 000 streams × 20 Hz, the whole p99 (issue 25, tenth session in bench/README).
 
 A burst that another thread opens after a quiet spell is handed to the loop: the callback returns once the loop has
 journaled it — and every stream writing in place has written it — or after HANDOFF_S, whichever comes first. Waiting
@@ -46,6 +51,10 @@ from .tool_display import (
 )
 
 COALESCE_S = 0.002  # burst window of the callback sink (WIRE.md §2.2 allows up to 50 ms)
+# Deltas an in-loop runtime journals at once within one burst window before the rest are coalesced: a catch-up after
+# 800 ms of lag at 20 deltas/s goes out as it is made, while a fast producer still costs one write per window after
+# its first IN_PLACE_DELTAS (the throughput part of bench/: 20 000 deltas, one per loop step).
+IN_PLACE_DELTAS = 16
 HANDOFF_S = 0.002  # the longest a callback opening a burst waits for the loop to journal it
 
 
@@ -100,9 +109,11 @@ class CallbackSink:
         secret_values: tuple[str, ...] = (),
         meter: TurnMeter | None = None,
         handoff_s: float = HANDOFF_S,
+        in_place_deltas: int = IN_PLACE_DELTAS,
     ) -> None:
         self._loop = loop
         self._handoff_s = handoff_s
+        self._in_place_deltas = in_place_deltas
         self._loop_thread = threading.get_ident()  # sinks are built on the loop thread
         self._journal = journal
         self._secrets = secret_values
@@ -114,6 +125,7 @@ class CallbackSink:
         self._scheduled = False
         self._closed = False
         self._last_flush = float("-inf")
+        self._in_place = 0  # deltas journaled at once in the current burst window after the one that opened it
         self._handoff: threading.Event | None = None  # set once the loop journaled the burst a thread waits on
         # time.monotonic() of the first reasoning and answer callbacks (turns/meter.py observes them at settlement)
         self.meter = meter
@@ -226,13 +238,18 @@ class CallbackSink:
                 self._wake()
 
     def _quiet_on_loop(self) -> bool:
-        """On the loop thread with no burst open: the caller journals now (and the burst window starts)."""
+        """On the loop thread with nothing pending: the caller journals now — after a quiet spell (the burst window
+        starts), or while fewer than IN_PLACE_DELTAS more have been journaled at once in this window."""
         if threading.get_ident() != self._loop_thread:
             return False
         now = self._loop.time()
         if now < self._last_flush + COALESCE_S:
-            return False
+            if self._in_place >= self._in_place_deltas:
+                return False
+            self._in_place += 1
+            return True
         self._last_flush = now
+        self._in_place = 0
         return True
 
     def _enqueue(self, item: Pending) -> None:

@@ -14,6 +14,7 @@ from hermes_api_plugin.core.events import (
     ToolStarted,
 )
 from hermes_api_plugin.turns import CallbackSink, Journal, display_tool_name
+from hermes_api_plugin.turns.callback_sink import IN_PLACE_DELTAS
 from tests.helpers import wait_for_async
 
 
@@ -101,16 +102,24 @@ async def test_sink_stop_open_tools_reports_running_tools_as_stopped() -> None:
 
 async def test_a_loop_thread_callback_after_a_quiet_spell_is_journaled_in_the_call() -> None:
     """An in-loop runtime's delta reaches the journal (and every stream writing in place) before its callback returns:
-    no loop iteration between them (issue 25); the next ones, within the burst window, wait for the window's flush."""
+    no loop iteration between them (issue 25); so do the next IN_PLACE_DELTAS within the burst window (a runtime
+    catching up with its schedule in one step), and only the ones after them wait for the window's flush."""
     journal = Journal()
     sink = CallbackSink(asyncio.get_running_loop(), journal)
     sink.on_text("now")
     assert journal.events == [TextDelta("now")]
+    caught_up = [TextDelta(str(i)) for i in range(IN_PLACE_DELTAS)]
+    for delta in caught_up:
+        sink.on_text(delta.text)
+    assert journal.events == [TextDelta("now"), *caught_up]
     sink.on_text("a")
     sink.on_text("b")
-    assert journal.events == [TextDelta("now")]
-    await wait_for_async(lambda: len(journal.events) == 2, interval=0.001, what="the burst window's flush")
-    assert journal.events == [TextDelta("now"), TextDelta("ab")]
+    assert len(journal.events) == 1 + IN_PLACE_DELTAS
+    await wait_for_async(lambda: len(journal.events) == 2 + IN_PLACE_DELTAS, interval=0.001, what="the window's flush")
+    assert journal.events[-1] == TextDelta("ab")
+    await asyncio.sleep(0.01)  # a quiet spell: the next delta opens a window of its own
+    sink.on_text("later")
+    assert journal.events[-1] == TextDelta("later")
 
 
 async def test_a_callback_opening_a_burst_from_another_thread_returns_once_the_loop_journaled_it() -> None:
@@ -146,7 +155,7 @@ async def test_deltas_of_one_kind_join_one_event_and_kinds_keep_their_order() ->
     """A burst of same-kind deltas becomes one event (one DeltaRun under the lock); a change of kind or a tool
     between them starts a new one, so the journal keeps the agent's order."""
     journal = Journal()
-    sink = CallbackSink(asyncio.get_running_loop(), journal)
+    sink = CallbackSink(asyncio.get_running_loop(), journal, in_place_deltas=0)
     sink.on_text("first")  # journaled at once: what follows is a burst
     for text in ("I ", "think"):
         sink.on_reasoning(text)
