@@ -129,8 +129,34 @@ async def throughput(session: aiohttp.ClientSession, server: Server, size: dict[
     }
 
 
+class Schedule:
+    """How the deltas of a latency run kept their turn's schedule (issue 25): per stream, request sent → its first
+    delta's stamp (ms), and per delta how much later than its place on the schedule (the stream's first stamp + i/hz)
+    its callback ran (ms) — the loop's lag before a callback, which callback → receipt does not see: a runtime on
+    the loop (the bench's) runs late itself, one on its own thread (Hermes') would wait that long for the loop."""
+
+    def __init__(self) -> None:
+        self.first: list[float] = []
+        self.slip: list[float] = []
+
+    def figures(self) -> dict[str, float]:
+        return {
+            "first_delta_p50_ms": round(percentile(self.first, 50), 3),
+            "first_delta_p99_ms": round(percentile(self.first, 99), 3),
+            "slip_p50_ms": round(percentile(self.slip, 50), 3),
+            "slip_p99_ms": round(percentile(self.slip, 99), 3),
+        }
+
+
 async def _latency_stream(
-    session: aiohttp.ClientSession, server: Server, raw: bool, ticks: int, hz: int, samples: list[float], phase: float
+    session: aiohttp.ClientSession,
+    server: Server,
+    raw: bool,
+    ticks: int,
+    hz: int,
+    samples: list[float],
+    schedule: Schedule,
+    phase: float,
 ) -> None:
     # Streams start at spread-out phases of the tick period, as independent clients would: phase-locked
     # tickers would measure a synthetic burst of every stream at once instead of per-event latency.
@@ -140,31 +166,41 @@ async def _latency_stream(
     else:
         body = {"stream": True, "messages": [{"role": "user", "content": f"ticks {ticks} {hz}"}]}
         request = session.post(server.url + "/v1/chat/completions", json=body, headers=AUTH)
+    sent, stamps = time.time(), list[float]()
     async with request as response:
-        async for now, stamps in received_stamps(response):
-            samples.extend((now - float(m)) * 1000 for m in stamps)
+        async for now, received in received_stamps(response):
+            for stamp in map(float, received):
+                samples.append((now - stamp) * 1000)
+                stamps.append(stamp)
+    if stamps:
+        schedule.first.append((stamps[0] - sent) * 1000)
+        schedule.slip.extend((stamp - stamps[0] - i / hz) * 1000 for i, stamp in enumerate(stamps))
 
 
 async def _latency_samples(
     session: aiohttp.ClientSession, server: Server, raw: bool, streams: int, size: dict[str, Any], seconds: float
 ) -> tuple[list[float], dict[str, float]]:
     """The run's latencies, and how busy the server process was: its CPU seconds (every thread) over the run's wall
-    time — near 1.0 its event loop has no idle moment left and latency becomes queueing (issue 25)."""
+    time — near 1.0 its event loop has no idle moment left and latency becomes queueing (issue 25) — with how the
+    deltas kept their schedule (`Schedule`)."""
     hz = size["hz"]
     ticks = max(1, int(seconds * hz))
     samples: list[float] = []
+    schedule = Schedule()
     cpu, began = server.cpu_seconds(), time.perf_counter()
     await asyncio.gather(
-        *(_latency_stream(session, server, raw, ticks, hz, samples, i / streams / hz) for i in range(streams))
+        *(_latency_stream(session, server, raw, ticks, hz, samples, schedule, i / streams / hz) for i in range(streams))
     )
     wall, used = time.perf_counter() - began, server.cpu_seconds() - cpu
-    return samples, {"server_cpu_s": round(used, 2), "wall_s": round(wall, 2), "server_busy": round(used / wall, 3)}
+    load = {"server_cpu_s": round(used, 2), "wall_s": round(wall, 2), "server_busy": round(used / wall, 3)}
+    return samples, {**load, **schedule.figures()}
 
 
 async def latency(session: aiohttp.ClientSession, server: Server, size: dict[str, Any]) -> dict[str, Any]:
     """Runtime callback → client receipt, p50/p99 in ms, at each concurrency; then the raw writer's callback →
     receipt at the same rate and concurrency (the physical limit, same run), and the plugin's over it as ratios; each
-    after one unmeasured second of both at that concurrency."""
+    after one unmeasured second of both at that concurrency. Beside each side's figures, its server's load and how
+    its deltas kept their schedule (`Schedule`)."""
     out: dict[str, Any] = {}
     for streams in size["latency_streams"]:
         # Both once first, unmeasured: the first time a process (the client, the server) holds this many streams it
@@ -403,7 +439,9 @@ def report(name: str, result: dict[str, Any]) -> list[str]:
             f"latency.{n}_streams     p50 {v['p50_ms']} ms, p99 {v['p99_ms']} ms ({v['events']} events); raw writer "
             f"p50 {v['raw']['p50_ms']} ms, p99 {v['raw']['p99_ms']} ms (x {v['ratio']['p50']} / x {v['ratio']['p99']});"
             f" server busy {v['server_busy']} / raw {v['raw']['server_busy']} "
-            f"({v['server_cpu_s']} / {v['raw']['server_cpu_s']} CPU-s)"
+            f"({v['server_cpu_s']} / {v['raw']['server_cpu_s']} CPU-s); schedule slip p99 {v['slip_p99_ms']} / raw "
+            f"{v['raw']['slip_p99_ms']} ms, first delta p50 {v['first_delta_p50_ms']} / raw "
+            f"{v['raw']['first_delta_p50_ms']} ms, p99 {v['first_delta_p99_ms']} / {v['raw']['first_delta_p99_ms']} ms"
             for n, v in result.items()
         ]
     if name == "idle_streams":

@@ -27,6 +27,10 @@ LATENCY = (
     ("p99_ratio", ("ratio", "p99")),
     ("server_busy", ("server_busy",)),
     ("raw_server_busy", ("raw", "server_busy")),
+    ("slip_p99_ms", ("slip_p99_ms",)),
+    ("raw_slip_p99_ms", ("raw", "slip_p99_ms")),
+    ("first_delta_p99_ms", ("first_delta_p99_ms",)),
+    ("raw_first_delta_p99_ms", ("raw", "first_delta_p99_ms")),
 )
 
 

@@ -63,6 +63,9 @@ def test_every_benchmark_runs_at_tiny_size_and_reports_each_figure(tmp_path: Pat
         for side in (latency, latency["raw"]):  # how busy the server was beside each run's figures
             assert side["wall_s"] > 0 and side["server_cpu_s"] >= 0, side
             assert side["server_busy"] == pytest.approx(side["server_cpu_s"] / side["wall_s"], abs=0.01), side
+            # and how its deltas kept their schedule: request → first delta, and how late each callback ran
+            assert 0 < side["first_delta_p50_ms"] <= side["first_delta_p99_ms"], side
+            assert -1 < side["slip_p50_ms"] <= side["slip_p99_ms"], side
     assert results["startup"]["median_s"] > 0
     answers = results["answers"]  # every suspension kind answered both ways resumed its turn; the baselines ran
     for name in (*(f"{k}_{a}" for k in ("question", "approval", "client_tool") for a in ("session", "history")),):
@@ -106,7 +109,7 @@ def test_rounds_alternate_two_checkouts_and_keep_every_figure_with_its_raw_partn
     for summary in (results["rounds"], results["rounds_against"]):
         assert summary["rounds"] == 2
         for streams in ("1", "5"):
-            for figure in ("p99_ms", "raw_p99_ms", "p99_ratio"):
+            for figure in ("p99_ms", "raw_p99_ms", "p99_ratio", "first_delta_p99_ms", "raw_first_delta_p99_ms"):
                 entry = summary[f"latency_{streams}_{figure}"]
                 assert len(entry["values"]) == 2 and entry["median"] > 0, (streams, figure, entry)
             for figure in ("server_busy", "raw_server_busy"):  # a tiny run may use less than a clock tick of CPU
