@@ -6,6 +6,7 @@ import asyncio
 import re
 import threading
 import time
+from typing import Any, cast
 
 from hermes_api_plugin.core.events import (
     ReasoningDelta,
@@ -14,7 +15,7 @@ from hermes_api_plugin.core.events import (
     ToolStarted,
 )
 from hermes_api_plugin.turns import CallbackSink, Journal, display_tool_name
-from hermes_api_plugin.turns.callback_sink import IN_PLACE_DELTAS
+from hermes_api_plugin.turns.callback_sink import COALESCE_S, IN_PLACE_DELTAS
 from tests.helpers import wait_for_async
 
 
@@ -100,12 +101,27 @@ async def test_sink_stop_open_tools_reports_running_tools_as_stopped() -> None:
 # -- registry ----------------------------------------------------------------------------------------
 
 
+class _SetClock:
+    """The running loop, but `time()` is what the test sets: the sink reads its burst window from it."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self.now = loop.time()
+
+    def time(self) -> float:
+        return self.now
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loop, name)
+
+
 async def test_a_loop_thread_callback_after_a_quiet_spell_is_journaled_in_the_call() -> None:
     """An in-loop runtime's delta reaches the journal (and every stream writing in place) before its callback returns:
     no loop iteration between them (issue 25); so do the next IN_PLACE_DELTAS within the burst window (a runtime
     catching up with its schedule in one step), and only the ones after them wait for the window's flush."""
     journal = Journal()
-    sink = CallbackSink(asyncio.get_running_loop(), journal)
+    clock = _SetClock(asyncio.get_running_loop())
+    sink = CallbackSink(cast(asyncio.AbstractEventLoop, clock), journal)
     sink.on_text("now")
     assert journal.events == [TextDelta("now")]
     caught_up = [TextDelta(str(i)) for i in range(IN_PLACE_DELTAS)]
@@ -117,7 +133,7 @@ async def test_a_loop_thread_callback_after_a_quiet_spell_is_journaled_in_the_ca
     assert len(journal.events) == 1 + IN_PLACE_DELTAS
     await wait_for_async(lambda: len(journal.events) == 2 + IN_PLACE_DELTAS, interval=0.001, what="the window's flush")
     assert journal.events[-1] == TextDelta("ab")
-    await asyncio.sleep(0.01)  # a quiet spell: the next delta opens a window of its own
+    clock.now += COALESCE_S  # a quiet spell: the next delta opens a window of its own
     sink.on_text("later")
     assert journal.events[-1] == TextDelta("later")
 
