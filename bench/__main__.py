@@ -44,6 +44,7 @@ FULL = {
     "deltas": 20000,
     "repeat": 3,
     "latency_streams": [1, 100, 1000],
+    "latency_thread_streams": [1, 100, 1000],
     "latency_seconds": 3.0,
     "latency_warmup_seconds": 1.0,
     "hz": 20,
@@ -66,6 +67,7 @@ QUICK = {
     "deltas": 500,
     "repeat": 1,
     "latency_streams": [1, 5],
+    "latency_thread_streams": [1, 5],
     "latency_seconds": 1.0,
     "latency_warmup_seconds": 0.2,
     "hz": 20,
@@ -153,6 +155,7 @@ async def _latency_stream(
     session: aiohttp.ClientSession,
     server: Server,
     raw: bool,
+    threads: bool,
     ticks: int,
     hz: int,
     samples: list[float],
@@ -163,11 +166,14 @@ async def _latency_stream(
     # tickers would measure a synthetic burst of every stream at once instead of per-event latency.
     await asyncio.sleep(phase)
     if raw:
-        request = session.get(f"{server.raw_url}/raw_ticks?ticks={ticks}&hz={hz}")
+        path = "/raw_thread_ticks" if threads else "/raw_ticks"
+        request = session.get(f"{server.raw_url}{path}?ticks={ticks}&hz={hz}")
     else:
-        body = {"stream": True, "messages": [{"role": "user", "content": f"ticks {ticks} {hz}"}]}
+        prompt = f"{'thread_ticks' if threads else 'ticks'} {ticks} {hz}"
+        body = {"stream": True, "messages": [{"role": "user", "content": prompt}]}
         request = session.post(server.url + "/v1/chat/completions", json=body, headers=AUTH)
-    sent, stamps = time.time(), list[float]()
+    sent = time.time()
+    stamps: list[float] = []
     async with request as response:
         async for now, received in received_stamps(response):
             for stamp in map(float, received):
@@ -179,7 +185,13 @@ async def _latency_stream(
 
 
 async def _latency_samples(
-    session: aiohttp.ClientSession, server: Server, raw: bool, streams: int, size: dict[str, Any], seconds: float
+    session: aiohttp.ClientSession,
+    server: Server,
+    raw: bool,
+    threads: bool,
+    streams: int,
+    size: dict[str, Any],
+    seconds: float,
 ) -> tuple[list[float], dict[str, float]]:
     """The run's latencies, and how busy the server process was: its CPU seconds (every thread) over the run's wall
     time — near 1.0 its event loop has no idle moment left and latency becomes queueing (issue 25) — with how the
@@ -193,7 +205,10 @@ async def _latency_samples(
     gc.collect()
     cpu, began = server.cpu_seconds(), time.perf_counter()
     await asyncio.gather(
-        *(_latency_stream(session, server, raw, ticks, hz, samples, schedule, i / streams / hz) for i in range(streams))
+        *(
+            _latency_stream(session, server, raw, threads, ticks, hz, samples, schedule, i / streams / hz)
+            for i in range(streams)
+        )
     )
     wall, used = time.perf_counter() - began, server.cpu_seconds() - cpu
     load = {"server_cpu_s": round(used, 2), "wall_s": round(wall, 2), "server_busy": round(used / wall, 3)}
@@ -201,19 +216,33 @@ async def _latency_samples(
 
 
 async def latency(session: aiohttp.ClientSession, server: Server, size: dict[str, Any]) -> dict[str, Any]:
-    """Runtime callback → client receipt, p50/p99 in ms, at each concurrency; then the raw writer's callback →
-    receipt at the same rate and concurrency (the physical limit, same run), and the plugin's over it as ratios; each
-    after one unmeasured second of both at that concurrency. Beside each side's figures, its server's load and how
-    its deltas kept their schedule (`Schedule`)."""
+    """Runtime callback → client receipt, p50/p99 in ms, at each concurrency, the turns played on the loop (the bench
+    runtime's `ticks`); then the raw writer's callback → receipt at the same rate and concurrency (the physical limit,
+    same run), and the plugin's over it as ratios; each after one unmeasured second of both at that concurrency.
+    Beside each side's figures, its server's load and how its deltas kept their schedule (`Schedule`)."""
+    return await _latency(session, server, size, size["latency_streams"], threads=False)
+
+
+async def latency_threads(session: aiohttp.ClientSession, server: Server, size: dict[str, Any]) -> dict[str, Any]:
+    """The latency part with every turn played from a thread of its own (`thread_ticks`), as Hermes runs its agent, so
+    every callback crosses to the loop; its raw partner ticks from a thread per stream as well and hands each stamp
+    to the loop (`/raw_thread_ticks`)."""
+    return await _latency(session, server, size, size["latency_thread_streams"], threads=True)
+
+
+async def _latency(
+    session: aiohttp.ClientSession, server: Server, size: dict[str, Any], concurrencies: list[int], threads: bool
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for streams in size["latency_streams"]:
+    for streams in concurrencies:
         # Both once first, unmeasured: the first time a process (the client, the server) holds this many streams it
         # grows its heap, its pools and its garbage collector's generations, and the side measured first paid for
         # that alone (issue 25: 40-50 ms p50 on the first thousand streams, whichever side went first).
         for warm_raw in (False, True):
-            await _latency_samples(session, server, warm_raw, streams, size, size["latency_warmup_seconds"])
-        plugin, plugin_load = await _latency_samples(session, server, False, streams, size, size["latency_seconds"])
-        raw, raw_load = await _latency_samples(session, server, True, streams, size, size["latency_seconds"])
+            await _latency_samples(session, server, warm_raw, threads, streams, size, size["latency_warmup_seconds"])
+        seconds = size["latency_seconds"]
+        plugin, plugin_load = await _latency_samples(session, server, False, threads, streams, size, seconds)
+        raw, raw_load = await _latency_samples(session, server, True, threads, streams, size, seconds)
         out[str(streams)] = {
             "events": len(plugin),
             "p50_ms": round(percentile(plugin, 50), 3),
@@ -388,6 +417,7 @@ def startup(size: dict[str, Any], work: Path) -> dict[str, Any]:
 BENCHES: dict[str, Callable[..., Awaitable[dict[str, Any]]]] = {
     "throughput": throughput,
     "latency": latency,
+    "latency_threads": latency_threads,
     "idle_streams": idle_streams,
     "admissions": admissions,
     "answers": answers.answers,
@@ -438,10 +468,11 @@ def report(name: str, result: dict[str, Any]) -> list[str]:
             f"aiohttp (the runtime alone, nothing listening): chat x {result['chat_of_producer']}, responses "
             f"x {result['responses_of_producer']} of it",
         ]
-    if name == "latency":
+    if name in ("latency", "latency_threads"):
         return [
-            f"latency.{n}_streams     p50 {v['p50_ms']} ms, p99 {v['p99_ms']} ms ({v['events']} events); raw writer "
-            f"p50 {v['raw']['p50_ms']} ms, p99 {v['raw']['p99_ms']} ms (x {v['ratio']['p50']} / x {v['ratio']['p99']});"
+            f"{f'{name}.{n}_streams':<25} p50 {v['p50_ms']} ms, p99 {v['p99_ms']} ms ({v['events']} events); raw "
+            f"writer p50 {v['raw']['p50_ms']} ms, p99 {v['raw']['p99_ms']} ms "
+            f"(x {v['ratio']['p50']} / x {v['ratio']['p99']});"
             f" server busy {v['server_busy']} / raw {v['raw']['server_busy']} "
             f"({v['server_cpu_s']} / {v['raw']['server_cpu_s']} CPU-s); schedule slip p99 {v['slip_p99_ms']} / raw "
             f"{v['raw']['slip_p99_ms']} ms, first delta p50 {v['first_delta_p50_ms']} / raw "

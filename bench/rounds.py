@@ -1,9 +1,10 @@
 """`python -m bench.rounds [--rounds 3] [--against DIR]`: throughput and latency, three rounds, the median of each.
 
-Each round runs `python -m bench --only throughput latency` here and, with `--against`, in another checkout (e.g. an
-older commit, its `bench/` brought up to this one's), alternating which goes first, so the machine's drift falls on
-both alike. Every figure keeps its same-run baseline (the raw writer); the summary is the median over rounds of
-each figure and ratio, and the range. Written to results.json under `rounds` (this checkout) and `rounds_against`.
+Each round runs `python -m bench --only throughput latency latency_threads` here and, with `--against`, in another
+checkout (e.g. an older commit, its `bench/` brought up to this one's), alternating which goes first, so the
+machine's drift falls on both alike. Every figure keeps its same-run baseline (the raw writer); the summary is the
+median over rounds of each figure and ratio, and the range. Written to results.json under `rounds` (this checkout)
+and `rounds_against`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+PARTS = ("throughput", "latency", "latency_threads")
 
 LATENCY = (
     ("p50_ms", ("p50_ms",)),
@@ -41,14 +43,15 @@ def figures(results: dict[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
     # the producer's ceiling (a checkout from before it was measured has none)
     ceiling = ("producer_ratio", "chat_of_producer", "responses_of_producer")
     out.extend((name, ("throughput", name)) for name in ceiling if name in results["throughput"])
-    for streams in results["latency"]:
-        out.extend((f"latency_{streams}_{name}", ("latency", streams, *path)) for name, path in LATENCY)
+    for part in ("latency", "latency_threads"):  # the turns on the loop, and on a thread each (a checkout may lack it)
+        for streams in results.get(part, {}):
+            out.extend((f"{part}_{streams}_{name}", (part, streams, *path)) for name, path in LATENCY)
     return out
 
 
 def _one(checkout: Path, out: Path, quick: bool) -> dict[str, Any]:
     subprocess.run(
-        [sys.executable, "-m", "bench", "--only", "throughput", "latency", "--out", str(out), *(["--quick"] * quick)],
+        [sys.executable, "-m", "bench", "--only", *PARTS, "--out", str(out), *(["--quick"] * quick)],
         cwd=checkout,
         check=True,
         stdout=sys.stderr,

@@ -1,6 +1,8 @@
 """The benchmark runtime: the scripted runtime plus turns whose text deltas carry timestamps.
 
-`ticks N HZ`: N deltas, HZ per second (the latency part). `paced N MIN_MS MAX_MS [tag]`: N deltas MIN_MS–MAX_MS
+`ticks N HZ`: N deltas, HZ per second (the latency part), played on the loop; `thread_ticks N HZ`: the same schedule
+played from a thread of the turn's own, as Hermes runs its agent (`runtimes/hermes.py`), the callbacks made there (the
+latency_threads part). `paced N MIN_MS MAX_MS [tag]`: N deltas MIN_MS–MAX_MS
 apart, the gaps a fixed pseudo-random spread (the replicas part; the tag only makes the prompt unique). Each delta
 is `<time.time() of the runtime callback>;`, which the client subtracts from its receipt time. `idle` sleeps at once
 and `hold` after `HELD_DELTAS` deltas a millisecond apart, each its own journal event (the idle_streams part: what a
@@ -12,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import random
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from hermes_api_plugin.core.events import TurnStatus
@@ -55,7 +59,7 @@ def paced_offsets(count: int, min_ms: float, max_ms: float) -> list[float]:
 
 def stamped_offsets(words: list[str]) -> list[float] | None:
     """The delta schedule a `ticks` or `paced` prompt asks for; None for any other prompt (the script answers)."""
-    if words[:1] == ["ticks"]:
+    if words[:1] in (["ticks"], ["thread_ticks"]):
         hz = float(words[2])
         return [i / hz for i in range(int(words[1]))]
     if words[:1] == ["paced"]:
@@ -72,9 +76,12 @@ class BenchRuntime(ScriptedRuntime):
                 await asyncio.sleep(0.001)
                 turn.callbacks.text("y")
             return await super().run(turn)  # the script's `hold`: idle until the client leaves
-        offsets = stamped_offsets(turn.request.input.text.split())
+        words = turn.request.input.text.split()
+        offsets = stamped_offsets(words)
         if offsets is None:
             return await super().run(turn)
+        if words[0] == "thread_ticks":
+            return await _on_a_thread(turn, offsets)
         loop = asyncio.get_running_loop()
         start = loop.time()
         for offset in offsets:
@@ -85,6 +92,53 @@ class BenchRuntime(ScriptedRuntime):
                 await asyncio.sleep(delay)
             turn.callbacks.text(f"{time.time():.6f};")
         return TurnResult(TurnStatus.COMPLETED)
+
+
+def play_on_a_thread(
+    offsets: list[float], deliver: Callable[[str], None], interrupted: Callable[[], bool], ended: Callable[[], None]
+) -> None:
+    """In a thread of its own: sleeps to each offset of the schedule and hands `deliver` the stamp (`<time.time()>;`),
+    then calls `ended`; returns once the thread started. The raw writer's threaded partner (server.py) plays the same
+    way."""
+
+    def play() -> None:
+        start = time.monotonic()
+        try:
+            for offset in offsets:
+                if interrupted():
+                    return
+                delay = start + offset - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                deliver(f"{time.time():.6f};")
+        finally:
+            ended()
+
+    threading.Thread(target=play, name="bench ticks", daemon=True).start()
+
+
+async def _on_a_thread(turn: AgentTurn, offsets: list[float]) -> TurnResult:
+    """The turn's deltas made on a thread of its own, as Hermes' agent makes them: every callback crosses to the
+    loop."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def resolve() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    def ended() -> None:
+        try:
+            loop.call_soon_threadsafe(resolve)
+        except RuntimeError:  # the loop closed (shutdown)
+            pass
+
+    def interrupted() -> bool:
+        return turn.interrupted
+
+    play_on_a_thread(offsets, turn.callbacks.text, interrupted, ended)
+    await done
+    return TurnResult(TurnStatus.CANCELLED if turn.interrupted else TurnStatus.COMPLETED)
 
 
 def runtime(script_path: str) -> BenchRuntime:

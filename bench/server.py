@@ -5,11 +5,13 @@ then serves until SIGTERM. `--pool-check` (the store part measures what the chec
 pool's per-borrow check (`postgres_db.check_lent`) with psycopg_pool's own round trip, or with nothing. The raw
 baseline builds and `json.dumps` the same chunk dicts the chat stream sends, one write per chunk: the minimal honest
 work of an SSE endpoint — as fast as it can (`/raw`, the throughput partner), or stamped on the latency part's
-schedule (`/raw_ticks`, the latency partner: the bench runtime's `ticks` turn without the plugin between the
-callback and the socket). `/gc_tracked` answers how many objects the cyclic garbage collector tracks after a full
-collection (what every later full collection walks; the start-up's, frozen, are not counted). `/producer` plays the
-throughput part's deltas with the bench runtime to a callback that does nothing: the ceiling of the plugin's
-throughput on this loop (its producer is in the same process).
+schedule (`/raw_ticks`, the latency partner: the bench runtime's `ticks` turn without the plugin between the callback
+and the socket), or on that schedule from a thread per stream that hands each stamp to the loop (`/raw_thread_ticks`,
+the partner of `thread_ticks`: what a runtime on its own thread, as Hermes' is, costs anyway). `/gc_tracked` answers
+how many objects the cyclic garbage collector tracks after a full collection (what every later full collection walks;
+the start-up's, frozen, are not counted). `/producer` plays the throughput part's deltas with the bench runtime to a
+callback that does nothing: the ceiling of the plugin's throughput on this loop (its producer is in the same
+process).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from hermes_api_plugin.config.settings import load_settings
 from hermes_api_plugin.gateway.server import ReferenceGateway, build_plugin_manager, runner_kwargs
 from hermes_api_plugin.runtimes.scripted import ScriptedRuntime
 
-from .runtime import runtime, stamped_offsets, write_script
+from .runtime import play_on_a_thread, runtime, stamped_offsets, write_script
 
 
 def _chunk(created: int, content: str) -> bytes:
@@ -95,6 +97,31 @@ async def raw_ticks(request: web.Request) -> web.StreamResponse:
     return response
 
 
+async def raw_thread_ticks(request: web.Request) -> web.StreamResponse:
+    """`?ticks=N&hz=H`: the schedule of `raw_ticks` played from a thread of its own, each stamp handed to the loop
+    (`call_soon_threadsafe`) and written there: the least a runtime on its own thread can cost."""
+    offsets = stamped_offsets(["ticks", request.query["ticks"], request.query["hz"]]) or []
+    response = await _sse(request)
+    created = int(time.time())
+    loop = asyncio.get_running_loop()
+    stamps: asyncio.Queue[str | None] = asyncio.Queue()
+
+    def deliver(text: str | None) -> None:
+        loop.call_soon_threadsafe(stamps.put_nowait, text)
+
+    def ended() -> None:
+        deliver(None)
+
+    def interrupted() -> bool:
+        return False
+
+    play_on_a_thread(offsets, deliver, interrupted, ended)
+    while (text := await stamps.get()) is not None:
+        await response.write(_chunk(created, text))
+    await response.write(b"data: [DONE]\n\n")
+    return response
+
+
 async def gc_tracked(request: web.Request) -> web.Response:
     gc.collect()
     return web.json_response({"tracked": len(gc.get_objects())})
@@ -129,6 +156,7 @@ async def main(home: Path, deltas: int) -> None:
     raw_app = web.Application()
     raw_app.router.add_get("/raw", raw_stream)
     raw_app.router.add_get("/raw_ticks", raw_ticks)
+    raw_app.router.add_get("/raw_thread_ticks", raw_thread_ticks)
     raw_app.router.add_get("/producer", producer(agent_runtime))
     raw_app.router.add_get("/gc_tracked", gc_tracked)
     raw_runner = web.AppRunner(raw_app, **runner_kwargs())

@@ -30,6 +30,7 @@ def test_every_benchmark_runs_at_tiny_size_and_reports_each_figure(tmp_path: Pat
         "throughput.responses",
         "throughput.producer",
         "latency.1_streams",
+        "latency_threads.5_streams",
         "idle_streams",
         "admissions",
         "startup",
@@ -56,8 +57,10 @@ def test_every_benchmark_runs_at_tiny_size_and_reports_each_figure(tmp_path: Pat
     assert idle["tracked_per_stream"] > idle["raw_tracked_per_stream"] > 10, idle
     # and per delta a running turn streamed: its journal holds their text, no object per delta (issue 25)
     assert abs(idle["tracked_per_delta"]) < 0.1, idle
-    for streams in ("1", "5"):  # the plugin and the raw writer on the same schedule, every tick received (issue 25)
-        latency = results["latency"][streams]
+    # the plugin and the raw writer on the same schedule, every tick received (issue 25): the turns played on the loop,
+    # and from a thread each as Hermes' agent runs (the raw writer then ticks from a thread per stream too)
+    for part, streams in ((p, n) for p in ("latency", "latency_threads") for n in ("1", "5")):
+        latency = results[part][streams]
         assert latency["events"] == latency["raw"]["events"] == int(streams) * 20, latency
         assert latency["ratio"]["p50"] > 0 and latency["ratio"]["p99"] > 0
         for side in (latency, latency["raw"]):  # how busy the server was beside each run's figures
@@ -108,12 +111,12 @@ def test_rounds_alternate_two_checkouts_and_keep_every_figure_with_its_raw_partn
     results = json.loads(out.read_text())["results"]
     for summary in (results["rounds"], results["rounds_against"]):
         assert summary["rounds"] == 2
-        for streams in ("1", "5"):
+        for part, streams in ((p, n) for p in ("latency", "latency_threads") for n in ("1", "5")):
             for figure in ("p99_ms", "raw_p99_ms", "p99_ratio", "first_delta_p99_ms", "raw_first_delta_p99_ms"):
-                entry = summary[f"latency_{streams}_{figure}"]
-                assert len(entry["values"]) == 2 and entry["median"] > 0, (streams, figure, entry)
+                entry = summary[f"{part}_{streams}_{figure}"]
+                assert len(entry["values"]) == 2 and entry["median"] > 0, (part, streams, figure, entry)
             for figure in ("server_busy", "raw_server_busy"):  # a tiny run may use less than a clock tick of CPU
-                entry = summary[f"latency_{streams}_{figure}"]
+                entry = summary[f"{part}_{streams}_{figure}"]
                 assert len(entry["values"]) == 2 and entry["median"] >= 0, (streams, figure, entry)
         assert summary["chat_ratio"]["median"] > 0 and summary["responses_ratio"]["median"] > 0
         assert summary["producer_ratio"]["median"] > 0 and summary["chat_of_producer"]["median"] > 0
