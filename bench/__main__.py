@@ -44,7 +44,7 @@ FULL = {
     "deltas": 20000,
     "repeat": 3,
     "latency_streams": [1, 100, 1000],
-    "latency_thread_streams": [1, 100, 1000],
+    "latency_thread_streams": [1, 10, 100],
     "latency_seconds": 3.0,
     "latency_warmup_seconds": 1.0,
     "hz": 20,

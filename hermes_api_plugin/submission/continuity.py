@@ -164,8 +164,6 @@ async def resolve(
     whose derived session already holds a conversation — here, or on another gateway host (`placement`) — starts one
     of its own. A history that is not a chat transcript (tool messages a client manages itself) keeps the derived
     session and its own history."""
-    # A long history is hashed and compared off the loop (issue 20, defect 3).
-    key = await off_loop(lambda: index_key(scope, system_prompt, sent), len(sent) > LARGE_MESSAGES)
     if not sent:
         # A new conversation. Its opening may be another conversation's (Open WebUI users open many chats with "hi"):
         # that one's transcript is not this one's to append to, so a taken opening starts a session of its own. Taken
@@ -178,6 +176,8 @@ async def resolve(
             fresh = fresh and not index.opening_taken(derived)
             index.take_opening(derived)
         return Resolution(derived if fresh else "api-" + secrets.token_hex(8), continued=False)
+    # A long history is hashed and compared off the loop (issue 20, defect 3).
+    key = await off_loop(lambda: index_key(scope, system_prompt, sent), len(sent) > LARGE_MESSAGES)
     if key is None or any(m.role not in ("user", "assistant") for m in sent):
         return Resolution(derived, continued=False)
     found = index.find(key)

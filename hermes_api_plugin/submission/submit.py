@@ -96,10 +96,12 @@ def turn_request(
     turn_id: str | None = None,
     client_tools: tuple[ClientTool, ...] = (),
     tool_choice: ToolChoice = CHOOSE_AUTO,
+    hold_approvals: bool = False,
 ) -> TurnRequest:
     """The runtime's request for a surface's new turn, its model as the request selected it; `session_key` is
     X-Hermes-Session-Key (the agent's session key, memory and approval scope); `client_tools` and `tool_choice`
-    the function tools the client lends the agent (WIRE.md §15)."""
+    the function tools the client lends the agent (WIRE.md §15); `hold_approvals`: its approvals wait on the
+    stream (WIRE.md §14.2)."""
     return TurnRequest(
         turn_id=turn_id or new_run_id(),
         session_id=session_id,
@@ -114,6 +116,7 @@ def turn_request(
         session_key=session_key,
         client_tools=client_tools,
         tool_choice=tool_choice,
+        hold_approvals=hold_approvals,
     )
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ..cluster.waits import Waiting, call_wait, conversation_wait, session_wait
@@ -139,15 +139,13 @@ class ChatSurface:
             history = self.conversations.session_history(self.session_id)
         elif self.settings.chat_continuity == "auto":
             history, persist = await self._continuity()
-        request = replace(
-            turn_request(
-                self.session_id,
-                chat.input,
-                chat.selection,
-                system_prompt=chat.system_prompt,
-                metadata=chat.metadata,
-                session_key=self.hermes.session_key,
-            ),
+        request = turn_request(
+            self.session_id,
+            chat.input,
+            chat.selection,
+            system_prompt=chat.system_prompt,
+            metadata=chat.metadata,
+            session_key=self.hermes.session_key,
             client_tools=chat.client_tools,
             tool_choice=chat.tool_choice,
             hold_approvals=self.hermes.holds_approvals(self.settings.approvals_chat),

@@ -8,7 +8,7 @@ admission record (after a restart) names its session and model from it."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ..cluster.waits import Waiting
@@ -97,7 +97,7 @@ class RunSurface:
             history = earlier
         else:
             history = conversations.session_history(chain.session_id)
-        asked = turn_request(
+        request = turn_request(
             chain.session_id,
             run.messages[-1],
             run.selection,
@@ -105,8 +105,8 @@ class RunSurface:
             session_key=self.session_key,
             client_tools=run.client_tools,  # WIRE.md §15.4: a call suspends the run until its tool_outputs
             tool_choice=run.tool_choice,
+            hold_approvals=self.hold_approvals,
         )
-        request = replace(asked, hold_approvals=self.hold_approvals)
         return TurnPlan(request, history=history, inputs=run.messages, bind_key=chain.bind_key)
 
     def reply(self, turn: Turn | None) -> RunReply:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ..cluster.waits import Waiting, session_wait
@@ -105,14 +105,12 @@ class SessionChatSurface:
         await self.conversations.placement.check(
             self.requested
         )  # kept by another host: 409, never an empty conversation
-        request = replace(
-            turn_request(
-                self.session_id,
-                self.chat.message,
-                self.chat.selection,
-                system_prompt=self.chat.instructions,
-                session_key=self.session_key,
-            ),
+        request = turn_request(
+            self.session_id,
+            self.chat.message,
+            self.chat.selection,
+            system_prompt=self.chat.instructions,
+            session_key=self.session_key,
             hold_approvals=self.hold_approvals,
         )
         return TurnPlan(request, history=self.conversations.session_history(self.session_id))

@@ -9,7 +9,7 @@ carry it too. The log formatters (log_format.py) read it when a line is formatte
 from __future__ import annotations
 
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,11 +41,14 @@ def bind_request(route: str | None, trace_id: str | None = None) -> None:
 
 def bind_turn(run_id: str, session_id: str) -> None:
     """A turn begins, in its own task: it keeps the route and trace of the request that created it."""
-    _FIELDS.set(replace(_FIELDS.get(), run_id=run_id, session_id=session_id))
+    fields = _FIELDS.get()
+    _FIELDS.set(LogFields(route=fields.route, run_id=run_id, session_id=session_id, trace_id=fields.trace_id))
 
 
 def bind_trace(trace_id: str) -> None:
     """The running task's trace (a turn with no request of its own starts one)."""
     fields = _FIELDS.get()
     if fields.trace_id != trace_id:
-        _FIELDS.set(replace(fields, trace_id=trace_id))
+        _FIELDS.set(
+            LogFields(route=fields.route, run_id=fields.run_id, session_id=fields.session_id, trace_id=trace_id)
+        )

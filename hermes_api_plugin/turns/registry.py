@@ -292,7 +292,7 @@ class TurnRegistry:
             return
         turn.journal.extend(self._closing_events(turn, outcome))
         turn.finished_at = time.time()
-        finished = replace(self._terminal(outcome), at=turn.finished_at)  # what its persisters render, as journaled
+        finished = self._terminal(outcome, turn.finished_at)  # what its persisters render, as journaled
         if persist:
             # Another gateway following the turn reads the terminal record as soon as it is stored, before the journal
             # here ends: reads here answer its status meanwhile, so the two never disagree (a stopped run).
@@ -323,7 +323,7 @@ class TurnRegistry:
                 events.append(TextDelta(missing))
         return events
 
-    def _terminal(self, outcome: TurnResult) -> TurnFinished:
+    def _terminal(self, outcome: TurnResult, at: float) -> TurnFinished:
         code = outcome.error_code
         if code is None and outcome.status is TurnStatus.CANCELLED:
             code = "cancelled"
@@ -332,7 +332,7 @@ class TurnRegistry:
         message = outcome.error_message
         if outcome.status is TurnStatus.FAILED:
             message = redact(message or "The agent failed", self._secrets)
-        return TurnFinished(outcome.status, outcome.usage, code, message)
+        return TurnFinished(outcome.status, outcome.usage, code, message, at=at)
 
     async def _persist(self, turn: Turn, finished: TurnFinished) -> None:
         """The turn's transcript into its session (a turn cancelled before it ran adds nothing), then the

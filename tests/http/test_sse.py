@@ -7,9 +7,11 @@ holds little of what it does not read).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 
 from hermes_api_plugin.dialects.record import SseRecord
@@ -65,4 +67,107 @@ async def test_a_big_batch_to_a_stalled_client_is_held_in_pieces_not_whole() -> 
         assert state["alive"] is False and state["gone"] is True
     finally:
         sock.close()
+        await runner.cleanup()
+
+
+async def _serve(handler: Any) -> tuple[web.AppRunner, int]:
+    app = web.Application()
+    app.router.add_get("/", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    return runner, runner.addresses[0][1]
+
+
+def _recorded_writes(request: web.Request) -> list[bytes]:
+    """What the request's transport is handed, one entry per write (each a send on the socket)."""
+    transport: Any = request.transport
+    writes: list[bytes] = []
+    write, writelines = transport.write, transport.writelines
+
+    def recorded_write(data: bytes) -> None:
+        writes.append(bytes(data))
+        write(data)
+
+    def recorded_writelines(lines: Any) -> None:
+        lines = list(lines)
+        writes.append(b"".join(lines))
+        writelines(lines)
+
+    transport.write, transport.writelines = recorded_write, recorded_writelines
+    return writes
+
+
+async def test_the_head_leaves_with_the_first_records_and_done_with_the_end_of_the_body() -> None:
+    """Issue 25: on loopback every write is a send that also runs the client's side of TCP, the largest part of a
+    short stream's cost. A stream of two records is three writes: the head with the first record, the second, and
+    `[DONE]` with the chunked body's end — not five (the head alone, `[DONE]` alone, the end alone)."""
+    state: dict[str, list[bytes]] = {}
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        writes = state["writes"] = _recorded_writes(request)
+        stream = await SseStream.open(request, {}, [SseRecord(None, {"n": 1})])
+        assert len(writes) == 1  # the head is out before the caller starts any work
+        await stream.send([SseRecord(None, {"n": 2})])
+        await stream.done()
+        return stream.response
+
+    runner, port = await _serve(handler)
+    try:
+        async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{port}/") as response:
+            body = await response.read()
+        assert body == b'data: {"n":1}\n\ndata: {"n":2}\n\ndata: [DONE]\n\n'
+        head, second, end = state["writes"]
+        assert head.startswith(b"HTTP/1.1 200 OK\r\n") and head.endswith(b'data: {"n":1}\n\n\r\n')
+        assert second.endswith(b'data: {"n":2}\n\n\r\n')
+        assert end.endswith(b"data: [DONE]\n\n\r\n0\r\n\r\n")
+    finally:
+        await runner.cleanup()
+
+
+async def test_a_stream_without_first_records_still_writes_its_head_when_it_opens() -> None:
+    """The head goes out before any agent work even with nothing to go with it: a turn never runs behind a head
+    that was not written."""
+    state: dict[str, Any] = {}
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        writes = _recorded_writes(request)
+        stream = await SseStream.open(request, {})
+        state["at_open"] = list(writes)
+        await stream.close()
+        return stream.response
+
+    runner, port = await _serve(handler)
+    try:
+        async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{port}/") as response:
+            assert await response.read() == b""
+        (head,) = state["at_open"]
+        assert head.startswith(b"HTTP/1.1 200 OK\r\n") and head.endswith(b"\r\n\r\n")
+    finally:
+        await runner.cleanup()
+
+
+async def test_opening_a_stream_whose_client_is_gone_raises_before_any_work() -> None:
+    """The head cannot be written: `open` raises ConnectionResetError (the delivery answers 499 and cancels the turn
+    it held), as `prepare` did when it wrote the head itself."""
+    state: dict[str, Any] = {}
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        assert request.transport is not None
+        request.transport.close()
+        try:
+            await SseStream.open(request, {}, [SseRecord(None, {"n": 1})])
+        except ConnectionResetError as exc:
+            state["raised"] = exc
+        return web.Response()
+
+    runner, port = await _serve(handler)
+    try:
+        async with aiohttp.ClientSession() as session:
+            with contextlib.suppress(aiohttp.ClientError):
+                async with session.get(f"http://127.0.0.1:{port}/") as response:
+                    await response.read()
+        await wait_for_async(lambda: "raised" in state, what="the handler to run")
+        assert isinstance(state["raised"], ConnectionResetError)
+    finally:
         await runner.cleanup()
