@@ -26,7 +26,7 @@ from aiohttp import web
 
 from ..core.eager import run_eagerly
 from ..core.errors import client_gone
-from ..core.events import TurnEvent
+from ..core.events import TurnEvent, TurnFinished
 from ..dialects.record import SseRecord
 from ..submission.submit import Existing, NewTurn, Resumed
 from ..surfaces.surface import Delivery, Render, Surface, never_paused
@@ -48,7 +48,10 @@ class EventStream(Protocol):
     @property
     def gone(self) -> bool: ...
 
-    async def send(self, records: Iterable[SseRecord]) -> bool: ...
+    async def send(self, records: Iterable[SseRecord], *, last: bool = False) -> bool:
+        """`last`: the records end the delivery (the terminal record's batch): the stream may hold them for its
+        `done`/`close`, which follow at once."""
+        ...
 
     async def keepalive(self) -> bool: ...
 
@@ -87,7 +90,7 @@ class InPlace:
 
     def __call__(self, batch: list[TurnEvent]) -> bool:
         try:
-            done, sent = run_eagerly(self.stream.send(self.render(batch)))
+            done, sent = run_eagerly(self.stream.send(self.render(batch), last=ends(batch)))
         except Exception as exc:  # raised in the pump, not into the agent
             self._left = exc
             return False
@@ -104,6 +107,11 @@ class InPlace:
         return await left if isinstance(left, asyncio.Task) else left
 
 
+def ends(batch: list[TurnEvent]) -> bool:
+    """Whether a batch holds the terminal record (always its last event): the delivery's last records."""
+    return bool(batch) and isinstance(batch[-1], TurnFinished)
+
+
 async def pump(
     stream: EventStream,
     journal: Journal,
@@ -115,7 +123,8 @@ async def pump(
     paused: Callable[[], bool] = never_paused,
 ) -> bool:
     """Render and write the journal from `start` until its terminal record, or until the renderer is `paused` at a
-    request to the client; False when the client left.
+    request to the client; False when the client left. The caller ends the stream (`done` or `close`): the batch
+    with the terminal record is sent `last`, and a stream may hold it for that end.
 
     `before_send` runs before each batch is written (e.g. waiting until the batch is durable); without it, a batch
     appended while the pump waits is written in place (`InPlace`).
@@ -131,7 +140,7 @@ async def pump(
         else:
             if before_send is not None:
                 await before_send()
-            alive = await stream.send(render(batch))
+            alive = await stream.send(render(batch), last=ends(batch))
             if alive and paused():
                 return True
         if not alive:

@@ -5,8 +5,8 @@ write becomes a no-op, so handlers stop cleanly instead of raising into the turn
 
 Each write is a send on the socket, and on loopback a send also runs the receiving side of TCP: tens of
 microseconds, the largest part of a short stream's cost (issue 25, eleventh session). So the head leaves with the
-stream's first records, and `[DONE]` with the end of the chunked body: a one-delta chat stream is four writes, as
-the raw aiohttp writer's is, not six.
+stream's first records, and the delivery's last records with `[DONE]` and the end of the chunked body: a one-delta
+chat stream is three writes (the raw aiohttp writer's four), not six.
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ class SseStream:
     def __init__(self, response: web.StreamResponse) -> None:
         self.response = response
         self.gone = False
+        self._last = b""  # the delivery's last records, held for the end of the body (`send(last=True)`)
 
     @classmethod
     async def open(cls, request: web.Request, headers: Mapping[str, str], first: Iterable[SseRecord] = ()) -> SseStream:
@@ -80,8 +81,9 @@ class SseStream:
             return False
         return True
 
-    async def send(self, records: Iterable[SseRecord]) -> bool:
-        """Write records in pieces of about WRITE_BYTES, each awaiting the transport's drain.
+    async def send(self, records: Iterable[SseRecord], *, last: bool = False) -> bool:
+        """Write records in pieces of about WRITE_BYTES, each awaiting the transport's drain; `last`: they end the
+        delivery, so what is left below a piece waits for `done`/`close` and leaves in their one write.
 
         A batch is everything the journal gained since the last write, so after a client stalled it can be the
         rest of a long turn; written whole, it would sit in the transport's buffer in full, and the encoded copy
@@ -99,21 +101,25 @@ class SseStream:
                 if not await self._write(b"".join(pending)):
                     return False
                 pending, size = [], 0
+        if last and not self.gone:
+            self._last = b"".join(pending)
+            return True
         return await self._write(b"".join(pending)) if pending else not self.gone
 
     async def keepalive(self) -> bool:
         return await self._write(KEEPALIVE)
 
     async def done(self) -> None:
-        """`data: [DONE]` (chat streams) and the end of the body, in one write: nothing is written after it."""
+        """`data: [DONE]` (chat streams) and the end of the body, in one write with the held last records: nothing is
+        written after it."""
         await self.close(DONE)
 
-    async def close(self, last: bytes = b"") -> None:
-        """The end of the body, after `last` in the same write."""
+    async def close(self, marker: bytes = b"") -> None:
+        """The end of the body, after the held last records and `marker`, in one write."""
         if self.gone:
             return
         try:
-            await self.response.write_eof(last)
+            await self.response.write_eof(self._last + marker)
         except (ConnectionError, RuntimeError):
             pass
         self.gone = True

@@ -75,8 +75,9 @@ class WebSocketStream:
             return False
         return True
 
-    async def send(self, records: Iterable[SseRecord]) -> bool:
-        """One text frame per record (aiohttp awaits the transport's drain past its writer limit)."""
+    async def send(self, records: Iterable[SseRecord], *, last: bool = False) -> bool:
+        """One text frame per record (aiohttp awaits the transport's drain past its writer limit); `last` changes
+        nothing: a frame is one write either way."""
         for record in records:
             if not await self._write(dumps(record.data)):
                 return False

@@ -29,9 +29,9 @@ class CountingStream(SseStream):
 
     sends = 0
 
-    async def send(self, records: Iterable[SseRecord]) -> bool:
+    async def send(self, records: Iterable[SseRecord], *, last: bool = False) -> bool:
         self.sends += 1
-        return await super().send(records)
+        return await super().send(records, last=last)
 
 
 def render(batch: list[TurnEvent]) -> list[SseRecord]:
@@ -53,7 +53,10 @@ class Served:
         await response.prepare(request)
         self.stream = CountingStream(response)
         try:
-            self.outcome.set_result(await pump(self.stream, self.journal, self.rendering, 30.0, paused=self.paused))
+            alive = await pump(self.stream, self.journal, self.rendering, 30.0, paused=self.paused)
+            if alive:
+                await self.stream.close()  # as every delivery ends its stream (the last batch may wait for it)
+            self.outcome.set_result(alive)
         except Exception as exc:
             self.outcome.set_exception(exc)
         return response

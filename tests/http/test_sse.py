@@ -98,17 +98,19 @@ def _recorded_writes(request: web.Request) -> list[bytes]:
     return writes
 
 
-async def test_the_head_leaves_with_the_first_records_and_done_with_the_end_of_the_body() -> None:
+async def test_the_head_leaves_with_the_first_records_and_the_last_ones_with_done_and_the_end_of_the_body() -> None:
     """Issue 25: on loopback every write is a send that also runs the client's side of TCP, the largest part of a
-    short stream's cost. A stream of two records is three writes: the head with the first record, the second, and
-    `[DONE]` with the chunked body's end — not five (the head alone, `[DONE]` alone, the end alone)."""
+    short stream's cost. A stream of three records is three writes: the head with the first record, the second, and
+    the last (`send(last=True)`: the terminal record's batch) with `[DONE]` and the chunked body's end — not six (the
+    head alone, `[DONE]` alone, the end alone)."""
     state: dict[str, list[bytes]] = {}
 
     async def handler(request: web.Request) -> web.StreamResponse:
         writes = state["writes"] = _recorded_writes(request)
         stream = await SseStream.open(request, {}, [SseRecord(None, {"n": 1})])
         assert len(writes) == 1  # the head is out before the caller starts any work
-        await stream.send([SseRecord(None, {"n": 2})])
+        assert await stream.send([SseRecord(None, {"n": 2})]) and len(writes) == 2  # written at once
+        assert await stream.send([SseRecord(None, {"n": 3})], last=True) and len(writes) == 2  # held for the end
         await stream.done()
         return stream.response
 
@@ -116,11 +118,37 @@ async def test_the_head_leaves_with_the_first_records_and_done_with_the_end_of_t
     try:
         async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{port}/") as response:
             body = await response.read()
-        assert body == b'data: {"n":1}\n\ndata: {"n":2}\n\ndata: [DONE]\n\n'
+        assert body == b'data: {"n":1}\n\ndata: {"n":2}\n\ndata: {"n":3}\n\ndata: [DONE]\n\n'
         head, second, end = state["writes"]
         assert head.startswith(b"HTTP/1.1 200 OK\r\n") and head.endswith(b'data: {"n":1}\n\n\r\n')
         assert second.endswith(b'data: {"n":2}\n\n\r\n')
-        assert end.endswith(b"data: [DONE]\n\n\r\n0\r\n\r\n")
+        assert end.endswith(b'data: {"n":3}\n\ndata: [DONE]\n\n\r\n0\r\n\r\n')
+    finally:
+        await runner.cleanup()
+
+
+async def test_last_records_beyond_a_piece_are_written_in_pieces_not_held() -> None:
+    """A last batch bigger than a piece (what a stalled client's stream gained) is not held whole for the end: its
+    pieces go out as `send` makes them, each awaiting the drain; only the rest below a piece waits for the end."""
+    state: dict[str, list[bytes]] = {}
+    records = [SseRecord(None, {"text": "x" * 1000, "n": n}) for n in range(100)]
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        writes = state["writes"] = _recorded_writes(request)
+        stream = await SseStream.open(request, {}, [SseRecord(None, {"n": 0})])
+        assert await stream.send(records, last=True)
+        state["before_end"] = list(writes)
+        await stream.close()
+        return stream.response
+
+    runner, port = await _serve(handler)
+    try:
+        async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{port}/") as response:
+            body = await response.read()
+        assert body.count(b"data: ") == 101
+        _head, piece = state["before_end"]
+        assert len(piece) >= WRITE_BYTES
+        assert state["writes"][-1].endswith(b"\r\n0\r\n\r\n") and len(state["writes"]) == 3
     finally:
         await runner.cleanup()
 
