@@ -91,9 +91,9 @@ def main(argv: list[str] | None = None) -> int:
             for i in order:
                 runs[i].append(_one(checkouts[i], Path(tmp) / f"round-{r}-{i}.json", args.quick))
     summaries = [summary(rounds) for rounds in runs]
-    for checkout, s in zip(checkouts, summaries, strict=True):
+    for checkout, checkout_runs, s in zip(checkouts, runs, summaries, strict=True):
         print(f"{checkout}:")
-        for name, _path in figures(runs[0][0]):
+        for name, _path in figures(checkout_runs[0]):  # the parts and sizes each checkout's bench has
             print(f"  {name:<24} median {s[name]['median']}  ({', '.join(str(v) for v in s[name]['values'])})")
     path = Path(args.out)
     document = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
