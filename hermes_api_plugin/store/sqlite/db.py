@@ -3,7 +3,9 @@
 stdlib sqlite3 on one dedicated thread (never on the event loop, and one thread means statements never
 interleave), WAL, file mode 0600, schema migrations on open, rows by column name (`sqlite3.Row`).
 Without a path, or when the file cannot be opened and the fallback is allowed, the same schema lives in
-memory and `durable` is False (WIRE.md §5.4).
+memory and `durable` is False (WIRE.md §5.4). Writes made through `grouped` (the transcripts of settling turns) are
+group-committed: those made while one group is written go together in the next store call and transaction, a
+savepoint each.
 """
 
 from __future__ import annotations
@@ -162,9 +164,56 @@ def _failed(future: asyncio.Future[object], exc: object) -> None:
         future.set_exception(exc)
 
 
+def _store_error(exc: sqlite3.Error) -> StoreError:
+    if isinstance(exc, (sqlite3.DataError, sqlite3.IntegrityError)):  # refused for its values: would be again
+        return StoreRefused(str(exc))
+    return StoreError(str(exc))
+
+
+class _Group:
+    """Grouped writes gathered while the group before them was written (`SqliteDatabase.grouped`): one store call, one
+    transaction, a savepoint each. A write that fails rolls back to its savepoint and fails alone; a transaction
+    that cannot begin or commit fails them all (each caller retries, as it would its own)."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[Callable[[sqlite3.Connection], None], asyncio.Future[None]]] = []
+
+    def run(self, conn: sqlite3.Connection) -> list[Exception | None]:
+        """On the database thread: each write's failure, or None."""
+        outcomes: list[Exception | None] = []
+        with transaction(conn):
+            for write, _future in self.writes:
+                conn.execute("SAVEPOINT grouped")
+                try:
+                    write(conn)
+                except Exception as exc:  # this write's alone (a bad value, a row that cannot be encoded)
+                    conn.execute("ROLLBACK TO grouped")
+                    outcomes.append(exc)
+                else:
+                    outcomes.append(None)
+                conn.execute("RELEASE grouped")
+        return outcomes
+
+    def settle(self, ran: asyncio.Future[list[Exception | None]] | None) -> None:
+        """On the loop: each caller learns of its own write (a caller that went away is skipped: its write stands);
+        `ran` None: the store closed before the group was sent."""
+        if ran is None:
+            failure: BaseException | None = StoreError("the store is closed")
+        else:
+            failure = ran.exception() if not ran.cancelled() else StoreError("the store's thread stopped")
+        outcomes = ran.result() if ran is not None and failure is None else [failure] * len(self.writes)
+        for (_write, future), failed in zip(self.writes, outcomes, strict=True):
+            if future.done():
+                continue
+            if failed is None:
+                future.set_result(None)
+            else:
+                future.set_exception(_store_error(failed) if isinstance(failed, sqlite3.Error) else failed)
+
+
 class SqliteDatabase:
     """The connection and its single worker thread; `call` runs a function on it and maps sqlite errors to
-    StoreError."""
+    StoreError; `grouped` joins a write to the others of its loop iteration."""
 
     def __init__(
         self, path: Path | None, *, fallback_to_memory: bool = False, migrations_dir: Traversable | Path | None = None
@@ -175,6 +224,8 @@ class SqliteDatabase:
         self.durable = path is not None
         self._thread: _Thread | None = None
         self._conn: sqlite3.Connection | None = None
+        self._group: _Group | None = None  # the grouped writes gathered while the one before is written
+        self._writing = False  # a group is on the database thread
 
     @property
     def is_open(self) -> bool:
@@ -188,10 +239,40 @@ class SqliteDatabase:
         conn = self._conn
         try:
             return await self._thread.run(lambda: fn(conn), HANDOFF_S if handoff else 0.0)
-        except (sqlite3.DataError, sqlite3.IntegrityError) as exc:  # refused for its values: would be again
-            raise StoreRefused(str(exc)) from exc
         except sqlite3.Error as exc:
-            raise StoreError(str(exc)) from exc
+            raise _store_error(exc) from exc
+
+    async def grouped(self, write: Callable[[sqlite3.Connection], None]) -> None:
+        """`write(connection)` in a savepoint of its own, in one transaction with the other grouped writes made while
+        the group before it was being written — a group commit: an idle store writes it at once, a busy one gathers
+        what comes meanwhile and writes it all in one store call and one commit (issue 25: a stream's transcript was
+        its only store call). Each caller still learns of its own write's failure (StoreRefused, StoreError)."""
+        if self._thread is None or self._conn is None:
+            raise StoreError("the store is closed")
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self._group is None:
+            self._group = _Group()
+        self._group.writes.append((write, future))
+        if not self._writing:
+            self._send_group()
+        await future
+
+    def _send_group(self) -> None:
+        """The gathered group to the database thread, if any; the next one gathers until it is written."""
+        group, self._group = self._group, None
+        self._writing = group is not None
+        if group is None:
+            return
+        thread, conn = self._thread, self._conn
+        if thread is None or conn is None:  # closed meanwhile
+            group.settle(None)
+            self._writing = False
+            return
+        thread.run(lambda: group.run(conn)).add_done_callback(lambda ran: self._written(group, ran))
+
+    def _written(self, group: _Group, ran: asyncio.Future[list[Exception | None]]) -> None:
+        group.settle(ran)
+        self._send_group()
 
     async def open(self) -> None:
         """Open (creating and migrating) the file, or memory: see the module docstring."""

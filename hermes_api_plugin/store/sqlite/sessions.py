@@ -70,15 +70,15 @@ class SqliteSessionStore:
 
         def append(conn: sqlite3.Connection) -> None:
             rows = encoded if encoded is not None else encode()
-            with transaction(conn):
-                conn.execute(S.TOUCH_SESSION.sqlite, (session_id, now, now, model, usage[0], usage[1]))
-                if compaction is not None:
-                    conn.execute(S.COMPACT_MESSAGES.sqlite, (session_id,))
-                    summary = json_text([{"type": "text", "text": compaction}])
-                    conn.execute(S.INSERT_MESSAGE.sqlite, (session_id, "user", summary, None, _SUMMARY, now))
-                conn.executemany(S.INSERT_MESSAGE.sqlite, rows)
+            conn.execute(S.TOUCH_SESSION.sqlite, (session_id, now, now, model, usage[0], usage[1]))
+            if compaction is not None:
+                conn.execute(S.COMPACT_MESSAGES.sqlite, (session_id,))
+                summary = json_text([{"type": "text", "text": compaction}])
+                conn.execute(S.INSERT_MESSAGE.sqlite, (session_id, "user", summary, None, _SUMMARY, now))
+            conn.executemany(S.INSERT_MESSAGE.sqlite, rows)
 
-        await self.db.call(append)
+        # With the other turns settling in this loop iteration: one round trip, one commit (db.py, `grouped`).
+        await self.db.grouped(append)
 
     async def list_sessions(
         self, limit: int, offset: int, source: str | None, include_children: bool = False

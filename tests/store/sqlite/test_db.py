@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from hermes_api_plugin.core.content import ImagePart, Message, TextPart
-from hermes_api_plugin.store import SqliteStore, StoreError
+from hermes_api_plugin.store import SqliteStore, StoreError, StoreRefused
 from hermes_api_plugin.store.sql.migrations import load_migrations
 from hermes_api_plugin.store.sqlite import db as sqlite_db
 from hermes_api_plugin.store.sqlite.migrate import BUNDLED
@@ -192,3 +192,78 @@ def test_a_hand_off_outcome_goes_to_whoever_still_waits() -> None:
     assert abandoned.abandon()
     assert not abandoned.deliver("late", failed=False)  # the thread settles the future through the loop instead
     assert abandoned.value is None
+
+
+def _statements(store: SqliteStore) -> list[str]:
+    """Every statement the store's connection runs from now on (sqlite's trace callback, on the database thread)."""
+    seen: list[str] = []
+    conn = store.sessions.db._conn
+    assert conn is not None
+    conn.set_trace_callback(seen.append)
+    return seen
+
+
+async def test_transcripts_appended_in_one_loop_iteration_share_one_transaction_and_keep_their_order(
+    tmp_path: Path,
+) -> None:
+    """Issue 25: twenty-one turns settling at once: the first transcript is written at once, the rest — made while it
+    was written — in one more store call and commit, each in a savepoint of its own (twenty-one of each before);
+    two appends to one session keep the order they were made in."""
+    store = SqliteStore(tmp_path / "store.sqlite3")
+    await store.open()
+    try:
+        statements = _statements(store)
+        first, then = Message("user", (TextPart("first"),)), Message("user", (TextPart("then"),))
+        await asyncio.gather(
+            store.sessions.append_session_messages("s0", [first]),
+            *(
+                store.sessions.append_session_messages(f"s{n}", [Message("user", (TextPart(str(n)),))])
+                for n in range(1, 20)
+            ),
+            store.sessions.append_session_messages("s0", [then]),
+        )
+        assert statements.count("BEGIN IMMEDIATE") == 2 and statements.count("COMMIT") == 2
+        assert statements.count("SAVEPOINT grouped") == 21
+        assert await store.sessions.load_session_messages("s0") == [first, then]
+        for n in range(1, 20):
+            assert await store.sessions.load_session_messages(f"s{n}") == [Message("user", (TextPart(str(n)),))]
+    finally:
+        await store.close()
+
+
+async def test_a_refused_write_fails_alone_and_leaves_nothing_of_itself(tmp_path: Path) -> None:
+    """A grouped write that breaks a constraint rolls back to its savepoint and its caller gets StoreRefused, as from
+    a call of its own; the writes grouped with it are committed."""
+    store = SqliteStore(tmp_path / "store.sqlite3")
+    await store.open()
+    db = store.sessions.db
+    try:
+        await db.call(lambda conn: conn.execute("CREATE TABLE positive (x INTEGER CHECK (x > 0))"))
+
+        def half_then_refused(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO positive VALUES (1)")
+            conn.execute("INSERT INTO positive VALUES (0)")
+
+        kept = Message("user", (TextPart("kept"),))
+        outcomes = await asyncio.gather(
+            store.sessions.append_session_messages("before", [kept]),
+            db.grouped(half_then_refused),
+            store.sessions.append_session_messages("after", [kept]),
+            return_exceptions=True,
+        )
+        assert outcomes[0] is None and outcomes[2] is None
+        assert isinstance(outcomes[1], StoreRefused)
+        assert await db.call(lambda conn: conn.execute("SELECT count(*) FROM positive").fetchone()[0]) == 0
+        assert await store.sessions.load_session_messages("before") == [kept]
+        assert await store.sessions.load_session_messages("after") == [kept]
+    finally:
+        await store.close()
+
+
+async def test_a_grouped_write_on_a_closed_store_raises_store_error(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "store.sqlite3")
+    await store.open()
+    db = store.sessions.db
+    await store.close()
+    with pytest.raises(StoreError):
+        await db.grouped(lambda conn: None)
