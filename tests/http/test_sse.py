@@ -70,13 +70,19 @@ async def test_a_big_batch_to_a_stalled_client_is_held_in_pieces_not_whole() -> 
         await runner.cleanup()
 
 
-async def _serve(handler: Any) -> tuple[web.AppRunner, int]:
+async def _served_body(handler: Any) -> bytes:
+    """`handler` served on 127.0.0.1 and requested once: the body the client read."""
     app = web.Application()
     app.router.add_get("/", handler)
     runner = web.AppRunner(app)
     await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    return runner, runner.addresses[0][1]
+    try:
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        url = f"http://127.0.0.1:{runner.addresses[0][1]}/"
+        async with aiohttp.ClientSession() as session, session.get(url) as response:
+            return await response.read()
+    finally:
+        await runner.cleanup()
 
 
 def _recorded_writes(request: web.Request) -> list[bytes]:
@@ -114,17 +120,12 @@ async def test_the_head_leaves_with_the_first_records_and_the_last_ones_with_don
         await stream.done()
         return stream.response
 
-    runner, port = await _serve(handler)
-    try:
-        async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{port}/") as response:
-            body = await response.read()
-        assert body == b'data: {"n":1}\n\ndata: {"n":2}\n\ndata: {"n":3}\n\ndata: [DONE]\n\n'
-        head, second, end = state["writes"]
-        assert head.startswith(b"HTTP/1.1 200 OK\r\n") and head.endswith(b'data: {"n":1}\n\n\r\n')
-        assert second.endswith(b'data: {"n":2}\n\n\r\n')
-        assert end.endswith(b'data: {"n":3}\n\ndata: [DONE]\n\n\r\n0\r\n\r\n')
-    finally:
-        await runner.cleanup()
+    body = await _served_body(handler)
+    assert body == b'data: {"n":1}\n\ndata: {"n":2}\n\ndata: {"n":3}\n\ndata: [DONE]\n\n'
+    head, second, end = state["writes"]
+    assert head.startswith(b"HTTP/1.1 200 OK\r\n") and head.endswith(b'data: {"n":1}\n\n\r\n')
+    assert second.endswith(b'data: {"n":2}\n\n\r\n')
+    assert end.endswith(b'data: {"n":3}\n\ndata: [DONE]\n\n\r\n0\r\n\r\n')
 
 
 async def test_last_records_beyond_a_piece_are_written_in_pieces_not_held() -> None:
@@ -141,16 +142,11 @@ async def test_last_records_beyond_a_piece_are_written_in_pieces_not_held() -> N
         await stream.close()
         return stream.response
 
-    runner, port = await _serve(handler)
-    try:
-        async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{port}/") as response:
-            body = await response.read()
-        assert body.count(b"data: ") == 101
-        _head, piece = state["before_end"]
-        assert len(piece) >= WRITE_BYTES
-        assert state["writes"][-1].endswith(b"\r\n0\r\n\r\n") and len(state["writes"]) == 3
-    finally:
-        await runner.cleanup()
+    body = await _served_body(handler)
+    assert body.count(b"data: ") == 101
+    _head, piece = state["before_end"]
+    assert len(piece) >= WRITE_BYTES
+    assert state["writes"][-1].endswith(b"\r\n0\r\n\r\n") and len(state["writes"]) == 3
 
 
 async def test_a_stream_without_first_records_still_writes_its_head_when_it_opens() -> None:
@@ -165,14 +161,9 @@ async def test_a_stream_without_first_records_still_writes_its_head_when_it_open
         await stream.close()
         return stream.response
 
-    runner, port = await _serve(handler)
-    try:
-        async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{port}/") as response:
-            assert await response.read() == b""
-        (head,) = state["at_open"]
-        assert head.startswith(b"HTTP/1.1 200 OK\r\n") and head.endswith(b"\r\n\r\n")
-    finally:
-        await runner.cleanup()
+    assert await _served_body(handler) == b""
+    (head,) = state["at_open"]
+    assert head.startswith(b"HTTP/1.1 200 OK\r\n") and head.endswith(b"\r\n\r\n")
 
 
 async def test_opening_a_stream_whose_client_is_gone_raises_before_any_work() -> None:
@@ -189,13 +180,7 @@ async def test_opening_a_stream_whose_client_is_gone_raises_before_any_work() ->
             state["raised"] = exc
         return web.Response()
 
-    runner, port = await _serve(handler)
-    try:
-        async with aiohttp.ClientSession() as session:
-            with contextlib.suppress(aiohttp.ClientError):
-                async with session.get(f"http://127.0.0.1:{port}/") as response:
-                    await response.read()
-        await wait_for_async(lambda: "raised" in state, what="the handler to run")
-        assert isinstance(state["raised"], ConnectionResetError)
-    finally:
-        await runner.cleanup()
+    with contextlib.suppress(aiohttp.ClientError):  # the client sees its connection closed
+        await _served_body(handler)
+    await wait_for_async(lambda: "raised" in state, what="the handler to run")
+    assert isinstance(state["raised"], ConnectionResetError)
