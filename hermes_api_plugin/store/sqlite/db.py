@@ -271,8 +271,10 @@ class SqliteDatabase:
         thread.run(lambda: group.run(conn)).add_done_callback(lambda ran: self._written(group, ran))
 
     def _written(self, group: _Group, ran: asyncio.Future[list[Exception | None]]) -> None:
-        group.settle(ran)
-        self._send_group()
+        try:
+            group.settle(ran)
+        finally:  # whatever settling met, the writes gathered meanwhile go on
+            self._send_group()
 
     async def open(self) -> None:
         """Open (creating and migrating) the file, or memory: see the module docstring."""
