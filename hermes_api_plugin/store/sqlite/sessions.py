@@ -77,7 +77,7 @@ class SqliteSessionStore:
                 conn.execute(S.INSERT_MESSAGE.sqlite, (session_id, "user", summary, None, _SUMMARY, now))
             conn.executemany(S.INSERT_MESSAGE.sqlite, rows)
 
-        # With the other turns settling in this loop iteration: one round trip, one commit (db.py, `grouped`).
+        # Group-committed with the transcripts of turns settling meanwhile: one round trip, one commit (db.py).
         await self.db.grouped(append)
 
     async def list_sessions(
