@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from aiohttp import web
@@ -90,7 +90,7 @@ class InPlace:
 
     def __call__(self, batch: list[TurnEvent]) -> bool:
         try:
-            done, sent = run_eagerly(self.stream.send(self.render(batch), last=ends(batch)))
+            done, sent = run_eagerly(send_batch(self.stream, self.render, batch))
         except Exception as exc:  # raised in the pump, not into the agent
             self._left = exc
             return False
@@ -107,9 +107,9 @@ class InPlace:
         return await left if isinstance(left, asyncio.Task) else left
 
 
-def ends(batch: list[TurnEvent]) -> bool:
-    """Whether a batch holds the terminal record (always its last event): the delivery's last records."""
-    return bool(batch) and isinstance(batch[-1], TurnFinished)
+def send_batch(stream: EventStream, render: Render, batch: list[TurnEvent]) -> Coroutine[Any, Any, bool]:
+    """`stream.send` of a rendered batch, `last` when it holds the terminal record (always its last event)."""
+    return stream.send(render(batch), last=bool(batch) and isinstance(batch[-1], TurnFinished))
 
 
 async def pump(
@@ -140,7 +140,7 @@ async def pump(
         else:
             if before_send is not None:
                 await before_send()
-            alive = await stream.send(render(batch), last=ends(batch))
+            alive = await send_batch(stream, render, batch)
             if alive and paused():
                 return True
         if not alive:

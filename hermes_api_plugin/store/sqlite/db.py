@@ -194,14 +194,8 @@ class _Group:
                 conn.execute("RELEASE grouped")
         return outcomes
 
-    def settle(self, ran: asyncio.Future[list[Exception | None]] | None) -> None:
-        """On the loop: each caller learns of its own write (a caller that went away is skipped: its write stands);
-        `ran` None: the store closed before the group was sent."""
-        if ran is None:
-            failure: BaseException | None = StoreError("the store is closed")
-        else:
-            failure = ran.exception() if not ran.cancelled() else StoreError("the store's thread stopped")
-        outcomes = ran.result() if ran is not None and failure is None else [failure] * len(self.writes)
+    def settle(self, outcomes: list[Exception | None]) -> None:
+        """On the loop: each caller learns of its own write (a caller that went away is skipped: its write stands)."""
         for (_write, future), failed in zip(self.writes, outcomes, strict=True):
             if future.done():
                 continue
@@ -210,10 +204,14 @@ class _Group:
             else:
                 future.set_exception(_store_error(failed) if isinstance(failed, sqlite3.Error) else failed)
 
+    def fail(self, exc: Exception) -> None:
+        """The group as a whole failed (its transaction, the thread, a closed store): so did every write in it."""
+        self.settle([exc] * len(self.writes))
+
 
 class SqliteDatabase:
     """The connection and its single worker thread; `call` runs a function on it and maps sqlite errors to
-    StoreError; `grouped` joins a write to the others of its loop iteration."""
+    StoreError; `grouped` group-commits a write with the others made while the group before it is written."""
 
     def __init__(
         self, path: Path | None, *, fallback_to_memory: bool = False, migrations_dir: Traversable | Path | None = None
@@ -265,14 +263,19 @@ class SqliteDatabase:
             return
         thread, conn = self._thread, self._conn
         if thread is None or conn is None:  # closed meanwhile
-            group.settle(None)
+            group.fail(StoreError("the store is closed"))
             self._writing = False
             return
         thread.run(lambda: group.run(conn)).add_done_callback(lambda ran: self._written(group, ran))
 
     def _written(self, group: _Group, ran: asyncio.Future[list[Exception | None]]) -> None:
         try:
-            group.settle(ran)
+            if ran.cancelled():
+                group.fail(StoreError("the store's thread stopped"))
+            elif isinstance(failure := ran.exception(), Exception):
+                group.fail(failure)
+            else:
+                group.settle(ran.result())  # a BaseException (not an Exception) is raised here, as `call` would
         finally:  # whatever settling met, the writes gathered meanwhile go on
             self._send_group()
 
