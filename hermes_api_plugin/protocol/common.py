@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from ..config.settings import parse_bool
 from ..core.content import Message, canonical_json, parse_content
 from ..core.digits import ascii_int
 from ..core.errors import invalid_parameter
+from ..core.ids import random_hex
 from .counts import MAX_MESSAGES
 from .limits import HEADER_MAX, NAME_MAX, short
 from .params import Keyword, Param
@@ -292,25 +292,25 @@ def derived_session_id(scope: str, system_prompt: str, first_user_content: Any) 
 
 
 def new_run_id() -> str:
-    return "run_" + secrets.token_hex(16)
+    return "run_" + random_hex(16)
 
 
 def new_completion_id() -> str:
-    return "chatcmpl-" + secrets.token_hex(16)
+    return "chatcmpl-" + random_hex(16)
 
 
 def new_response_id() -> str:
-    return "resp_" + secrets.token_hex(16)
+    return "resp_" + random_hex(16)
 
 
 def new_session_id() -> str:
     """A new server-side session id for runs and session creation (`api_<unix time>_<8 hex>`)."""
-    return f"api_{int(time.time())}_{secrets.token_hex(4)}"
+    return f"api_{int(time.time())}_{random_hex(4)}"
 
 
 def new_chain_session_id() -> str:
     """A new session id for a Responses chain (`api-` + 16 hex)."""
-    return "api-" + secrets.token_hex(8)
+    return "api-" + random_hex(8)
 
 
 def conversation_history(body: Mapping[str, Any]) -> list[Message] | None:

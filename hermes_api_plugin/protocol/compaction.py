@@ -5,11 +5,11 @@ the request — `model` required, `input` checked as POST /v1/responses checks i
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import ApiError, invalid_request
+from ..core.ids import random_hex
 from .common import MODEL_SELECTION, ModelSelection, parse_model_selection
 from .limits import ID_MAX, NAME_MAX, short
 from .params import IntText
@@ -81,7 +81,7 @@ def nothing_to_compact() -> ApiError:
 
 
 def new_compaction_id() -> str:
-    return "cmp_" + secrets.token_hex(16)
+    return "cmp_" + random_hex(16)
 
 
 def compacted_resource(

@@ -12,11 +12,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import secrets
 from typing import Any
 
 from ..core.content import Message, text_message
 from ..core.errors import ApiError, invalid_request
+from ..core.ids import random_hex
 from .limits import ID_MAX, short
 from .schema import Obj, Prop, Str
 
@@ -67,7 +67,7 @@ def _malformed(param: str) -> ApiError:
 
 def compaction_item(summary: str) -> dict[str, Any]:
     """A new output item carrying `summary`."""
-    return {"type": "compaction", "id": "ci_" + secrets.token_hex(16), "encrypted_content": encode_summary(summary)}
+    return {"type": "compaction", "id": "ci_" + random_hex(16), "encrypted_content": encode_summary(summary)}
 
 
 def summary_message(summary: str) -> Message:

@@ -21,7 +21,6 @@ end records the conversation as the client holds it as *answered*, and that exac
 from __future__ import annotations
 
 import hashlib
-import secrets
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from typing import Any
 
 from ..cluster.placement import Placement
 from ..core.content import Message, canonical_json
+from ..core.ids import random_hex
 from ..core.offload import LARGE_MESSAGES, off_loop
 from ..protocol.common import derived_session_id
 from ..store.roles import SessionStore
@@ -175,7 +175,7 @@ async def resolve(
             # A twin opened at once may have taken it while this one looked (neither had written yet).
             fresh = fresh and not index.opening_taken(derived)
             index.take_opening(derived)
-        return Resolution(derived if fresh else "api-" + secrets.token_hex(8), continued=False)
+        return Resolution(derived if fresh else "api-" + random_hex(8), continued=False)
     # A long history is hashed and compared off the loop (issue 20, defect 3).
     key = await off_loop(lambda: index_key(scope, system_prompt, sent), len(sent) > LARGE_MESSAGES)
     if key is None or any(m.role not in ("user", "assistant") for m in sent):
@@ -194,7 +194,7 @@ async def resolve(
         stored = await sessions.load_session_messages(branch)
         if await _continues(sent, stored):  # a concurrent twin seeded it
             return Resolution(branch, continued=True, stored=tuple(stored))
-        branch = "api-" + secrets.token_hex(8)  # this branching happened before and went on: branch afresh
+        branch = "api-" + random_hex(8)  # this branching happened before and went on: branch afresh
     elif await placement.other_host(branch) is not None:
-        branch = "api-" + secrets.token_hex(8)  # another host branched this history: its branch is not ours to seed
+        branch = "api-" + random_hex(8)  # another host branched this history: its branch is not ours to seed
     return Resolution(branch, continued=False, seed=True)

@@ -71,10 +71,21 @@ class StoredReply(Protocol):
 
 @dataclass(frozen=True)
 class TurnPlan:
-    """What a surface resolved for its new turn before it is admitted: the runtime's request (the submitter adds the
-    gateway's part: scope, profile home, settings) and how the turn joins its session."""
+    """What a surface resolved for its new turn before it is admitted: the request as the client made it and how the
+    turn joins its session. The submitter builds the runtime's `TurnRequest` from it once (`_request`), adding the
+    gateway's part: the run id, scope, profile home and settings."""
 
-    request: TurnRequest
+    session_id: str
+    input: Message
+    selection: ModelSelection  # the model as the request selected it
+    system_prompt: str | None = None
+    metadata: Mapping[str, Any] | None = None
+    session_key: str | None = None  # X-Hermes-Session-Key: the agent's session key, memory and approval scope
+    turn_id: str | None = None  # None: a new run id
+    # the function tools the client lends the agent, and its tool_choice (WIRE.md §15)
+    client_tools: tuple[ClientTool, ...] = ()
+    tool_choice: ToolChoice = CHOOSE_AUTO
+    hold_approvals: bool = False  # its approvals wait on the stream (WIRE.md §14.2)
     # The agent's history: messages known now, or a loader called once the turn may run (a queued turn then
     # sees what the turn before it added).
     history: HistoryLoader | Sequence[Message] = ()
@@ -83,41 +94,6 @@ class TurnPlan:
     persist: Persister | None = None  # the surface's own state, stored before the terminal record
     durable: bool = False  # journal kept in the store even without a key (stored Responses)
     bind_key: str | None = None  # X-Hermes-Session-Key to bind to the session once admitted
-
-
-def turn_request(
-    session_id: str,
-    input: Message,
-    selection: ModelSelection,
-    *,
-    system_prompt: str | None = None,
-    metadata: Mapping[str, Any] | None = None,
-    session_key: str | None = None,
-    turn_id: str | None = None,
-    client_tools: tuple[ClientTool, ...] = (),
-    tool_choice: ToolChoice = CHOOSE_AUTO,
-    hold_approvals: bool = False,
-) -> TurnRequest:
-    """The runtime's request for a surface's new turn, its model as the request selected it; `session_key` is
-    X-Hermes-Session-Key (the agent's session key, memory and approval scope); `client_tools` and `tool_choice`
-    the function tools the client lends the agent (WIRE.md §15); `hold_approvals`: its approvals wait on the
-    stream (WIRE.md §14.2)."""
-    return TurnRequest(
-        turn_id=turn_id or new_run_id(),
-        session_id=session_id,
-        input=input,
-        system_prompt=system_prompt,
-        model=selection.model,
-        provider=selection.provider,
-        model_options=selection.model_options,
-        reasoning_enabled=selection.reasoning_enabled,
-        reasoning_effort=selection.reasoning_effort,
-        metadata=metadata or {},
-        session_key=session_key,
-        client_tools=client_tools,
-        tool_choice=tool_choice,
-        hold_approvals=hold_approvals,
-    )
 
 
 class Planner(Protocol):
@@ -500,16 +476,8 @@ class Submitter:
         early head, so that a lost race still attaches with the winner's ids; on one gateway's store no other
         process can win a race (running_elsewhere) and the head goes out first (WIRE.md §5.3)."""
         p = await surface.plan()
-        settings, history = self.settings, p.history
-        loader = history if callable(history) else None
-        request = replace(
-            p.request,
-            history=() if callable(history) else tuple(history),
-            commentary_enabled=settings.interim_assistant_messages,
-            max_iterations=settings.max_turns,
-            profile_home=self.profile_home,
-            scope=self.scope,
-        )
+        request = self._request(p)
+        loader = p.history if callable(p.history) else None
         held = self.registry.admit(
             request,
             queue_key=request.session_id if p.queued else None,
@@ -553,6 +521,31 @@ class Submitter:
         turn.settles_keys = slot is not None
         turn.writes_journal = slot is not None or self.remote_turns.shared
         return NewTurn(held, head)
+
+    def _request(self, p: TurnPlan) -> TurnRequest:
+        """The runtime's request for a planned turn, built once (no copy per field the gateway adds, issue 25)."""
+        selection, settings, history = p.selection, self.settings, p.history
+        return TurnRequest(
+            turn_id=p.turn_id or new_run_id(),
+            session_id=p.session_id,
+            input=p.input,
+            history=() if callable(history) else tuple(history),
+            system_prompt=p.system_prompt,
+            model=selection.model,
+            provider=selection.provider,
+            model_options=selection.model_options,
+            reasoning_enabled=selection.reasoning_enabled,
+            reasoning_effort=selection.reasoning_effort,
+            commentary_enabled=settings.interim_assistant_messages,
+            max_iterations=settings.max_turns,
+            metadata=p.metadata or {},
+            session_key=p.session_key,
+            profile_home=self.profile_home,
+            scope=self.scope,
+            client_tools=p.client_tools,
+            tool_choice=p.tool_choice,
+            hold_approvals=p.hold_approvals,
+        )
 
     def _run_record(self, surface: str, turn: Turn) -> RunRecord:
         return RunRecord(

@@ -37,7 +37,7 @@ from ..protocol.chat import ChatRequest
 from ..protocol.common import new_completion_id
 from ..submission.continuity import ConversationIndex, index_key, resolve
 from ..submission.conversations import Conversations
-from ..submission.submit import Existing, Resume, TurnPlan, turn_request
+from ..submission.submit import Existing, Resume, TurnPlan
 from ..turns import HistoryLoader, Journal, Persister, Turn
 from ..turns.answers import ClientAnswer, declined, outputs_answer
 from .chat_answers import chat_answer
@@ -139,7 +139,7 @@ class ChatSurface:
             history = self.conversations.session_history(self.session_id)
         elif self.settings.chat_continuity == "auto":
             history, persist = await self._continuity()
-        request = turn_request(
+        return TurnPlan(
             self.session_id,
             chat.input,
             chat.selection,
@@ -149,8 +149,10 @@ class ChatSurface:
             client_tools=chat.client_tools,
             tool_choice=chat.tool_choice,
             hold_approvals=self.hermes.holds_approvals(self.settings.approvals_chat),
+            history=history,
+            queued=explicit,
+            persist=persist,
         )
-        return TurnPlan(request, history=history, queued=explicit, persist=persist)
 
     async def _continuity(self) -> tuple[HistoryLoader | Sequence[Message], Persister]:
         """Issue 14: the conversation this stateless chat continues (its session and server-side history), or the

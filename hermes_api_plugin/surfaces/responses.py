@@ -62,7 +62,7 @@ from ..protocol.responses import (
 from ..store.base import Eviction, StoredResponse, StoreError
 from ..store.roles import ResponseStore
 from ..submission.conversations import Conversations, extended, fixed_history
-from ..submission.submit import Existing, Resume, TurnPlan, turn_request
+from ..submission.submit import Existing, Resume, TurnPlan
 from ..turns import HistoryLoader, Journal, Persister, Turn
 from ..turns.answers import APPROVAL, DECLINE, QUESTION, ClientAnswer, outputs_answer
 from ..turns.durable import JournalSaver
@@ -410,16 +410,6 @@ class ResponsesSurface:
             messages=[*carried, *resolved.messages],  # until it settles: what a restart-settled turn leaves
             owner=self.owner,
         )
-        request = turn_request(
-            chain.session_id,
-            resolved.messages[-1],
-            body.selection,
-            system_prompt=system,
-            metadata=body.metadata,
-            session_key=self.hermes.session_key,
-            turn_id=turn_id,
-        )
-        request = replace(request, client_tools=body.client_tools, tool_choice=body.choice)
         responses = _TurnResponses(
             self.settings, self.store, head, record if body.store else None, conversations.waits, conversations.scope
         )
@@ -427,7 +417,15 @@ class ResponsesSurface:
         responses.commentary, responses.hosted = self.commentary, self.hosted
         self._chain = responses
         return TurnPlan(
-            request,
+            chain.session_id,
+            resolved.messages[-1],
+            body.selection,
+            system_prompt=system,
+            metadata=body.metadata,
+            session_key=self.hermes.session_key,
+            turn_id=turn_id,
+            client_tools=body.client_tools,
+            tool_choice=body.choice,
             history=history,
             inputs=resolved.messages,
             bind_key=chain.bind_key,

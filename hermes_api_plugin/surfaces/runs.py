@@ -18,7 +18,7 @@ from ..protocol.common import new_session_id
 from ..protocol.runs import RunRequest
 from ..store.base import IdempotencyRecord
 from ..submission.conversations import Conversations, extended
-from ..submission.submit import Resume, TurnPlan, turn_request
+from ..submission.submit import Resume, TurnPlan
 from ..turns import HistoryLoader, Journal, Turn
 from ..turns.answers import ClientAnswer
 from .chat import ChatReply
@@ -97,7 +97,7 @@ class RunSurface:
             history = earlier
         else:
             history = conversations.session_history(chain.session_id)
-        request = turn_request(
+        return TurnPlan(
             chain.session_id,
             run.messages[-1],
             run.selection,
@@ -106,8 +106,10 @@ class RunSurface:
             client_tools=run.client_tools,  # WIRE.md §15.4: a call suspends the run until its tool_outputs
             tool_choice=run.tool_choice,
             hold_approvals=self.hold_approvals,
+            history=history,
+            inputs=run.messages,
+            bind_key=chain.bind_key,
         )
-        return TurnPlan(request, history=history, inputs=run.messages, bind_key=chain.bind_key)
 
     def reply(self, turn: Turn | None) -> RunReply:
         assert turn is not None  # a run never resumes another

@@ -19,7 +19,7 @@ from ..dialects.record import SseRecord, after_id
 from ..dialects.sessions import SessionStreamRenderer
 from ..protocol.sessions import SessionChatRequest
 from ..submission.conversations import Conversations
-from ..submission.submit import Existing, Resume, TurnPlan, turn_request
+from ..submission.submit import Existing, Resume, TurnPlan
 from ..turns import Journal, Turn
 from ..turns.answers import ClientAnswer
 from .chat_answers import chat_answer
@@ -105,15 +105,15 @@ class SessionChatSurface:
         await self.conversations.placement.check(
             self.requested
         )  # kept by another host: 409, never an empty conversation
-        request = turn_request(
+        return TurnPlan(
             self.session_id,
             self.chat.message,
             self.chat.selection,
             system_prompt=self.chat.instructions,
             session_key=self.session_key,
             hold_approvals=self.hold_approvals,
+            history=self.conversations.session_history(self.session_id),
         )
-        return TurnPlan(request, history=self.conversations.session_history(self.session_id))
 
     def reply(self, turn: Turn | None) -> SessionChatReply:
         return SessionChatReply(self.session_id, self.model, self.start)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import re
-import secrets
 from typing import Any
 
+from ..core.ids import random_hex
 from ..core.redact import redact
 
 LABEL_MAX = 500
@@ -36,7 +36,7 @@ DEFAULT_EMOJI = "🔧"
 
 
 def new_call_id() -> str:
-    return "call_" + secrets.token_hex(12)
+    return "call_" + random_hex(12)
 
 
 def display_tool_name(name: Any) -> str:
