@@ -36,6 +36,7 @@ from .common import (
     p50_p99,
     percentile,
     received_stamps,
+    ticks_stream,
     timed_read,
     write_home,
 )
@@ -49,6 +50,9 @@ FULL = {
     "latency_warmup_seconds": 1.0,
     "hz": 20,
     "idle_streams": 10000,
+    "cpu_streams": 3000,
+    "cpu_concurrency": 100,
+    "cpu_warmup": 200,
     "admissions": 300,
     "startups": 3,
     "store_requests": 1000,
@@ -72,6 +76,9 @@ QUICK = {
     "latency_warmup_seconds": 0.2,
     "hz": 20,
     "idle_streams": 50,
+    "cpu_streams": 100,
+    "cpu_concurrency": 10,
+    "cpu_warmup": 10,
     "admissions": 20,
     "startups": 1,
     "store_requests": 10,
@@ -367,6 +374,45 @@ async def raw_idle_tracked(session: aiohttp.ClientSession, server: Server, count
     return tracked
 
 
+async def _one_delta_streams(
+    session: aiohttp.ClientSession, server: Server, kind: str, count: int, at_once: int
+) -> None:
+    """`count` one-delta ticks streams of `kind`, `at_once` open at a time."""
+    gate = asyncio.Semaphore(at_once)
+
+    async def one() -> None:
+        async with gate:
+            await ticks_stream(session, server, kind, 1, 1000)
+
+    await asyncio.gather(*(one() for _ in range(count)))
+
+
+async def process_time(session: aiohttp.ClientSession, server: Server) -> float:
+    """The CPU time the bench server has used so far, every thread, in seconds (to the nanosecond)."""
+    async with session.get(server.raw_url + "/process_time") as response:
+        return float((await response.json())["seconds"])
+
+
+async def stream_cpu(session: aiohttp.ClientSession, server: Server, size: dict[str, Any]) -> dict[str, Any]:
+    """The server's CPU time per stream (issue 25): N one-delta streams, C open at a time, of the raw writer, chat and
+    Responses, each after a warm-up of its own; every thread of the process, user and kernel time — what an instruction
+    count (bench.cost) leaves out: the system calls, the store's thread, the collector's full collections (rare, so a
+    short phase under callgrind may see none). The raw writer goes first: the plugin's settled turns are then not
+    yet in the heap its collections walk. Also the objects the collector tracks after each kind."""
+    count, at_once = size["cpu_streams"], size["cpu_concurrency"]
+    out: dict[str, Any] = {"streams": count, "at_once": at_once}
+    for kind in ("raw", "chat", "responses"):
+        await _one_delta_streams(session, server, kind, size["cpu_warmup"], at_once)
+        before = await process_time(session, server)
+        await _one_delta_streams(session, server, kind, count, at_once)
+        used = await process_time(session, server) - before
+        tracked = await gc_tracked(session, server)
+        out[kind] = {"cpu_ms_per_stream": round(1000 * used / count, 4), "tracked_after": tracked}
+    for kind in ("chat", "responses"):
+        out[kind]["ratio"] = round(out[kind]["cpu_ms_per_stream"] / out["raw"]["cpu_ms_per_stream"], 3)
+    return out
+
+
 async def admissions(session: aiohttp.ClientSession, server: Server, size: dict[str, Any]) -> dict[str, Any]:
     """Per-request latency of a short non-streaming chat turn, without and with an Idempotency-Key."""
     out: dict[str, Any] = {}
@@ -419,6 +465,7 @@ BENCHES: dict[str, Callable[..., Awaitable[dict[str, Any]]]] = {
     "latency": latency,
     "latency_threads": latency_threads,
     "idle_streams": idle_streams,
+    "stream_cpu": stream_cpu,
     "admissions": admissions,
     "answers": answers.answers,
     "websocket": websocket.websocket,
@@ -487,6 +534,15 @@ def report(name: str, result: dict[str, Any]) -> list[str]:
             f"idle_streams           {result['tracked_per_stream']} objects per stream tracked by the collector "
             f"(raw aiohttp writer {result['raw_tracked_per_stream']}); {result['tracked_per_delta']} per delta "
             "a running turn streamed",
+        ]
+    if name == "stream_cpu":
+        raw = result["raw"]
+        return [
+            f"stream_cpu.{kind:<12} {v['cpu_ms_per_stream']} ms of server CPU per one-delta stream (x {v['ratio']} "
+            f"the raw writer's {raw['cpu_ms_per_stream']} ms; {result['streams']} streams, {result['at_once']} at "
+            f"once) - {v['tracked_after']} objects tracked after (raw {raw['tracked_after']})"
+            for kind, v in result.items()
+            if kind in ("chat", "responses")
         ]
     if name == "admissions":
         return [

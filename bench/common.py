@@ -1,8 +1,10 @@
 """What the benchmark parts share: the bench Hermes home, the server process (`bench.server`), percentiles, timed
-requests (one admission = one short non-streaming chat turn), and the receipt of timestamped deltas."""
+requests (one admission = one short non-streaming chat turn), and the streams of timestamped deltas (`ticks_stream`)
+and their receipt."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import subprocess
@@ -123,3 +125,31 @@ async def received_stamps(response: aiohttp.ClientResponse) -> AsyncIterator[tup
         if end > 1:
             whole, pending = pending[:end], pending[end:]
             yield now, STAMP.findall(whole)
+
+
+TICKS_KINDS = ("chat", "responses", "raw")  # a ticks stream: the plugin's chat and Responses streams, the raw writer's
+
+
+def ticks_request(session: aiohttp.ClientSession, server: Server, kind: str, ticks: int, hz: int) -> Any:
+    """The request of one stream of the bench runtime's `ticks T HZ` turn (the raw writer: the same schedule)."""
+    prompt = f"ticks {ticks} {hz}"
+    if kind == "chat":
+        body = {"stream": True, "messages": [{"role": "user", "content": prompt}]}
+        return session.post(server.url + "/v1/chat/completions", json=body, headers=AUTH)
+    if kind == "responses":
+        return session.post(server.url + "/v1/responses", json={"input": prompt, "stream": True}, headers=AUTH)
+    return session.get(f"{server.raw_url}/raw_ticks?ticks={ticks}&hz={hz}")
+
+
+async def ticks_stream(
+    session: aiohttp.ClientSession, server: Server, kind: str, ticks: int, hz: int, phase: float = 0.0
+) -> int:
+    """One ticks stream read to its end, `phase` seconds from now; its deltas, each checked received once."""
+    await asyncio.sleep(phase)
+    received: set[bytes] = set()  # a Responses stream repeats the text in its `done` and `completed` events
+    async with ticks_request(session, server, kind, ticks, hz) as response:
+        assert response.status == 200, await response.text()
+        async for _now, stamps in received_stamps(response):
+            received.update(stamps)
+    assert len(received) == ticks, (kind, len(received), ticks)
+    return ticks

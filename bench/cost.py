@@ -26,30 +26,7 @@ from typing import Any
 
 import aiohttp
 
-from .common import AUTH, Server, received_stamps, write_home
-
-KINDS = ("chat", "responses", "raw")
-
-
-def _request(session: aiohttp.ClientSession, server: Server, kind: str, ticks: int, hz: int) -> Any:
-    prompt = f"ticks {ticks} {hz}"
-    if kind == "chat":
-        body = {"stream": True, "messages": [{"role": "user", "content": prompt}]}
-        return session.post(server.url + "/v1/chat/completions", json=body, headers=AUTH)
-    if kind == "responses":
-        return session.post(server.url + "/v1/responses", json={"input": prompt, "stream": True}, headers=AUTH)
-    return session.get(f"{server.raw_url}/raw_ticks?ticks={ticks}&hz={hz}")
-
-
-async def _stream(session: aiohttp.ClientSession, server: Server, kind: str, ticks: int, hz: int, phase: float) -> int:
-    await asyncio.sleep(phase)
-    received: set[bytes] = set()  # a Responses stream repeats the text in its `done` and `completed` events
-    async with _request(session, server, kind, ticks, hz) as response:
-        assert response.status == 200, await response.text()
-        async for _now, stamps in received_stamps(response):
-            received.update(stamps)
-    assert len(received) == ticks, (kind, len(received), ticks)
-    return ticks
+from .common import TICKS_KINDS, Server, ticks_stream, write_home
 
 
 async def _control(session: aiohttp.ClientSession, server: Server, option: str) -> None:
@@ -82,7 +59,7 @@ async def _phase(
     """Instructions and events of one phase: N streams of `ticks`, spread over one tick period."""
     await _control(session, server, "-z")
     counts = await asyncio.gather(
-        *(_stream(session, server, kind, ticks, hz, i / streams / hz) for i in range(streams))
+        *(ticks_stream(session, server, kind, ticks, hz, i / streams / hz) for i in range(streams))
     )
     await _control(session, server, "-d")
     return _latest_total(out), sum(counts)
@@ -95,9 +72,9 @@ async def measure(work: Path, out: Path, streams: int, ticks: tuple[int, int], h
     try:
         connector = aiohttp.TCPConnector(limit=0)
         async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None)) as session:
-            for kind in KINDS:  # warm-up: first-use imports and caches are not the steady cost
+            for kind in TICKS_KINDS:  # warm-up: first-use imports and caches are not the steady cost
                 await _phase(session, server, out, kind, 2, 2, hz)
-            for kind in KINDS:
+            for kind in TICKS_KINDS:
                 (short_ir, short_events), (long_ir, long_events) = [
                     await _phase(session, server, out, kind, streams, t, hz) for t in ticks
                 ]

@@ -1,7 +1,8 @@
-"""`python -m bench.rounds [--rounds 3] [--against DIR]`: throughput and latency, three rounds, the median of each.
+"""`python -m bench.rounds [--rounds 3] [--against DIR]`: throughput, latency and CPU per stream, three rounds, the
+median of each.
 
-Each round runs `python -m bench --only throughput latency latency_threads` here and, with `--against`, in another
-checkout (e.g. an older commit, its `bench/` brought up to this one's), alternating which goes first, so the
+Each round runs `python -m bench --only throughput latency latency_threads stream_cpu` here and, with `--against`,
+in another checkout (e.g. an older commit, its `bench/` brought up to this one's), alternating which goes first, so the
 machine's drift falls on both alike. Every figure keeps its same-run baseline (the raw writer); the summary is the
 median over rounds of each figure and ratio, and the range. Written to results.json under `rounds` (this checkout)
 and `rounds_against`.
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-PARTS = ("throughput", "latency", "latency_threads")
+PARTS = ("throughput", "latency", "latency_threads", "stream_cpu")
 
 LATENCY = (
     ("p50_ms", ("p50_ms",)),
@@ -43,6 +44,13 @@ def figures(results: dict[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
     # the producer's ceiling (a checkout from before it was measured has none)
     ceiling = ("producer_ratio", "chat_of_producer", "responses_of_producer")
     out.extend((name, ("throughput", name)) for name in ceiling if name in results["throughput"])
+    if (
+        "stream_cpu" in results
+    ):  # the server's CPU per one-delta stream (a checkout from before it was measured has none)
+        for kind in ("chat", "responses", "raw"):
+            out.append((f"stream_cpu_{kind}_ms", ("stream_cpu", kind, "cpu_ms_per_stream")))
+            out.append((f"stream_cpu_{kind}_tracked", ("stream_cpu", kind, "tracked_after")))
+        out.extend((f"stream_cpu_{kind}_ratio", ("stream_cpu", kind, "ratio")) for kind in ("chat", "responses"))
     for part in ("latency", "latency_threads"):  # the turns on the loop, and on a thread each (a checkout may lack it)
         for streams in results.get(part, {}):
             out.extend((f"{part}_{streams}_{name}", (part, streams, *path)) for name, path in LATENCY)

@@ -1,17 +1,17 @@
 """The benchmark server process: the real plugin app (bench runtime) and a raw aiohttp baseline, one loop.
 
-`python -m bench.server HOME DELTAS [--pool-check round-trip|none]` prints `PORTS <plugin> <raw>` once both listen,
-then serves until SIGTERM. `--pool-check` (the store part measures what the check costs) replaces the PostgreSQL
-pool's per-borrow check (`postgres_db.check_lent`) with psycopg_pool's own round trip, or with nothing. The raw
-baseline builds and `json.dumps` the same chunk dicts the chat stream sends, one write per chunk: the minimal honest
-work of an SSE endpoint — as fast as it can (`/raw`, the throughput partner), or stamped on the latency part's
-schedule (`/raw_ticks`, the latency partner: the bench runtime's `ticks` turn without the plugin between the callback
-and the socket), or on that schedule from a thread per stream that hands each stamp to the loop (`/raw_thread_ticks`,
-the partner of `thread_ticks`: what a runtime on its own thread, as Hermes' is, costs anyway). `/gc_tracked` answers
-how many objects the cyclic garbage collector tracks after a full collection (what every later full collection walks;
-the start-up's, frozen, are not counted). `/producer` plays the throughput part's deltas with the bench runtime to a
-callback that does nothing: the ceiling of the plugin's throughput on this loop (its producer is in the same
-process).
+`python -m bench.server HOME DELTAS [--pool-check round-trip|none]` prints `PORTS <plugin> <raw>` once both listen, then
+serves until SIGTERM. `--pool-check` (the store part measures what the check costs) replaces the PostgreSQL pool's
+per-borrow check (`postgres_db.check_lent`) with psycopg_pool's own round trip, or with nothing. The raw baseline builds
+and `json.dumps` the same chunk dicts the chat stream sends, one write per chunk: the minimal honest work of an SSE
+endpoint — as fast as it can (`/raw`, the throughput partner), or stamped on the latency part's schedule (`/raw_ticks`,
+the latency partner: the bench runtime's `ticks` turn without the plugin between the callback and the socket), or on
+that schedule from a thread per stream that hands each stamp to the loop (`/raw_thread_ticks`, the partner of
+`thread_ticks`: what a runtime on its own thread, as Hermes' is, costs anyway). `/gc_tracked` answers how many objects
+the cyclic garbage collector tracks after a full collection (what every later full collection walks; the start-up's,
+frozen, are not counted); `/process_time` the CPU time the process has used. `/producer` plays the throughput part's
+deltas with the bench runtime to a callback that does nothing: the ceiling of the plugin's throughput on this loop (its
+producer is in the same process).
 """
 
 from __future__ import annotations
@@ -122,6 +122,12 @@ async def raw_thread_ticks(request: web.Request) -> web.StreamResponse:
     return response
 
 
+async def process_time(request: web.Request) -> web.Response:
+    """The CPU time this process has used, every thread (`time.process_time()`: to the nanosecond, where /proc counts
+    clock ticks of 10 ms)."""
+    return web.json_response({"seconds": time.process_time()})
+
+
 async def gc_tracked(request: web.Request) -> web.Response:
     gc.collect()
     return web.json_response({"tracked": len(gc.get_objects())})
@@ -159,6 +165,7 @@ async def main(home: Path, deltas: int) -> None:
     raw_app.router.add_get("/raw_thread_ticks", raw_thread_ticks)
     raw_app.router.add_get("/producer", producer(agent_runtime))
     raw_app.router.add_get("/gc_tracked", gc_tracked)
+    raw_app.router.add_get("/process_time", process_time)
     raw_runner = web.AppRunner(raw_app, **runner_kwargs())
     await plugin_runner.setup()
     await raw_runner.setup()

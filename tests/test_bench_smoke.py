@@ -32,6 +32,8 @@ def test_every_benchmark_runs_at_tiny_size_and_reports_each_figure(tmp_path: Pat
         "latency.1_streams",
         "latency_threads.5_streams",
         "idle_streams",
+        "stream_cpu.chat",
+        "stream_cpu.responses",
         "admissions",
         "startup",
         "store",
@@ -69,6 +71,12 @@ def test_every_benchmark_runs_at_tiny_size_and_reports_each_figure(tmp_path: Pat
             # and how its deltas kept their schedule: request → first delta, and how late each callback ran
             assert 0 < side["first_delta_p50_ms"] <= side["first_delta_p99_ms"], side
             assert -1 < side["slip_p50_ms"] <= side["slip_p99_ms"], side
+    cpu = results["stream_cpu"]  # the server's CPU per stream, the raw writer's beside it, and the heap after each
+    for kind in ("raw", "chat", "responses"):
+        assert cpu[kind]["cpu_ms_per_stream"] > 0 and cpu[kind]["tracked_after"] > 0, cpu
+    assert cpu["chat"]["ratio"] == pytest.approx(
+        cpu["chat"]["cpu_ms_per_stream"] / cpu["raw"]["cpu_ms_per_stream"], 0.01
+    )
     assert results["startup"]["median_s"] > 0
     answers = results["answers"]  # every suspension kind answered both ways resumed its turn; the baselines ran
     for name in (*(f"{k}_{a}" for k in ("question", "approval", "client_tool") for a in ("session", "history")),):
@@ -120,3 +128,8 @@ def test_rounds_alternate_two_checkouts_and_keep_every_figure_with_its_raw_partn
                 assert len(entry["values"]) == 2 and entry["median"] >= 0, (streams, figure, entry)
         assert summary["chat_ratio"]["median"] > 0 and summary["responses_ratio"]["median"] > 0
         assert summary["producer_ratio"]["median"] > 0 and summary["chat_of_producer"]["median"] > 0
+        for kind in ("chat", "responses", "raw"):
+            assert (
+                summary[f"stream_cpu_{kind}_ms"]["median"] > 0 and len(summary[f"stream_cpu_{kind}_ms"]["values"]) == 2
+            )
+        assert summary["stream_cpu_chat_ratio"]["median"] > 0
