@@ -3,9 +3,9 @@
 stdlib sqlite3 on one dedicated thread (never on the event loop, and one thread means statements never
 interleave), WAL, file mode 0600, schema migrations on open, rows by column name (`sqlite3.Row`).
 Without a path, or when the file cannot be opened and the fallback is allowed, the same schema lives in
-memory and `durable` is False (WIRE.md §5.4). Writes made through `grouped` (the transcripts of settling turns) are
-group-committed: those made while one group is written go together in the next store call and transaction, a
-savepoint each.
+memory and `durable` is False (WIRE.md §5.4). Writes made through `grouped` (the transcripts of settling turns, the
+stored Responses) are group-committed: those made while one group is written go together in the next store call and
+transaction, a savepoint each.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..base import StoreError, StoreRefused
 from ..sql.migrations import load_migrations
@@ -176,37 +176,35 @@ class _Group:
     that cannot begin or commit fails them all (each caller retries, as it would its own)."""
 
     def __init__(self) -> None:
-        self.writes: list[tuple[Callable[[sqlite3.Connection], None], asyncio.Future[None]]] = []
+        self.writes: list[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]] = []
 
-    def run(self, conn: sqlite3.Connection) -> list[Exception | None]:
-        """On the database thread: each write's failure, or None."""
-        outcomes: list[Exception | None] = []
+    def run(self, conn: sqlite3.Connection) -> list[tuple[Any, Exception | None]]:
+        """On the database thread: each write's value and failure (None: it stood)."""
+        outcomes: list[tuple[Any, Exception | None]] = []
         with transaction(conn):
             for write, _future in self.writes:
                 conn.execute("SAVEPOINT grouped")
                 try:
-                    write(conn)
+                    outcomes.append((write(conn), None))
                 except Exception as exc:  # this write's alone (a bad value, a row that cannot be encoded)
                     conn.execute("ROLLBACK TO grouped")
-                    outcomes.append(exc)
-                else:
-                    outcomes.append(None)
+                    outcomes.append((None, exc))
                 conn.execute("RELEASE grouped")
         return outcomes
 
-    def settle(self, outcomes: list[Exception | None]) -> None:
+    def settle(self, outcomes: list[tuple[Any, Exception | None]]) -> None:
         """On the loop: each caller learns of its own write (a caller that went away is skipped: its write stands)."""
-        for (_write, future), failed in zip(self.writes, outcomes, strict=True):
+        for (_write, future), (value, failed) in zip(self.writes, outcomes, strict=True):
             if future.done():
                 continue
             if failed is None:
-                future.set_result(None)
+                future.set_result(value)
             else:
                 future.set_exception(_store_error(failed) if isinstance(failed, sqlite3.Error) else failed)
 
     def fail(self, exc: Exception) -> None:
         """The group as a whole failed (its transaction, the thread, a closed store): so did every write in it."""
-        self.settle([exc] * len(self.writes))
+        self.settle([(None, exc)] * len(self.writes))
 
 
 class SqliteDatabase:
@@ -240,20 +238,21 @@ class SqliteDatabase:
         except sqlite3.Error as exc:
             raise _store_error(exc) from exc
 
-    async def grouped(self, write: Callable[[sqlite3.Connection], None]) -> None:
+    async def grouped(self, write: Callable[[sqlite3.Connection], T]) -> T:
         """`write(connection)` in a savepoint of its own, in one transaction with the other grouped writes made while
         the group before it was being written — a group commit: an idle store writes it at once, a busy one gathers
         what comes meanwhile and writes it all in one store call and one commit (issue 25: a stream's transcript was
-        its only store call). Each caller still learns of its own write's failure (StoreRefused, StoreError)."""
+        its only store call, a stored Response's two puts their own transactions). Each caller still gets its own
+        write's value, or learns of its failure (StoreRefused, StoreError)."""
         if self._thread is None or self._conn is None:
             raise StoreError("the store is closed")
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         if self._group is None:
             self._group = _Group()
         self._group.writes.append((write, future))
         if not self._writing:
             self._send_group()
-        await future
+        return await future
 
     def _send_group(self) -> None:
         """The gathered group to the database thread, if any; the next one gathers until it is written."""
@@ -268,7 +267,7 @@ class SqliteDatabase:
             return
         thread.run(lambda: group.run(conn)).add_done_callback(lambda ran: self._written(group, ran))
 
-    def _written(self, group: _Group, ran: asyncio.Future[list[Exception | None]]) -> None:
+    def _written(self, group: _Group, ran: asyncio.Future[list[tuple[Any, Exception | None]]]) -> None:
         try:
             if ran.cancelled():
                 group.fail(StoreError("the store's thread stopped"))

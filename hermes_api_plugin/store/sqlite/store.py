@@ -139,14 +139,15 @@ class SqliteStore:
         def put(conn: sqlite3.Connection) -> list[Eviction]:
             # Encoded on the database thread: thousands of input items would hold the event loop (issue 20, defect 3).
             row, item_rows = response_rows(response, items, now)
-            with transaction(conn):
-                conn.execute(S.PUT_RESPONSE.sqlite, row)
-                conn.executemany(_PUT_ITEM, item_rows)
-                if response.conversation is not None:
-                    conn.execute(S.NAME_CONVERSATION.sqlite, (response.scope, response.conversation, response.id, now))
-                return self._evict(conn)
+            conn.execute(S.PUT_RESPONSE.sqlite, row)
+            conn.executemany(_PUT_ITEM, item_rows)
+            if response.conversation is not None:
+                conn.execute(S.NAME_CONVERSATION.sqlite, (response.scope, response.conversation, response.id, now))
+            return self._evict(conn)
 
-        return await self.db.call(put)
+        # Group-committed with the other stored Responses and transcripts of the moment (db.py): a Response is put
+        # twice per turn (admitted, settled), and a commit of its own each was most of what a stored stream cost.
+        return await self.db.grouped(put)
 
     def _evict(self, conn: sqlite3.Connection) -> list[Eviction]:
         excess = conn.execute(S.COUNT_RESPONSES.sqlite).fetchone()["n"] - self.max_responses

@@ -13,10 +13,12 @@ from pathlib import Path
 import pytest
 
 from hermes_api_plugin.core.content import ImagePart, Message, TextPart
-from hermes_api_plugin.store import SqliteStore, StoreError, StoreRefused
+from hermes_api_plugin.store import Eviction, SqliteStore, StoreError, StoreRefused
 from hermes_api_plugin.store.sql.migrations import load_migrations
 from hermes_api_plugin.store.sqlite import db as sqlite_db
 from hermes_api_plugin.store.sqlite.migrate import BUNDLED
+
+from ..support import SCOPE, response
 
 
 def bundled_versions() -> list[int]:
@@ -227,6 +229,33 @@ async def test_transcripts_appended_in_one_loop_iteration_share_one_transaction_
         assert await store.sessions.load_session_messages("s0") == [first, then]
         for n in range(1, 20):
             assert await store.sessions.load_session_messages(f"s{n}") == [Message("user", (TextPart(str(n)),))]
+    finally:
+        await store.close()
+
+
+async def test_responses_put_at_once_share_a_commit_with_transcripts_and_each_gets_its_own_evictions(
+    tmp_path: Path,
+) -> None:
+    """Issue 25: a stored Response is put when its turn is admitted and when it settles; puts made while a group is
+    written go in the next one, beside the transcripts of that moment, and each caller gets the evictions its own put
+    made (the oldest settled Response beyond `max_responses`)."""
+    store = SqliteStore(tmp_path / "store.sqlite3", max_responses=2)
+    await store.open()
+    try:
+        await store.put_response(response("r0"), [])  # alone: its own transaction
+        await store.put_response(response("r1"), [])
+        statements = _statements(store)
+        note = Message("user", (TextPart("note"),))
+        outcomes = await asyncio.gather(
+            store.sessions.append_session_messages("s", [note]),  # written at once; the rest gather meanwhile
+            store.put_response(response("r2"), []),
+            store.sessions.append_session_messages("s", [note]),
+            store.put_response(response("r3"), []),
+        )
+        assert statements.count("BEGIN IMMEDIATE") == 2 and statements.count("COMMIT") == 2
+        assert outcomes[1] == [Eviction("r0", ())] and outcomes[3] == [Eviction("r1", ())]
+        assert [await store.get_response(SCOPE, f"r{n}") is not None for n in range(4)] == [False, False, True, True]
+        assert await store.sessions.load_session_messages("s") == [note, note]
     finally:
         await store.close()
 
