@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import mimetypes
 import re
 import urllib.parse
@@ -16,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 from .errors import ApiError, invalid_request
+from .json_text import canonical
 
 MAX_PARTS = 1000
 _TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
@@ -121,7 +121,7 @@ def text_message(role: str, text: str, **fields: Any) -> Message:
 
 def canonical_json(value: Any) -> str:
     """Sorted keys, compact, UTF-8 (raw non-ASCII): the form identities and derived ids hash."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return canonical(value)
 
 
 def _unsupported(param: str) -> ApiError:

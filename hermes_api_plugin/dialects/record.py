@@ -8,7 +8,6 @@ drops the completion of a tool that never started.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from json.encoder import encode_basestring  # C: a string as json.dumps(ensure_ascii=False) writes it
 from typing import Any, NamedTuple, get_args
@@ -26,6 +25,7 @@ from ..core.events import (
     TurnEvent,
     TurnTranscript,
 )
+from ..core.json_text import compact
 
 ClientExchange = ClientRequest | ClientAnswer
 CLIENT_EXCHANGES = get_args(ClientRequest) + get_args(ClientAnswer)  # for isinstance: the requests and answers
@@ -43,7 +43,7 @@ def wire_json(payload: Any) -> str:
     """A payload as every record is written: compact, raw UTF-8 (http/sse.py, the WebSocket's text frames)."""
     if type(payload) is Encoded:
         return payload.json
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return compact(payload)
 
 
 class Encoded(dict[str, Any]):

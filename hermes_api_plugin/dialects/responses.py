@@ -25,7 +25,6 @@ the §15.3 suspensions."""
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -45,6 +44,7 @@ from ..core.events import (
     TurnStatus,
     Usage,
 )
+from ..core.json_text import compact
 from ..protocol.response_settings import ResponseSettings
 from .prompts import question_prompt
 from .record import SseRecord
@@ -637,4 +637,4 @@ class ResponsesRenderer:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return compact(value)

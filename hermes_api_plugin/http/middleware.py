@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 import logging
 import re
 from collections.abc import Awaitable, Callable
@@ -38,6 +37,7 @@ from ..core.errors import (
     origin_not_allowed,
     storage_unavailable,
 )
+from ..core.json_text import compact
 from ..core.offload import LARGE_BODY_BYTES, off_loop
 from ..protocol.limits import HEADER_MAX
 from ..store.base import StoreError, StoreRefused
@@ -71,7 +71,7 @@ def render_error(err: ApiError) -> web.Response:
     return web.Response(
         status=err.status,
         # "replace": an error about undecodable input must not fail on echoing it (lone surrogates)
-        body=json.dumps(err.envelope(), ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace"),
+        body=compact(err.envelope()).encode("utf-8", "replace"),
         headers={**err.headers, "Content-Type": "application/json; charset=utf-8"},
     )
 

@@ -13,12 +13,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ..core.content import Message
+from ..core.json_text import compact
 from .base import IdempotencyRecord, SessionInfo, StoredResponse
 
 
 def json_text(value: Any) -> str:
     """A value as the compact UTF-8 JSON text stored in a column."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return compact(value)
 
 
 class Row(Protocol):

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import overload
 
 from ..core.events import ReasoningDelta, TextDelta, TurnEvent, TurnFinished, event_from_json, event_to_json
+from ..core.json_text import compact
 
 
 class Journal:
@@ -344,10 +345,7 @@ def _text_bytes(event: TurnEvent) -> int:
 def encode_events(events: Sequence[TurnEvent], stamps: Sequence[float] | None = None) -> list[str]:
     """Events as stored rows; each carries its journal time under `ts`."""
     times = stamps if stamps is not None else [time.time()] * len(events)
-    return [
-        json.dumps({**event_to_json(e), "ts": ts}, ensure_ascii=False, separators=(",", ":"))
-        for e, ts in zip(events, times, strict=True)
-    ]
+    return [compact({**event_to_json(e), "ts": ts}) for e, ts in zip(events, times, strict=True)]
 
 
 def encode_journal(journal: Journal, start: int, end: int) -> list[str]:
@@ -362,7 +360,7 @@ def encode_journal(journal: Journal, start: int, end: int) -> list[str]:
             data = {**event_to_json(others[value]), "ts": ts}  # type: ignore[index]
         else:
             data = {"t": _DELTA_NAMES[kind], "text": value, "ts": ts}
-        rows.append(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+        rows.append(compact(data))
     return rows
 
 

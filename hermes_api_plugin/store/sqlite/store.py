@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.content import Message
+from ...core.json_text import compact
 from ..base import Eviction, Feed, IdempotencyRecord, Lease, RunRecord, StoredResponse
 from ..metered import metered
 from ..rows import (
@@ -272,7 +273,7 @@ class SqliteStore:
                 with transaction(conn):
                     conn.executemany(S.APPEND_JOURNAL.sqlite, rows)
             else:
-                conn.execute(_APPEND_JOURNAL, (json.dumps(rows, ensure_ascii=False),))
+                conn.execute(_APPEND_JOURNAL, (compact(rows),))
 
         # awaited: the loop holds still for the commit, or a busy loop starves the database thread (db.py)
         await self.db.call(append, handoff=awaited)
