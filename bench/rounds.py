@@ -44,9 +44,8 @@ def figures(results: dict[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
     # the producer's ceiling (a checkout from before it was measured has none)
     ceiling = ("producer_ratio", "chat_of_producer", "responses_of_producer")
     out.extend((name, ("throughput", name)) for name in ceiling if name in results["throughput"])
-    if (
-        "stream_cpu" in results
-    ):  # the server's CPU per one-delta stream (a checkout from before it was measured has none)
+    # the server's CPU per one-delta stream (a checkout from before it was measured has none)
+    if "stream_cpu" in results:
         for kind in ("chat", "responses", "raw"):
             out.append((f"stream_cpu_{kind}_ms", ("stream_cpu", kind, "cpu_ms_per_stream")))
             out.append((f"stream_cpu_{kind}_tracked", ("stream_cpu", kind, "tracked_after")))

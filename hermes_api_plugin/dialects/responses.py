@@ -574,7 +574,7 @@ class ResponsesRenderer:
                 "type": "mcp_approval_request",
                 "server_label": SERVER_LABEL,
                 "name": name,
-                "arguments": _json({"command": asked.command, "description": asked.description}),
+                "arguments": compact({"command": asked.command, "description": asked.description}),
             }
             self.approval_ids[item["id"]] = asked
             self._add(records, index, item)
@@ -634,7 +634,3 @@ class ResponsesRenderer:
             records, "response.function_call_arguments.done", item_id=fid, output_index=index, arguments=arguments
         )
         self._finish_item(records, index, {**item, "status": "completed", "arguments": arguments})
-
-
-def _json(value: Any) -> str:
-    return compact(value)
