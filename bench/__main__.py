@@ -37,6 +37,7 @@ from .common import (
     percentile,
     received_stamps,
     ticks_stream,
+    ticks_request,
     timed_read,
     write_home,
 )
@@ -172,13 +173,7 @@ async def _latency_stream(
     # Streams start at spread-out phases of the tick period, as independent clients would: phase-locked
     # tickers would measure a synthetic burst of every stream at once instead of per-event latency.
     await asyncio.sleep(phase)
-    if raw:
-        path = "/raw_thread_ticks" if threads else "/raw_ticks"
-        request = session.get(f"{server.raw_url}{path}?ticks={ticks}&hz={hz}")
-    else:
-        prompt = f"{'thread_ticks' if threads else 'ticks'} {ticks} {hz}"
-        body = {"stream": True, "messages": [{"role": "user", "content": prompt}]}
-        request = session.post(server.url + "/v1/chat/completions", json=body, headers=AUTH)
+    request = ticks_request(session, server, "raw" if raw else "chat", ticks, hz, threads=threads)
     sent = time.time()
     stamps: list[float] = []
     async with request as response:
@@ -363,7 +358,7 @@ async def raw_idle_tracked(session: aiohttp.ClientSession, server: Server, count
     responses: list[aiohttp.ClientResponse] = []
 
     async def open_one() -> None:
-        response = await session.get(server.raw_url + "/raw_ticks?ticks=2&hz=0.01")
+        response = await ticks_request(session, server, "raw", 2, 0.01)
         responses.append(response)
         await response.content.readany()
 

@@ -130,15 +130,21 @@ async def received_stamps(response: aiohttp.ClientResponse) -> AsyncIterator[tup
 TICKS_KINDS = ("chat", "responses", "raw")  # a ticks stream: the plugin's chat and Responses streams, the raw writer's
 
 
-def ticks_request(session: aiohttp.ClientSession, server: Server, kind: str, ticks: int, hz: int) -> Any:
-    """The request of one stream of the bench runtime's `ticks T HZ` turn (the raw writer: the same schedule)."""
-    prompt = f"ticks {ticks} {hz}"
+def ticks_request(
+    session: aiohttp.ClientSession, server: Server, kind: str, ticks: int, hz: float, *, threads: bool = False
+) -> Any:
+    """The request of one stream of the bench runtime's `ticks T HZ` turn (`thread_ticks` with `threads`). The raw
+    writer is sent the chat request itself — the same body and headers, the schedule also in its query — so that the
+    client's work per request is the same on both sides and only the server's differs (a GET without a body cost the
+    client less, and its own share of a stream's start then favoured the raw writer: issue 25, thirteenth session)."""
+    prompt = f"{'thread_ticks' if threads else 'ticks'} {ticks} {hz}"
+    chat = {"stream": True, "messages": [{"role": "user", "content": prompt}]}
     if kind == "chat":
-        body = {"stream": True, "messages": [{"role": "user", "content": prompt}]}
-        return session.post(server.url + "/v1/chat/completions", json=body, headers=AUTH)
+        return session.post(server.url + "/v1/chat/completions", json=chat, headers=AUTH)
     if kind == "responses":
         return session.post(server.url + "/v1/responses", json={"input": prompt, "stream": True}, headers=AUTH)
-    return session.get(f"{server.raw_url}/raw_ticks?ticks={ticks}&hz={hz}")
+    path = "/raw_thread_ticks" if threads else "/raw_ticks"
+    return session.post(f"{server.raw_url}{path}?ticks={ticks}&hz={hz}", json=chat, headers=AUTH)
 
 
 async def ticks_stream(

@@ -5,7 +5,8 @@ serves until SIGTERM. `--pool-check` (the store part measures what the check cos
 per-borrow check (`postgres_db.check_lent`) with psycopg_pool's own round trip, or with nothing. The raw baseline builds
 and `json.dumps` the same chunk dicts the chat stream sends, one write per chunk: the minimal honest work of an SSE
 endpoint — as fast as it can (`/raw`, the throughput partner), or stamped on the latency part's schedule (`/raw_ticks`,
-the latency partner: the bench runtime's `ticks` turn without the plugin between the callback and the socket), or on
+the latency partner: the bench runtime's `ticks` turn without the plugin between the callback and the socket; POSTed the
+chat request itself, so the client's side of both is the same), or on
 that schedule from a thread per stream that hands each stamp to the loop (`/raw_thread_ticks`, the partner of
 `thread_ticks`: what a runtime on its own thread, as Hermes' is, costs anyway). `/gc_tracked` answers how many objects
 the cyclic garbage collector tracks after a full collection (what every later full collection walks; the start-up's,
@@ -84,6 +85,7 @@ def producer(scripted: ScriptedRuntime) -> Callable[[web.Request], Awaitable[web
 async def raw_ticks(request: web.Request) -> web.StreamResponse:
     """`?ticks=N&hz=H`: the bench runtime's `ticks N H` schedule, each delta `<time.time()>;` written at once."""
     offsets = stamped_offsets(["ticks", request.query["ticks"], request.query["hz"]]) or []
+    await request.read()  # the plugin's chat request, sent here too (bench/common.py `ticks_request`)
     response = await _sse(request)
     created = int(time.time())
     loop = asyncio.get_running_loop()
@@ -101,6 +103,7 @@ async def raw_thread_ticks(request: web.Request) -> web.StreamResponse:
     """`?ticks=N&hz=H`: the schedule of `raw_ticks` played from a thread of its own, each stamp handed to the loop
     (`call_soon_threadsafe`) and written there: the least a runtime on its own thread can cost."""
     offsets = stamped_offsets(["ticks", request.query["ticks"], request.query["hz"]]) or []
+    await request.read()  # the plugin's chat request, sent here too (bench/common.py `ticks_request`)
     response = await _sse(request)
     created = int(time.time())
     loop = asyncio.get_running_loop()
@@ -161,8 +164,8 @@ async def main(home: Path, deltas: int) -> None:
     plugin_runner = web.AppRunner(gateway.apps[0], **runner_kwargs())
     raw_app = web.Application()
     raw_app.router.add_get("/raw", raw_stream)
-    raw_app.router.add_get("/raw_ticks", raw_ticks)
-    raw_app.router.add_get("/raw_thread_ticks", raw_thread_ticks)
+    raw_app.router.add_post("/raw_ticks", raw_ticks)
+    raw_app.router.add_post("/raw_thread_ticks", raw_thread_ticks)
     raw_app.router.add_get("/producer", producer(agent_runtime))
     raw_app.router.add_get("/gc_tracked", gc_tracked)
     raw_app.router.add_get("/process_time", process_time)
