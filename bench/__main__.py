@@ -36,8 +36,8 @@ from .common import (
     p50_p99,
     percentile,
     received_stamps,
-    ticks_stream,
     ticks_request,
+    ticks_stream,
     timed_read,
     write_home,
 )
