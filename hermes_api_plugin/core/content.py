@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 from .errors import ApiError, invalid_request
-from .json_text import canonical
 
 MAX_PARTS = 1000
 _TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
@@ -117,11 +116,6 @@ class Message:
 
 def text_message(role: str, text: str, **fields: Any) -> Message:
     return Message(role, (TextPart(text),) if text else (), **fields)
-
-
-def canonical_json(value: Any) -> str:
-    """Sorted keys, compact, UTF-8 (raw non-ASCII): the form identities and derived ids hash."""
-    return canonical(value)
 
 
 def _unsupported(param: str) -> ApiError:

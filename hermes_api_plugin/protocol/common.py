@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config.settings import parse_bool
-from ..core.content import Message, canonical_json, parse_content
+from ..core.content import Message, parse_content
 from ..core.digits import ascii_int
 from ..core.errors import invalid_parameter
 from ..core.ids import random_hex
+from ..core.json_text import canonical
 from .counts import MAX_MESSAGES
 from .limits import HEADER_MAX, NAME_MAX, short
 from .params import Keyword, Param
@@ -278,7 +279,7 @@ def parse_model_selection(
 
 def identity_hash(fields: Mapping[str, Any]) -> str:
     """sha256 of the canonical JSON of the identity fields (sorted keys, compact, UTF-8), WIRE.md §5.2."""
-    return hashlib.sha256(canonical_json(fields).encode()).hexdigest()
+    return hashlib.sha256(canonical(fields).encode()).hexdigest()
 
 
 def credential_scope(profile: str, key: str) -> str:
@@ -287,7 +288,7 @@ def credential_scope(profile: str, key: str) -> str:
 
 def derived_session_id(scope: str, system_prompt: str, first_user_content: Any) -> str:
     """`api-` + 16 hex: the same opening of a chat maps to the same server-side session."""
-    seed = f"{scope}\0{system_prompt}\n{canonical_json(first_user_content)}"
+    seed = f"{scope}\0{system_prompt}\n{canonical(first_user_content)}"
     return "api-" + hashlib.sha256(seed.encode()).hexdigest()[:16]
 
 

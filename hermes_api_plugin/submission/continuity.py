@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cluster.placement import Placement
-from ..core.content import Message, canonical_json
+from ..core.content import Message
 from ..core.ids import random_hex
+from ..core.json_text import canonical
 from ..core.offload import LARGE_MESSAGES, off_loop
 from ..protocol.common import derived_session_id
 from ..store.roles import SessionStore
@@ -80,7 +81,7 @@ def index_key(scope: str, system_prompt: str | None, messages: Sequence[Message]
     exchanges = visible(messages)
     if exchanges is None:
         return None
-    seed = canonical_json([scope, system_prompt or "", [[e.role, e.text, list(e.images)] for e in exchanges]])
+    seed = canonical([scope, system_prompt or "", [[e.role, e.text, list(e.images)] for e in exchanges]])
     return hashlib.sha256(seed.encode()).hexdigest()
 
 

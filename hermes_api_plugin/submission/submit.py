@@ -46,9 +46,10 @@ from ..cluster.remote_turns import AnswerUnconfirmed, RemoteTurns
 from ..cluster.waits import Waiting, Waits
 from ..config.settings import Settings
 from ..core.client_tools import CHOOSE_AUTO, ClientTool, ToolChoice
-from ..core.content import Message, canonical_json
+from ..core.content import Message
 from ..core.errors import ApiError
 from ..core.events import TurnEvent, TurnFinished, resume_position
+from ..core.json_text import canonical
 from ..core.offload import off_loop
 from ..protocol.common import ModelSelection, new_run_id
 from ..runtimes.base import TurnRequest
@@ -265,7 +266,7 @@ class Submitter:
         only for keyed requests, off the loop for a `large` one (offload.py)."""
         if key is None:
             return None
-        return Slot(self.scope, surface, key, await off_loop(identity, large), canonical_json(target))
+        return Slot(self.scope, surface, key, await off_loop(identity, large), canonical(target))
 
     async def submit(self, surface: Planner, early_head: Callable[[Turn], Awaitable[H]] | None = None) -> Submission[H]:
         """The outcome of one work-creating request. ApiErrors of validation, resolution (404), the
