@@ -6,9 +6,9 @@ per-borrow check (`postgres_db.check_lent`) with psycopg_pool's own round trip, 
 and `json.dumps` the same chunk dicts the chat stream sends, one write per chunk: the minimal honest work of an SSE
 endpoint — as fast as it can (`/raw`, the throughput partner), or stamped on the latency part's schedule (`/raw_ticks`,
 the latency partner: the bench runtime's `ticks` turn without the plugin between the callback and the socket; POSTed the
-chat request itself, so the client's side of both is the same), or on
-that schedule from a thread per stream that hands each stamp to the loop (`/raw_thread_ticks`, the partner of
-`thread_ticks`: what a runtime on its own thread, as Hermes' is, costs anyway). `/gc_tracked` answers how many objects
+chat request itself, so the client's side of both is the same), or on that schedule from a thread per stream that
+hands each stamp to the loop (`/raw_thread_ticks`, the partner of `thread_ticks`: what a runtime on its own thread, as
+Hermes' is, costs anyway). `/gc_tracked` answers how many objects
 the cyclic garbage collector tracks after a full collection (what every later full collection walks; the start-up's,
 frozen, are not counted); `/process_time` the CPU time the process has used. `/producer` plays the throughput part's
 deltas with the bench runtime to a callback that does nothing: the ceiling of the plugin's throughput on this loop (its
@@ -82,11 +82,17 @@ def producer(scripted: ScriptedRuntime) -> Callable[[web.Request], Awaitable[web
     return play
 
 
+async def _ticks_head(request: web.Request) -> tuple[list[float], web.StreamResponse]:
+    """A ticks request's schedule (`?ticks=N&hz=H`, as the bench runtime's `ticks N H`) and its SSE head, written; the
+    body, the plugin's own chat request (bench/common.py `ticks_request`), read as the plugin reads it."""
+    offsets = stamped_offsets(["ticks", request.query["ticks"], request.query["hz"]]) or []
+    await request.read()
+    return offsets, await _sse(request)
+
+
 async def raw_ticks(request: web.Request) -> web.StreamResponse:
     """`?ticks=N&hz=H`: the bench runtime's `ticks N H` schedule, each delta `<time.time()>;` written at once."""
-    offsets = stamped_offsets(["ticks", request.query["ticks"], request.query["hz"]]) or []
-    await request.read()  # the plugin's chat request, sent here too (bench/common.py `ticks_request`)
-    response = await _sse(request)
+    offsets, response = await _ticks_head(request)
     created = int(time.time())
     loop = asyncio.get_running_loop()
     start = loop.time()
@@ -102,9 +108,7 @@ async def raw_ticks(request: web.Request) -> web.StreamResponse:
 async def raw_thread_ticks(request: web.Request) -> web.StreamResponse:
     """`?ticks=N&hz=H`: the schedule of `raw_ticks` played from a thread of its own, each stamp handed to the loop
     (`call_soon_threadsafe`) and written there: the least a runtime on its own thread can cost."""
-    offsets = stamped_offsets(["ticks", request.query["ticks"], request.query["hz"]]) or []
-    await request.read()  # the plugin's chat request, sent here too (bench/common.py `ticks_request`)
-    response = await _sse(request)
+    offsets, response = await _ticks_head(request)
     created = int(time.time())
     loop = asyncio.get_running_loop()
     stamps: asyncio.Queue[str | None] = asyncio.Queue()
